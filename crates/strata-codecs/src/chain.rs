@@ -1,0 +1,63 @@
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::spec::{Capabilities, CodecSpec};
+use crate::transform::Transform;
+
+/// Transforms applied in order on encode (and in reverse on decode), then one backend.
+#[derive(Debug)]
+pub struct CodecChain {
+    transforms: Vec<Box<dyn Transform>>,
+    backend: Box<dyn Backend>,
+}
+
+impl CodecChain {
+    pub fn new(transforms: Vec<Box<dyn Transform>>, backend: Box<dyn Backend>) -> Self {
+        Self { transforms, backend }
+    }
+
+    /// The specs of every stage, in encode order: what a manifest records.
+    pub fn specs(&self) -> Vec<CodecSpec> {
+        let mut specs: Vec<CodecSpec> = self.transforms.iter().map(|t| t.spec()).collect();
+        specs.push(self.backend.spec());
+        specs
+    }
+
+    pub fn capabilities(&self) -> Capabilities {
+        let mut caps = self.backend.capabilities();
+        for t in &self.transforms {
+            let c = t.capabilities();
+            caps.lossless &= c.lossless;
+            caps.partial_decode &= c.partial_decode;
+        }
+        caps
+    }
+
+    pub fn encode(&self, input: &[u8]) -> Result<Vec<u8>> {
+        let mut staged: Option<Vec<u8>> = None;
+        for t in &self.transforms {
+            let mut next = Vec::new();
+            t.encode(staged.as_deref().unwrap_or(input), &mut next)?;
+            staged = Some(next);
+        }
+        let mut out = Vec::new();
+        self.backend.encode(staged.as_deref().unwrap_or(input), &mut out)?;
+        Ok(out)
+    }
+
+    /// Decodes into `out`, which ends up exactly `decoded_len` bytes long.
+    pub fn decode_into(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+        self.backend.decode(input, decoded_len, out)?;
+        let mut scratch = Vec::new();
+        for t in self.transforms.iter().rev() {
+            t.decode(out, &mut scratch)?;
+            std::mem::swap(out, &mut scratch);
+        }
+        Ok(())
+    }
+
+    pub fn decode(&self, input: &[u8], decoded_len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.decode_into(input, decoded_len, &mut out)?;
+        Ok(out)
+    }
+}

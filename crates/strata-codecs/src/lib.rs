@@ -1,0 +1,20 @@
+//! Codecs for strata segments.
+//!
+//! A segment's bytes pass through a [`CodecChain`]: zero or more [`Transform`]s (which
+//! rearrange bytes without changing their number, e.g. byte shuffle) followed by exactly
+//! one [`Backend`] (which compresses, e.g. zstd). Chains are described by [`CodecSpec`]s,
+//! plain JSON-serialisable values, and built through the [`registry`] by name, so the
+//! manifest records exactly what was used and a reader can rebuild it.
+
+mod backend;
+mod chain;
+mod error;
+pub mod registry;
+mod spec;
+mod transform;
+
+pub use backend::{Backend, RawBackend, ZstdBackend};
+pub use chain::CodecChain;
+pub use error::{CodecError, Result};
+pub use spec::{Capabilities, CodecSpec, ElementContext};
+pub use transform::{ShuffleTransform, Transform};

@@ -1,0 +1,238 @@
+//! Chunk and sub-chunk geometry, and the n-dimensional block copies that move data
+//! between arrays and sub-chunks.
+
+/// Row-major coordinates of linear index `id` in a grid of shape `grid`.
+pub fn unravel(mut id: u64, grid: &[u64]) -> Vec<u64> {
+    let mut c = vec![0; grid.len()];
+    for d in (0..grid.len()).rev() {
+        let g = grid[d].max(1);
+        c[d] = id % g;
+        id /= g;
+    }
+    c
+}
+
+/// Row-major linear index of `coords` in a grid of shape `grid`.
+pub fn ravel(coords: &[u64], grid: &[u64]) -> u64 {
+    coords.iter().zip(grid).fold(0, |acc, (&c, &g)| acc * g + c)
+}
+
+pub fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b.max(1))
+}
+
+/// Number of chunks along each dimension of a part with extent `extent`.
+pub fn chunk_grid(extent: &[u64], chunk: &[u64]) -> Vec<u64> {
+    extent.iter().zip(chunk).map(|(&e, &c)| ceil_div(e, c)).collect()
+}
+
+/// Sub-chunk grid of a full chunk; edge chunks use the same numbering and simply lack some ids.
+pub fn subchunk_grid(chunk: &[u64], sub: &[u64]) -> Vec<u64> {
+    chunk.iter().zip(sub).map(|(&c, &s)| ceil_div(c, s)).collect()
+}
+
+/// The selection `start, start+step, ... < stop` along one dimension (global indices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AxisSelection {
+    pub start: u64,
+    pub stop: u64,
+    pub step: u64,
+}
+
+impl AxisSelection {
+    pub fn count(&self) -> u64 {
+        if self.stop <= self.start {
+            0
+        } else {
+            (self.stop - self.start).div_ceil(self.step)
+        }
+    }
+
+    /// First selected index `>= lo`, if it is below `hi`.
+    fn first_in(&self, lo: u64, hi: u64) -> Option<u64> {
+        let first = if lo <= self.start { self.start } else { self.start + (lo - self.start).div_ceil(self.step) * self.step };
+        (first < hi.min(self.stop)).then_some(first)
+    }
+}
+
+/// One sub-chunk's extent along one axis, and which of its elements the selection takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AxisBlock {
+    pub chunk: u64,
+    pub sub: u64,
+    /// Length of the sub-chunk along this axis.
+    pub len: u64,
+    /// Offset inside the sub-chunk of the first selected element.
+    pub first: u64,
+    /// Number of selected elements in the sub-chunk.
+    pub count: u64,
+    /// Position of the first selected element in the output.
+    pub out: u64,
+    /// Distance between selected elements.
+    pub step: u64,
+}
+
+/// The sub-chunks along one axis of a part `[offset, offset+extent)` that the selection hits.
+pub fn axis_blocks(sel: AxisSelection, offset: u64, extent: u64, chunk: u64, sub: u64) -> Vec<AxisBlock> {
+    let mut blocks = Vec::new();
+    let lo = sel.start.max(offset);
+    let hi = sel.stop.min(offset + extent);
+    if lo >= hi {
+        return blocks;
+    }
+    let (c0, c1) = ((lo - offset) / chunk, (hi - 1 - offset) / chunk);
+    for c in c0..=c1 {
+        let chunk_lo = offset + c * chunk;
+        let chunk_hi = offset + ((c + 1) * chunk).min(extent);
+        let s0 = lo.max(chunk_lo).saturating_sub(chunk_lo) / sub;
+        let s1 = (hi.min(chunk_hi) - 1 - chunk_lo) / sub;
+        for s in s0..=s1 {
+            let b_lo = chunk_lo + s * sub;
+            let b_hi = (b_lo + sub).min(chunk_hi);
+            if let Some(first) = sel.first_in(b_lo, b_hi) {
+                let end = b_hi.min(sel.stop);
+                let count = (end - first).div_ceil(sel.step);
+                blocks.push(AxisBlock {
+                    chunk: c,
+                    sub: s,
+                    len: b_hi - b_lo,
+                    first: first - b_lo,
+                    count,
+                    out: (first - sel.start) / sel.step,
+                    step: sel.step,
+                });
+            }
+        }
+    }
+    blocks
+}
+
+/// Copies a `count`-shaped block of `elem`-byte elements from `src` (shape `src_shape`,
+/// starting at `src_start`, stepping `src_step`) into `dst` (shape `dst_shape`, starting at
+/// `dst_start`, contiguous).
+#[allow(clippy::too_many_arguments)]
+pub fn copy_block(
+    src: &[u8],
+    src_shape: &[u64],
+    src_start: &[u64],
+    src_step: &[u64],
+    dst: &mut [u8],
+    dst_shape: &[u64],
+    dst_start: &[u64],
+    count: &[u64],
+    elem: usize,
+) {
+    // SAFETY: `dst` is an exclusive slice of `dst.len()` bytes.
+    unsafe { copy_block_raw(src, src_shape, src_start, src_step, dst.as_mut_ptr(), dst.len(), dst_shape, dst_start, count, elem) }
+}
+
+/// [`copy_block`] into a raw buffer, so that parallel tasks can fill disjoint parts of one
+/// output. Every write is bounds-checked against `dst_len`.
+///
+/// # Safety
+/// `dst` must be valid for writes of `dst_len` bytes, and no other thread may access the
+/// bytes this call writes while it runs.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn copy_block_raw(
+    src: &[u8],
+    src_shape: &[u64],
+    src_start: &[u64],
+    src_step: &[u64],
+    dst: *mut u8,
+    dst_len: usize,
+    dst_shape: &[u64],
+    dst_start: &[u64],
+    count: &[u64],
+    elem: usize,
+) {
+    let put = |dof: usize, bytes: &[u8]| {
+        assert!(dof + bytes.len() <= dst_len, "copy_block: destination overflow");
+        // SAFETY: in bounds (checked above); exclusivity is the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(dof), bytes.len()) }
+    };
+    let n = count.len();
+    if count.contains(&0) {
+        return;
+    }
+    if n == 0 {
+        put(0, &src[..elem]);
+        return;
+    }
+    let strides = |shape: &[u64]| {
+        let mut s = vec![1u64; n];
+        for d in (0..n.saturating_sub(1)).rev() {
+            s[d] = s[d + 1] * shape[d + 1];
+        }
+        s
+    };
+    let (ss, ds) = (strides(src_shape), strides(dst_shape));
+    let inner = count[n - 1] as usize;
+    let inner_step = src_step[n - 1] as usize;
+    let mut idx = vec![0u64; n.saturating_sub(1)];
+    loop {
+        let mut so = src_start[n - 1] * ss[n - 1];
+        let mut dof = dst_start[n - 1] * ds[n - 1];
+        for d in 0..n - 1 {
+            so += (src_start[d] + idx[d] * src_step[d]) * ss[d];
+            dof += (dst_start[d] + idx[d]) * ds[d];
+        }
+        let (so, dof) = (so as usize * elem, dof as usize * elem);
+        if inner_step == 1 {
+            put(dof, &src[so..so + inner * elem]);
+        } else {
+            for i in 0..inner {
+                let s = so + i * inner_step * elem;
+                put(dof + i * elem, &src[s..s + elem]);
+            }
+        }
+        // Advance the outer index like an odometer.
+        let mut d = n - 1;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < count[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_blocks_cover_exactly_the_selection() {
+        for (start, stop, step) in [(0, 100, 1), (3, 97, 7), (10, 11, 1), (0, 100, 33), (50, 50, 1), (99, 100, 5)] {
+            let sel = AxisSelection { start, stop, step };
+            for (offset, extent) in [(0, 100), (20, 40)] {
+                let blocks = axis_blocks(sel, offset, extent, 16, 5);
+                let mut got = Vec::new();
+                for b in &blocks {
+                    for k in 0..b.count {
+                        let global = offset + b.chunk * 16 + b.sub * 5 + b.first + k * step;
+                        got.push((global, b.out + k));
+                    }
+                }
+                let want: Vec<(u64, u64)> = (start..stop)
+                    .step_by(step as usize)
+                    .filter(|&i| i >= offset && i < offset + extent)
+                    .map(|i| (i, (i - start) / step))
+                    .collect();
+                assert_eq!(got, want, "sel {start}:{stop}:{step} part {offset}+{extent}");
+            }
+        }
+    }
+
+    #[test]
+    fn ravel_inverts_unravel() {
+        let grid = [3, 4, 5];
+        for id in 0..60 {
+            assert_eq!(ravel(&unravel(id, &grid), &grid), id);
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Index files (`.sidx`): a header, a section directory, sections, and a checksummed trailer.
+//! Layout in docs/format.md, "Index files". All integers little-endian.
+
+use crate::error::{Error, Result};
+use crate::segment::{SegmentEntry, SegmentKey};
+
+pub const MAGIC: &[u8; 8] = b"STRATAIX";
+pub const TRAILER_MAGIC: &[u8; 4] = b"XEND";
+pub const INDEX_FORMAT_VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 32;
+pub const SECTION_ENTRY_LEN: usize = 24;
+pub const SEGMENT_ENTRY_LEN: usize = 80;
+pub const TRAILER_LEN: usize = 8;
+
+/// Section kinds. A section whose `required` flag is set must be understood by the reader.
+pub const SECTION_SEGMENT_TABLE: u32 = 1;
+const FLAG_REQUIRED: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlabIndexData {
+    pub slab_id: u64,
+    pub segments: Vec<SegmentEntry>,
+}
+
+pub fn encode(data: &SlabIndexData) -> Vec<u8> {
+    let mut table = Vec::with_capacity(8 + data.segments.len() * SEGMENT_ENTRY_LEN);
+    table.extend_from_slice(&(data.segments.len() as u64).to_le_bytes());
+    for s in &data.segments {
+        table.extend_from_slice(&s.key.var.to_le_bytes());
+        table.extend_from_slice(&s.key.subchunk.to_le_bytes());
+        table.extend_from_slice(&s.key.chunk.to_le_bytes());
+        table.extend_from_slice(&s.key.bin.to_le_bytes());
+        table.push(s.key.group);
+        table.push(s.codec);
+        table.extend_from_slice(&0u16.to_le_bytes());
+        table.extend_from_slice(&s.offset.to_le_bytes());
+        table.extend_from_slice(&s.length.to_le_bytes());
+        table.extend_from_slice(&s.raw_length.to_le_bytes());
+        table.extend_from_slice(&s.checksum.to_le_bytes());
+        table.extend_from_slice(&0u32.to_le_bytes());
+        table.extend_from_slice(&s.count.to_le_bytes());
+        table.extend_from_slice(&s.min.to_le_bytes());
+        table.extend_from_slice(&s.max.to_le_bytes());
+    }
+    let sections = [(SECTION_SEGMENT_TABLE, FLAG_REQUIRED, table)];
+    let mut out = Vec::new();
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
+    out.extend_from_slice(&data.slab_id.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    let mut offset = (HEADER_LEN + sections.len() * SECTION_ENTRY_LEN) as u64;
+    for (kind, flags, body) in &sections {
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        offset += body.len() as u64;
+    }
+    for (_, _, body) in &sections {
+        out.extend_from_slice(body);
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(TRAILER_MAGIC);
+    out
+}
+
+/// Little-endian cursor that reports truncation as corruption instead of panicking.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    what: &'a str,
+}
+
+impl<'a> Cursor<'a> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let end = self.pos.checked_add(N).filter(|&e| e <= self.buf.len()).ok_or_else(|| {
+            Error::Corruption(format!("{} is truncated at byte {}", self.what, self.pos))
+        })?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(&self.buf[self.pos..end]);
+        self.pos = end;
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take::<1>()?[0])
+    }
+    fn u16(&mut self) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.take()?))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+    fn f64(&mut self) -> Result<f64> {
+        Ok(f64::from_le_bytes(self.take()?))
+    }
+}
+
+pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
+    let corrupt = |m: String| Error::Corruption(format!("{what}: {m}"));
+    if buf.len() < HEADER_LEN + TRAILER_LEN || &buf[..8] != MAGIC {
+        return Err(corrupt("not a strata index file (bad magic or too short)".into()));
+    }
+    let body_len = buf.len() - TRAILER_LEN;
+    if &buf[body_len + 4..] != TRAILER_MAGIC {
+        return Err(corrupt("missing trailer: the file is truncated".into()));
+    }
+    let stored_crc = u32::from_le_bytes([buf[body_len], buf[body_len + 1], buf[body_len + 2], buf[body_len + 3]]);
+    if crc32c::crc32c(&buf[..body_len]) != stored_crc {
+        return Err(corrupt("checksum mismatch".into()));
+    }
+    let body = &buf[..body_len];
+    let mut c = Cursor { buf: body, pos: 8, what };
+    let version = c.u32()?;
+    if version != INDEX_FORMAT_VERSION {
+        return Err(Error::Compatibility(format!("{what}: index format version {version} is not supported")));
+    }
+    let n_sections = c.u32()? as usize;
+    let slab_id = c.u64()?;
+    let _reserved = c.u64()?;
+    let mut segments = None;
+    for _ in 0..n_sections {
+        let kind = c.u32()?;
+        let flags = c.u32()?;
+        let offset = c.u64()? as usize;
+        let len = c.u64()? as usize;
+        let end = offset.checked_add(len).filter(|&e| e <= body.len() && offset >= HEADER_LEN);
+        let Some(end) = end else {
+            return Err(corrupt(format!("section {kind} lies outside the file")));
+        };
+        match kind {
+            SECTION_SEGMENT_TABLE => segments = Some(decode_segments(&body[offset..end], what)?),
+            _ if flags & FLAG_REQUIRED != 0 => {
+                return Err(Error::Compatibility(format!(
+                    "{what}: required index section kind {kind} is not supported by this build"
+                )))
+            }
+            _ => {}
+        }
+    }
+    let segments = segments.ok_or_else(|| corrupt("no segment table".into()))?;
+    Ok(SlabIndexData { slab_id, segments })
+}
+
+fn decode_segments(buf: &[u8], what: &str) -> Result<Vec<SegmentEntry>> {
+    let mut c = Cursor { buf, pos: 0, what };
+    let n = c.u64()?;
+    if n.checked_mul(SEGMENT_ENTRY_LEN as u64) != Some(buf.len() as u64 - 8) {
+        return Err(Error::Corruption(format!("{what}: segment table length does not match its {n} entries")));
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let var = c.u32()?;
+        let subchunk = c.u32()?;
+        let chunk = c.u64()?;
+        let bin = c.u32()?;
+        let group = c.u8()?;
+        let codec = c.u8()?;
+        let _flags = c.u16()?;
+        let offset = c.u64()?;
+        let length = c.u64()?;
+        let raw_length = c.u64()?;
+        let checksum = c.u32()?;
+        let _reserved = c.u32()?;
+        let count = c.u64()?;
+        let min = c.f64()?;
+        let max = c.f64()?;
+        out.push(SegmentEntry {
+            key: SegmentKey { var, chunk, subchunk, bin, group },
+            codec,
+            offset,
+            length,
+            raw_length,
+            checksum,
+            count,
+            min,
+            max,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> SlabIndexData {
+        let segments = (0..5u32)
+            .map(|i| SegmentEntry {
+                key: SegmentKey { var: i % 2, chunk: i as u64 * 3, subchunk: i, bin: 0, group: 0 },
+                codec: 0,
+                offset: 24 + i as u64 * 100,
+                length: 100,
+                raw_length: 400,
+                checksum: i * 7,
+                count: 100,
+                min: -1.5,
+                max: f64::from(i),
+            })
+            .collect();
+        SlabIndexData { slab_id: 9, segments }
+    }
+
+    #[test]
+    fn round_trips() {
+        let d = sample();
+        assert_eq!(decode(&encode(&d), "t").unwrap(), d);
+    }
+
+    #[test]
+    fn every_truncation_and_every_bit_flip_is_detected() {
+        let bytes = encode(&sample());
+        for cut in 0..bytes.len() {
+            let e = decode(&bytes[..cut], "t").unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Corruption, "cut {cut}");
+        }
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x10;
+            assert!(decode(&b, "t").is_err(), "flip at {i}");
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! strata's storage engine: the on-disk format (v1), the storage interface, chunk
+//! geometry with Hilbert ordering, the segment index, the writer and the reader.
+//!
+//! The format is specified in `docs/format.md`; this crate is its reference implementation.
+
+pub mod chunking;
+mod data_file;
+pub mod dtype;
+pub mod error;
+pub mod grid;
+pub mod hilbert;
+pub mod index_file;
+pub mod manifest;
+pub mod reader;
+pub mod segment;
+pub mod storage;
+pub mod store;
+pub mod writer;
+
+pub use dtype::DType;
+pub use error::{Error, ErrorKind, Result};
+pub use manifest::Manifest;
+pub use reader::{DimSelection, StoreReader};
+pub use store::Store;
+pub use writer::{StoreWriter, WriterOptions};

@@ -1,0 +1,342 @@
+//! Format v1 manifests: plain serde structs, one JSON file per store version.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::HashSet;
+use strata_codecs::CodecSpec;
+
+pub const FORMAT_NAME: &str = "strata";
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One immutable version of a store: schema, layout, codecs and the files holding the data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    pub format_version: u32,
+    pub version: u64,
+    pub parent: Option<u64>,
+    pub created_ms: u64,
+    pub message: String,
+    pub dims: Vec<Dim>,
+    /// The dimension along which data is cut into slabs and appended.
+    pub record_dim: Option<String>,
+    /// Records per slab for new slabs (the last slab of an append may hold fewer).
+    pub slab_records: u64,
+    pub attrs: Vec<Attribute>,
+    pub variables: Vec<Variable>,
+    pub layout: Layout,
+    pub slabs: Vec<Slab>,
+    pub files: Vec<FileEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dim {
+    pub name: String,
+    pub size: u64,
+    #[serde(default)]
+    pub unlimited: bool,
+}
+
+/// An attribute, kept losslessly: its NetCDF type and its values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribute {
+    pub name: String,
+    #[serde(flatten)]
+    pub value: AttrValue,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "lowercase")]
+pub enum AttrValue {
+    String(String),
+    Strings(Vec<String>),
+    I8(Vec<i64>),
+    U8(Vec<u64>),
+    I16(Vec<i64>),
+    U16(Vec<u64>),
+    I32(Vec<i64>),
+    U32(Vec<u64>),
+    I64(Vec<i64>),
+    U64(Vec<u64>),
+    F32(#[serde(with = "f32_values")] Vec<f32>),
+    F64(#[serde(with = "f64_values")] Vec<f64>),
+}
+
+/// JSON has no NaN or infinity: such values are written as strings. A NaN keeps its
+/// exact bit pattern (`"NaN:0x7fc00000"`), so attributes like `_FillValue = NaN` round-trip.
+macro_rules! float_values {
+    ($module:ident, $t:ty, $bits:ty, $width:literal) => {
+        mod $module {
+            use super::*;
+
+            #[derive(Serialize, Deserialize)]
+            #[serde(untagged)]
+            enum Repr {
+                Num($t),
+                Text(String),
+            }
+
+            pub fn serialize<S: Serializer>(v: &[$t], s: S) -> std::result::Result<S::Ok, S::Error> {
+                let reprs: Vec<Repr> = v
+                    .iter()
+                    .map(|&x| {
+                        if x.is_finite() {
+                            Repr::Num(x)
+                        } else if x.is_nan() {
+                            Repr::Text(format!("NaN:0x{:0w$x}", x.to_bits(), w = $width))
+                        } else if x > 0.0 {
+                            Repr::Text("Infinity".into())
+                        } else {
+                            Repr::Text("-Infinity".into())
+                        }
+                    })
+                    .collect();
+                reprs.serialize(s)
+            }
+
+            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<$t>, D::Error> {
+                let reprs = Vec::<Repr>::deserialize(d)?;
+                reprs
+                    .into_iter()
+                    .map(|r| match r {
+                        Repr::Num(x) => Ok(x),
+                        Repr::Text(t) => match t.as_str() {
+                            "Infinity" => Ok(<$t>::INFINITY),
+                            "-Infinity" => Ok(<$t>::NEG_INFINITY),
+                            "NaN" => Ok(<$t>::NAN),
+                            other => other
+                                .strip_prefix("NaN:0x")
+                                .and_then(|h| <$bits>::from_str_radix(h, 16).ok())
+                                .map(<$t>::from_bits)
+                                .filter(|x| x.is_nan())
+                                .ok_or_else(|| serde::de::Error::custom(format!("bad float value '{other}'"))),
+                        },
+                    })
+                    .collect()
+            }
+        }
+    };
+}
+float_values!(f32_values, f32, u32, 8);
+float_values!(f64_values, f64, u64, 16);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variable {
+    pub name: String,
+    pub dtype: DType,
+    pub dims: Vec<String>,
+    pub attrs: Vec<Attribute>,
+    /// Chunk and sub-chunk shapes; absent for inline string variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunking: Option<Chunking>,
+    /// Codec chains used by this variable's segments; a segment names one by position.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub codecs: Vec<Vec<CodecSpec>>,
+    /// Values of a `string` variable, row-major (strings never go to segments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline_strings: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chunking {
+    pub chunk: Vec<u64>,
+    pub subchunk: Vec<u64>,
+}
+
+/// Layout levels; format v1 defines all three, this build writes `S` only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Level {
+    /// Space: chunks in Hilbert order, then sub-chunks.
+    S,
+    /// Value bins.
+    V,
+    /// Precision byte groups.
+    M,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layout {
+    /// Priority order of the levels: the sort key of segments in a data file.
+    pub order: Vec<Level>,
+    /// Byte groups per float type (level M), e.g. `{"f64": [2,1,1,1,1,1,1]}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byte_groups: Option<serde_json::Value>,
+    /// Binning rule (level V).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bins: Option<serde_json::Value>,
+}
+
+impl Layout {
+    pub fn space_only() -> Self {
+        Self { order: vec![Level::S], byte_groups: None, bins: None }
+    }
+
+    pub fn describe(&self) -> String {
+        self.order.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join("-")
+    }
+}
+
+/// A slab: the records `[start, start+count)` of every record variable (or, with
+/// `records: None`, every variable without the record dimension), in one data file and one
+/// index file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slab {
+    pub id: u64,
+    pub records: Option<[u64; 2]>,
+    pub data: String,
+    pub index: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    pub size: u64,
+    pub crc32c: u32,
+}
+
+impl Manifest {
+    pub fn from_json(bytes: &[u8], what: &str) -> Result<Self> {
+        let value: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| Error::Corruption(format!("{what} is not valid JSON: {e}")))?;
+        let version = value.get("format_version").and_then(|v| v.as_u64());
+        if value.get("format").and_then(|v| v.as_str()) != Some(FORMAT_NAME) {
+            return Err(Error::Corruption(format!("{what} is not a strata manifest")));
+        }
+        match version {
+            Some(v) if v == FORMAT_VERSION as u64 => {}
+            Some(v) => {
+                return Err(Error::Compatibility(format!(
+                    "{what} uses format version {v}; this build of strata reads version {FORMAT_VERSION}"
+                )))
+            }
+            None => return Err(Error::Corruption(format!("{what} has no format_version"))),
+        }
+        let m: Manifest = serde_json::from_value(value)
+            .map_err(|e| Error::Corruption(format!("{what} does not match format v1: {e}")))?;
+        m.validate().map_err(|e| match e {
+            Error::InvalidArgument(msg) => Error::Corruption(format!("{what}: {msg}")),
+            other => other,
+        })?;
+        Ok(m)
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        // Serialising plain structs cannot fail.
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    pub fn dim(&self, name: &str) -> Option<&Dim> {
+        self.dims.iter().find(|d| d.name == name)
+    }
+
+    pub fn variable(&self, name: &str) -> Result<(usize, &Variable)> {
+        self.variables
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.variables.iter().map(|v| v.name.as_str()).collect();
+                Error::InvalidArgument(format!("no variable '{name}' (variables: {})", names.join(", ")))
+            })
+    }
+
+    pub fn shape(&self, var: &Variable) -> Vec<u64> {
+        var.dims.iter().map(|d| self.dim(d).map_or(0, |d| d.size)).collect()
+    }
+
+    pub fn is_record_var(&self, var: &Variable) -> bool {
+        self.record_dim.as_ref().is_some_and(|r| var.dims.first() == Some(r))
+    }
+
+    /// Checks every rule of format v1 that JSON parsing alone does not.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        let mut names = HashSet::new();
+        for d in &self.dims {
+            if !names.insert(&d.name) {
+                return bad(format!("dimension '{}' is defined twice", d.name));
+            }
+        }
+        if let Some(r) = &self.record_dim {
+            if self.dim(r).is_none() {
+                return bad(format!("record dimension '{r}' is not a dimension"));
+            }
+            if self.slab_records == 0 {
+                return bad("slab_records must be at least 1".into());
+            }
+        }
+        if self.layout.order.is_empty() || !self.layout.order.contains(&Level::S) {
+            return bad(format!("layout order '{}' must contain S", self.layout.describe()));
+        }
+        let mut vnames = HashSet::new();
+        for v in &self.variables {
+            if !vnames.insert(&v.name) {
+                return bad(format!("variable '{}' is defined twice", v.name));
+            }
+            for (i, d) in v.dims.iter().enumerate() {
+                if self.dim(d).is_none() {
+                    return bad(format!("variable '{}' uses unknown dimension '{d}'", v.name));
+                }
+                if i > 0 && self.record_dim.as_deref() == Some(d.as_str()) {
+                    return bad(format!("variable '{}' has the record dimension '{d}' but not first", v.name));
+                }
+            }
+            let shape = self.shape(v);
+            let elements: u64 = shape.iter().product();
+            match (v.dtype, &v.chunking, &v.inline_strings) {
+                (DType::String, None, Some(values)) => {
+                    if self.is_record_var(v) {
+                        return bad(format!("string variable '{}' cannot use the record dimension", v.name));
+                    }
+                    if values.len() as u64 != elements {
+                        return bad(format!("string variable '{}' has {} values for shape {shape:?}", v.name, values.len()));
+                    }
+                }
+                (DType::String, _, _) => return bad(format!("string variable '{}' must be inline", v.name)),
+                (_, Some(c), None) => {
+                    let n = v.dims.len();
+                    if c.chunk.len() != n || c.subchunk.len() != n {
+                        return bad(format!("variable '{}': chunk shapes must have {n} dimensions", v.name));
+                    }
+                    if c.chunk.iter().chain(&c.subchunk).any(|&x| x == 0)
+                        || c.subchunk.iter().zip(&c.chunk).any(|(s, c)| s > c)
+                    {
+                        return bad(format!("variable '{}': bad chunk {:?} / sub-chunk {:?}", v.name, c.chunk, c.subchunk));
+                    }
+                    if self.is_record_var(v) && c.chunk[0] > self.slab_records {
+                        return bad(format!("variable '{}': chunk exceeds slab_records", v.name));
+                    }
+                    if v.codecs.is_empty() || v.codecs.len() > 255 {
+                        return bad(format!("variable '{}' needs 1 to 255 codec chains", v.name));
+                    }
+                }
+                _ => return bad(format!("variable '{}' must have chunking (and no inline values)", v.name)),
+            }
+        }
+        let files: HashSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
+        let mut next_record = 0;
+        let mut slab_ids = HashSet::new();
+        for s in &self.slabs {
+            if !slab_ids.insert(s.id) {
+                return bad(format!("slab id {} is used twice", s.id));
+            }
+            if !files.contains(s.data.as_str()) || !files.contains(s.index.as_str()) {
+                return bad(format!("slab {} names files missing from the file list", s.id));
+            }
+            if let Some([start, count]) = s.records {
+                if start != next_record || count == 0 {
+                    return bad(format!("slab {} covers records {start}+{count}, expected to start at {next_record}", s.id));
+                }
+                next_record += count;
+            }
+        }
+        if let Some(r) = &self.record_dim {
+            let size = self.dim(r).map_or(0, |d| d.size);
+            if size != next_record {
+                return bad(format!("record dimension '{r}' has size {size} but slabs hold {next_record} records"));
+            }
+        }
+        Ok(())
+    }
+}

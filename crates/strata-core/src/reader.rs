@@ -1,0 +1,297 @@
+//! The read path: map a selection to the sub-chunks it touches, read them with coalesced
+//! range reads, decode in parallel, and scatter the selected elements into the output.
+
+use crate::error::{Error, Result};
+use crate::grid::{axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection};
+use crate::index_file;
+use crate::manifest::{Manifest, Slab, Variable};
+use crate::segment::{SegmentEntry, SegmentKey};
+use crate::store::Store;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use strata_codecs::{registry, CodecChain, ElementContext};
+
+/// Reads separated by less than this are merged into one (fewer requests, a little waste).
+const COALESCE_GAP: u64 = 64 << 10;
+/// A merged read never grows past this.
+const COALESCE_MAX: u64 = 16 << 20;
+
+/// Selection along one dimension: `start, start+step, ... < stop`.
+pub type DimSelection = AxisSelection;
+
+/// The segment table of one slab, keyed for lookups.
+#[derive(Debug)]
+pub struct SlabIndex {
+    pub segments: HashMap<SegmentKey, SegmentEntry>,
+}
+
+/// Stored and raw bytes of one variable, summed over its segments.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VariableStats {
+    pub raw_bytes: u64,
+    pub stored_bytes: u64,
+    pub segments: u64,
+    pub count: u64,
+    pub min: f64,
+    pub max: f64,
+}
+
+#[derive(Debug)]
+pub struct StoreReader {
+    store: Store,
+    manifest: Manifest,
+    chains: Vec<Vec<CodecChain>>,
+    indexes: Mutex<HashMap<u64, Arc<SlabIndex>>>,
+}
+
+/// One sub-chunk to decode and where its selected elements go.
+struct Task {
+    slab: usize,
+    entry: SegmentEntry,
+    blocks: Vec<AxisBlock>,
+}
+
+struct SendPtr(*mut u8);
+// SAFETY: tasks write disjoint parts of the output buffer (each output element belongs to
+// exactly one sub-chunk), and the buffer outlives the parallel loop.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    // A method, so closures capture the whole wrapper rather than its raw-pointer field.
+    fn get(&self) -> *mut u8 {
+        self.0
+    }
+}
+
+impl StoreReader {
+    pub fn open(store: Store, version: Option<u64>) -> Result<Self> {
+        let manifest = store.manifest(version)?;
+        let chains = manifest
+            .variables
+            .iter()
+            .map(|v| {
+                v.codecs
+                    .iter()
+                    .map(|specs| registry::chain(specs, ElementContext { element_size: v.dtype.size() }))
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| Error::Compatibility(format!("variable '{}': {e}", v.name)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { store, manifest, chains, indexes: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Loads (once) and checks a slab's index file.
+    pub fn slab_index(&self, slab: &Slab) -> Result<Arc<SlabIndex>> {
+        if let Some(ix) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&slab.id) {
+            return Ok(ix.clone());
+        }
+        let bytes = self.store.storage().read(&slab.index)?;
+        if let Some(f) = self.manifest.files.iter().find(|f| f.path == slab.index) {
+            if f.size != bytes.len() as u64 {
+                return Err(Error::Corruption(format!(
+                    "index file {} has {} bytes, the manifest says {}",
+                    slab.index,
+                    bytes.len(),
+                    f.size
+                )));
+            }
+        }
+        let data = index_file::decode(&bytes, &format!("index file {}", slab.index))?;
+        if data.slab_id != slab.id {
+            return Err(Error::Corruption(format!("index file {} belongs to slab {}, not {}", slab.index, data.slab_id, slab.id)));
+        }
+        let mut segments = HashMap::with_capacity(data.segments.len());
+        for s in data.segments {
+            if s.key.var as usize >= self.manifest.variables.len() {
+                return Err(Error::Corruption(format!("index file {} names variable #{}", slab.index, s.key.var)));
+            }
+            segments.insert(s.key, s);
+        }
+        let ix = Arc::new(SlabIndex { segments });
+        self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
+        Ok(ix)
+    }
+
+    /// The slabs holding a variable, with the record offset of each.
+    fn parts(&self, var: &Variable) -> Vec<(usize, u64, u64)> {
+        let record = self.manifest.is_record_var(var);
+        self.manifest
+            .slabs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match (s.records, record) {
+                (Some([start, count]), true) => Some((i, start, count)),
+                (None, false) => Some((i, 0, 0)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Validates a selection against a variable and returns the output shape.
+    pub fn check_selection(&self, name: &str, sel: &[DimSelection]) -> Result<Vec<u64>> {
+        let (_, var) = self.manifest.variable(name)?;
+        let shape = self.manifest.shape(var);
+        if sel.len() != shape.len() {
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' has {} dimensions {:?}, the selection has {}",
+                shape.len(),
+                var.dims,
+                sel.len()
+            )));
+        }
+        for (d, (s, &n)) in sel.iter().zip(&shape).enumerate() {
+            if s.step == 0 || s.start > s.stop || s.stop > n {
+                return Err(Error::InvalidArgument(format!(
+                    "selection {}:{}:{} is out of range for dimension '{}' of length {n}",
+                    s.start, s.stop, s.step, var.dims[d]
+                )));
+            }
+        }
+        Ok(sel.iter().map(|s| s.count()).collect())
+    }
+
+    /// Reads the selection of variable `name` into `out` (C order, little-endian).
+    pub fn read_into(&self, name: &str, sel: &[DimSelection], out: &mut [u8]) -> Result<()> {
+        let out_shape = self.check_selection(name, sel)?;
+        let (var_idx, var) = self.manifest.variable(name)?;
+        let es = var.dtype.size();
+        let expected = out_shape.iter().product::<u64>() as usize * es;
+        if out.len() != expected {
+            return Err(Error::InvalidArgument(format!("output buffer has {} bytes, {expected} needed", out.len())));
+        }
+        let Some(chunking) = &var.chunking else {
+            return Err(Error::InvalidArgument(format!("'{name}' is a string variable: read it from the manifest")));
+        };
+        if expected == 0 {
+            return Ok(());
+        }
+        let full_shape = self.manifest.shape(var);
+        let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
+        let mut tasks = Vec::new();
+        for (slab_pos, offset, count) in self.parts(var) {
+            let slab = &self.manifest.slabs[slab_pos];
+            let mut extent = full_shape.clone();
+            let mut offsets = vec![0u64; extent.len()];
+            if slab.records.is_some() {
+                extent[0] = count;
+                offsets[0] = offset;
+            }
+            let per_axis: Vec<Vec<AxisBlock>> = (0..extent.len())
+                .map(|d| axis_blocks(sel[d], offsets[d], extent[d], chunking.chunk[d], chunking.subchunk[d]))
+                .collect();
+            if per_axis.iter().any(|b| b.is_empty()) {
+                continue;
+            }
+            let index = self.slab_index(slab)?;
+            let grid = crate::grid::chunk_grid(&extent, &chunking.chunk);
+            // Every combination of one block per axis is one sub-chunk to read.
+            let lens: Vec<u64> = per_axis.iter().map(|b| b.len() as u64).collect();
+            for combo in 0..lens.iter().product::<u64>() {
+                let pick = unravel(combo, &lens);
+                let blocks: Vec<AxisBlock> = pick.iter().zip(&per_axis).map(|(&i, b)| b[i as usize]).collect();
+                let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
+                let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
+                let key = SegmentKey {
+                    var: var_idx as u32,
+                    chunk: ravel(&chunk_coords, &grid),
+                    subchunk: ravel(&sub_coords, &sub_grid) as u32,
+                    bin: 0,
+                    group: 0,
+                };
+                let entry = *index.segments.get(&key).ok_or_else(|| {
+                    Error::Corruption(format!(
+                        "slab {} has no segment for '{name}' chunk {chunk_coords:?} sub-chunk {sub_coords:?}",
+                        slab.id
+                    ))
+                })?;
+                let raw_expected = blocks.iter().map(|b| b.len).product::<u64>() * es as u64;
+                if entry.raw_length != raw_expected || entry.codec as usize >= self.chains[var_idx].len() {
+                    return Err(Error::Corruption(format!("slab {}: segment {key:?} does not match the variable", slab.id)));
+                }
+                tasks.push(Task { slab: slab_pos, entry, blocks });
+            }
+        }
+        self.execute(var_idx, &tasks, &out_shape, out)
+    }
+
+    fn execute(&self, var_idx: usize, tasks: &[Task], out_shape: &[u64], out: &mut [u8]) -> Result<()> {
+        let es = self.manifest.variables[var_idx].dtype.size();
+        // Coalesce reads per data file, in file order.
+        let mut order: Vec<usize> = (0..tasks.len()).collect();
+        order.sort_by_key(|&i| (tasks[i].slab, tasks[i].entry.offset));
+        let mut runs: Vec<(usize, u64, u64, Vec<usize>)> = Vec::new(); // slab, start, end, tasks
+        for i in order {
+            let t = &tasks[i];
+            let (start, end) = (t.entry.offset, t.entry.offset + t.entry.length);
+            if let Some(last) = runs.last_mut() {
+                if last.0 == t.slab && start >= last.2 && start - last.2 <= COALESCE_GAP && end - last.1 <= COALESCE_MAX {
+                    last.2 = end;
+                    last.3.push(i);
+                    continue;
+                }
+            }
+            runs.push((t.slab, start, end, vec![i]));
+        }
+        let out_len = out.len();
+        let out_ptr = SendPtr(out.as_mut_ptr());
+        let chains = &self.chains[var_idx];
+        let storage = self.store.storage();
+        runs.par_iter().try_for_each(|(slab, start, end, members)| -> Result<()> {
+            let path = &self.manifest.slabs[*slab].data;
+            let bytes = storage.read_range(path, *start, end - start)?;
+            members.par_iter().try_for_each(|&i| -> Result<()> {
+                let t = &tasks[i];
+                let lo = (t.entry.offset - start) as usize;
+                let stored = &bytes[lo..lo + t.entry.length as usize];
+                if crc32c::crc32c(stored) != t.entry.checksum {
+                    return Err(Error::Corruption(format!(
+                        "segment at {path}:{} fails its checksum",
+                        t.entry.offset
+                    )));
+                }
+                let raw = chains[t.entry.codec as usize].decode(stored, t.entry.raw_length as usize)?;
+                let src_shape: Vec<u64> = t.blocks.iter().map(|b| b.len).collect();
+                let src_start: Vec<u64> = t.blocks.iter().map(|b| b.first).collect();
+                let count: Vec<u64> = t.blocks.iter().map(|b| b.count).collect();
+                let dst_start: Vec<u64> = t.blocks.iter().map(|b| b.out).collect();
+                let steps: Vec<u64> = t.blocks.iter().map(|b| b.step).collect();
+                // SAFETY: see `SendPtr`: the buffer is `out_len` bytes and this task's
+                // elements are written by no other task.
+                unsafe {
+                    copy_block_raw(&raw, &src_shape, &src_start, &steps, out_ptr.get(), out_len, out_shape, &dst_start, &count, es)
+                };
+                Ok(())
+            })
+        })
+    }
+
+    /// Raw and stored bytes per variable, from the index files only.
+    pub fn variable_stats(&self) -> Result<Vec<VariableStats>> {
+        let mut stats = vec![VariableStats { min: f64::NAN, max: f64::NAN, ..Default::default() }; self.manifest.variables.len()];
+        for slab in &self.manifest.slabs {
+            let index = self.slab_index(slab)?;
+            for s in index.segments.values() {
+                let st = &mut stats[s.key.var as usize];
+                st.raw_bytes += s.raw_length;
+                st.stored_bytes += s.length;
+                st.segments += 1;
+                if s.count > 0 {
+                    st.min = if st.count == 0 { s.min } else { st.min.min(s.min) };
+                    st.max = if st.count == 0 { s.max } else { st.max.max(s.max) };
+                    st.count += s.count;
+                }
+            }
+        }
+        Ok(stats)
+    }
+}

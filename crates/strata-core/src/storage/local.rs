@@ -1,0 +1,165 @@
+use super::{check_key, Storage};
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{ErrorKind as IoKind, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A store directory on the local file system.
+///
+/// Data files are immutable once written, so open handles are cached and read with
+/// positional reads (`pread`) from any number of threads.
+#[derive(Debug)]
+pub struct LocalStorage {
+    root: PathBuf,
+    handles: Mutex<HashMap<String, Arc<File>>>,
+}
+
+impl LocalStorage {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into(), handles: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn full(&self, path: &str) -> Result<PathBuf> {
+        check_key(path)?;
+        Ok(self.root.join(path))
+    }
+
+    fn map_err(&self, path: &str, e: std::io::Error) -> Error {
+        if e.kind() == IoKind::NotFound {
+            Error::NotFound(format!("'{path}' in store '{}'", self.root.display()))
+        } else {
+            Error::io(self.root.join(path).display().to_string(), e)
+        }
+    }
+
+    fn handle(&self, path: &str) -> Result<Arc<File>> {
+        let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = handles.get(path) {
+            return Ok(f.clone());
+        }
+        let f = Arc::new(File::open(self.full(path)?).map_err(|e| self.map_err(path, e))?);
+        if handles.len() > 256 {
+            handles.clear();
+        }
+        handles.insert(path.to_string(), f.clone());
+        Ok(f)
+    }
+
+    fn temp_path(&self, target: &Path) -> PathBuf {
+        let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("tmp");
+        target.with_file_name(format!(".{name}.tmp-{}", crate::store::random_suffix()))
+    }
+
+    fn write_temp(&self, path: &str, data: &[u8]) -> Result<(PathBuf, PathBuf)> {
+        let target = self.full(path)?;
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(|e| self.map_err(path, e))?;
+        }
+        let tmp = self.temp_path(&target);
+        let mut f = File::create(&tmp).map_err(|e| self.map_err(path, e))?;
+        f.write_all(data).and_then(|_| f.sync_all()).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            self.map_err(path, e)
+        })?;
+        Ok((tmp, target))
+    }
+}
+
+impl Storage for LocalStorage {
+    fn read(&self, path: &str) -> Result<Vec<u8>> {
+        fs::read(self.full(path)?).map_err(|e| self.map_err(path, e))
+    }
+
+    fn read_range(&self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let f = self.handle(path)?;
+        let mut buf = vec![0u8; len as usize];
+        f.read_exact_at(&mut buf, offset).map_err(|e| {
+            if e.kind() == IoKind::UnexpectedEof {
+                Error::Corruption(format!(
+                    "'{path}' is shorter than expected: bytes {offset}..{} are missing",
+                    offset + len
+                ))
+            } else {
+                self.map_err(path, e)
+            }
+        })?;
+        Ok(buf)
+    }
+
+    fn size(&self, path: &str) -> Result<u64> {
+        Ok(fs::metadata(self.full(path)?).map_err(|e| self.map_err(path, e))?.len())
+    }
+
+    fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()> {
+        let (tmp, target) = self.write_temp(path, data)?;
+        fs::rename(&tmp, &target).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            self.map_err(path, e)
+        })?;
+        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
+        Ok(())
+    }
+
+    fn create_new(&self, path: &str, data: &[u8]) -> Result<()> {
+        let (tmp, target) = self.write_temp(path, data)?;
+        // link(2) fails if the target exists: an atomic "create if absent" with full contents.
+        let linked = fs::hard_link(&tmp, &target);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == IoKind::AlreadyExists => {
+                Err(Error::Conflict(format!("'{path}' already exists")))
+            }
+            Err(e) => Err(self.map_err(path, e)),
+        }
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir.display().to_string(), e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io(dir.display().to_string(), e))?;
+                let p = entry.path();
+                let file_type = entry.file_type().map_err(|e| Error::io(p.display().to_string(), e))?;
+                if file_type.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let Ok(rel) = p.strip_prefix(&self.root) else { continue };
+                let key = rel.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
+                let is_temp = rel.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+                if key.starts_with(prefix) && !is_temp {
+                    out.push(key);
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn delete(&self, path: &str) -> Result<()> {
+        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
+        match fs::remove_file(self.full(path)?) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == IoKind::NotFound => Ok(()),
+            Err(e) => Err(self.map_err(path, e)),
+        }
+    }
+
+    fn exists(&self, path: &str) -> Result<bool> {
+        Ok(self.full(path)?.exists())
+    }
+}

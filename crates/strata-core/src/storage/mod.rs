@@ -1,0 +1,44 @@
+//! One interface for every byte the store reads or writes.
+//!
+//! Paths are relative, `/`-separated keys (`data/s000001-9f3c.sdat`). Every backend —
+//! the local file system now, object stores later — must pass [`conformance::run`].
+
+pub mod conformance;
+mod local;
+mod memory;
+
+pub use local::LocalStorage;
+pub use memory::MemoryStorage;
+
+use crate::error::Result;
+
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// The whole object. `NotFound` if it does not exist.
+    fn read(&self, path: &str) -> Result<Vec<u8>>;
+    /// `len` bytes starting at `offset`. A range past the end is `Corruption` (the index
+    /// promised bytes that are not there), never a short read.
+    fn read_range(&self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
+    /// Size in bytes. `NotFound` if it does not exist.
+    fn size(&self, path: &str) -> Result<u64>;
+    /// Creates or replaces the object atomically: readers see the old or the new bytes, never a mix.
+    fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// Creates the object atomically only if it does not exist yet; `Conflict` otherwise.
+    fn create_new(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// Every object whose path starts with `prefix`, sorted.
+    fn list(&self, prefix: &str) -> Result<Vec<String>>;
+    /// Removes the object; removing a missing object is not an error.
+    fn delete(&self, path: &str) -> Result<()>;
+    fn exists(&self, path: &str) -> Result<bool>;
+}
+
+/// Rejects paths that could escape the store root or are not plain relative keys.
+pub(crate) fn check_key(path: &str) -> Result<()> {
+    let bad = path.is_empty()
+        || path.starts_with('/')
+        || path.contains('\\')
+        || path.split('/').any(|p| p.is_empty() || p == "." || p == "..");
+    if bad {
+        return Err(crate::Error::InvalidArgument(format!("invalid storage path '{path}'")));
+    }
+    Ok(())
+}
