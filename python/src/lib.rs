@@ -1,1 +1,228 @@
+//! `strata._core`: the thin bridge between the Python package and strata-core.
+//!
+//! Buffers go in and out as flat `uint8` NumPy arrays (the Python side views them with the
+//! right dtype and shape), the GIL is released around every read, encode and write, and
+//! errors become the exception classes defined in `strata.errors`.
 
+use numpy::{PyReadonlyArray1, PyReadwriteArray1};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+use std::sync::Mutex;
+use strata_core::reader::DimSelection;
+use strata_core::writer::DatasetSchema;
+use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
+
+fn to_py(e: Error) -> PyErr {
+    let class = match e.kind() {
+        ErrorKind::Io => "StrataIOError",
+        ErrorKind::Corruption => "CorruptionError",
+        ErrorKind::InvalidArgument => "InvalidArgumentError",
+        ErrorKind::Compatibility => "CompatibilityError",
+        ErrorKind::NotFound => "NotFoundError",
+        ErrorKind::Conflict => "ConflictError",
+    };
+    let message = e.to_string();
+    Python::attach(|py| {
+        let ty = py.import("strata.errors").and_then(|m| m.getattr(class)).and_then(|c| Ok(c.cast_into::<PyType>()?));
+        match ty {
+            Ok(ty) => PyErr::from_type(ty, message),
+            Err(_) => PyRuntimeError::new_err(message),
+        }
+    })
+}
+
+fn json_arg<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> PyResult<T> {
+    serde_json::from_str(text).map_err(|e| to_py(Error::InvalidArgument(format!("bad {what}: {e}"))))
+}
+
+/// A pinned version of a store, open for reading.
+#[pyclass(frozen, module = "strata._core")]
+struct Reader {
+    inner: StoreReader,
+}
+
+#[pymethods]
+impl Reader {
+    #[staticmethod]
+    #[pyo3(signature = (path, version=None))]
+    fn open(py: Python<'_>, path: &str, version: Option<u64>) -> PyResult<Self> {
+        let inner = py.detach(|| StoreReader::open(Store::local(path), version)).map_err(to_py)?;
+        Ok(Self { inner })
+    }
+
+    fn manifest_json(&self) -> String {
+        String::from_utf8(self.inner.manifest().to_json()).unwrap_or_default()
+    }
+
+    /// Reads `name[starts:stops:steps]` into `out`, a flat uint8 array of the exact size.
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        mut out: PyReadwriteArray1<'_, u8>,
+    ) -> PyResult<()> {
+        if starts.len() != stops.len() || starts.len() != steps.len() {
+            return Err(to_py(Error::InvalidArgument("starts, stops and steps differ in length".into())));
+        }
+        let sel: Vec<DimSelection> = starts
+            .iter()
+            .zip(&stops)
+            .zip(&steps)
+            .map(|((&start, &stop), &step)| DimSelection { start, stop, step })
+            .collect();
+        let buf = out.as_slice_mut().map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
+        py.detach(|| self.inner.read_into(name, &sel, buf)).map_err(to_py)
+    }
+
+    /// Counters since this reader was opened: (requests, bytes_read, segments_decoded, index_loads).
+    fn read_stats(&self) -> (u64, u64, u64, u64) {
+        let s = self.inner.stats();
+        (s.requests, s.bytes_read, s.segments_decoded, s.index_loads)
+    }
+
+    /// Per variable: raw and stored bytes, segment count, non-NaN count, min and max (JSON).
+    fn variable_stats_json(&self, py: Python<'_>) -> PyResult<String> {
+        let stats = py.detach(|| self.inner.variable_stats()).map_err(to_py)?;
+        let rows: Vec<serde_json::Value> = self
+            .inner
+            .manifest()
+            .variables
+            .iter()
+            .zip(stats)
+            .map(|(v, s)| {
+                serde_json::json!({
+                    "name": v.name, "raw_bytes": s.raw_bytes, "stored_bytes": s.stored_bytes,
+                    "segments": s.segments, "count": s.count,
+                    "min": if s.count > 0 { Some(s.min) } else { None },
+                    "max": if s.count > 0 { Some(s.max) } else { None },
+                })
+            })
+            .collect();
+        Ok(serde_json::Value::Array(rows).to_string())
+    }
+}
+
+/// Every committed version of a store: number, parent, time and message (JSON).
+#[pyfunction]
+fn versions_json(py: Python<'_>, path: &str) -> PyResult<String> {
+    let store = Store::local(path);
+    let rows = py
+        .detach(|| -> strata_core::Result<Vec<serde_json::Value>> {
+            store
+                .versions()?
+                .into_iter()
+                .map(|v| {
+                    let m = store.manifest(Some(v))?;
+                    let records = m.record_dim.as_deref().and_then(|r| m.dim(r)).map(|d| d.size);
+                    Ok(serde_json::json!({
+                        "version": m.version, "parent": m.parent, "created_ms": m.created_ms,
+                        "message": m.message, "records": records, "files": m.files.len(),
+                        "bytes": m.files.iter().map(|f| f.size).sum::<u64>(),
+                    }))
+                })
+                .collect()
+        })
+        .map_err(to_py)?;
+    Ok(serde_json::Value::Array(rows).to_string())
+}
+
+/// Writes a new store, or new slabs of an existing one, then commits a version.
+#[pyclass(frozen, module = "strata._core")]
+struct Writer {
+    inner: Mutex<Option<StoreWriter>>,
+}
+
+impl Writer {
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut StoreWriter) -> strata_core::Result<T> + Send) -> PyResult<T>
+    where
+        T: Send,
+    {
+        py.detach(|| {
+            let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            let w = guard.as_mut().ok_or_else(|| Error::InvalidArgument("this writer has already committed".into()))?;
+            f(w)
+        })
+        .map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl Writer {
+    #[staticmethod]
+    fn create(py: Python<'_>, path: &str, schema_json: &str, options_json: &str) -> PyResult<Self> {
+        let schema: DatasetSchema = json_arg(schema_json, "schema")?;
+        let options: WriterOptions = json_arg(options_json, "writer options")?;
+        let w = py.detach(|| StoreWriter::create(Store::local(path), schema, &options)).map_err(to_py)?;
+        Ok(Self { inner: Mutex::new(Some(w)) })
+    }
+
+    #[staticmethod]
+    fn open_append(py: Python<'_>, path: &str) -> PyResult<Self> {
+        let w = py.detach(|| StoreWriter::open_append(Store::local(path))).map_err(to_py)?;
+        Ok(Self { inner: Mutex::new(Some(w)) })
+    }
+
+    fn manifest_json(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |w| Ok(String::from_utf8(w.manifest().to_json()).unwrap_or_default()))
+    }
+
+    fn slab_records(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |w| Ok(w.slab_records()))
+    }
+
+    fn record_count(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |w| Ok(w.record_count()))
+    }
+
+    fn put_static(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        self.with(py, |w| w.put_static(name, bytes))
+    }
+
+    fn begin_slab(&self, py: Python<'_>, records: u64) -> PyResult<()> {
+        self.with(py, |w| w.begin_slab(records))
+    }
+
+    fn put_records(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        self.with(py, |w| w.put_records(name, bytes))
+    }
+
+    fn finish_slab(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |w| w.finish_slab())
+    }
+
+    fn commit(&self, py: Python<'_>, message: &str) -> PyResult<u64> {
+        py.detach(|| {
+            let w = self
+                .inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .ok_or_else(|| Error::InvalidArgument("this writer has already committed".into()))?;
+            w.commit(message)
+        })
+        .map_err(to_py)
+    }
+}
+
+/// Names of the codecs this build knows, with their kind.
+#[pyfunction]
+fn known_codecs() -> Vec<(String, String)> {
+    strata_codecs::registry::KNOWN.iter().map(|(n, k)| (n.to_string(), k.to_string())).collect()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Reader>()?;
+    m.add_class::<Writer>()?;
+    m.add_function(wrap_pyfunction!(versions_json, m)?)?;
+    m.add_function(wrap_pyfunction!(known_codecs, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
+    Ok(())
+}

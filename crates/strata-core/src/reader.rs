@@ -9,6 +9,7 @@ use crate::segment::{SegmentEntry, SegmentKey};
 use crate::store::Store;
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use strata_codecs::{registry, CodecChain, ElementContext};
 
@@ -37,12 +38,43 @@ pub struct VariableStats {
     pub max: f64,
 }
 
+/// What the reader has done since it was opened: the evidence that a selection touches
+/// only the sub-chunks it needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Range requests sent to storage for data files (after coalescing).
+    pub requests: u64,
+    /// Bytes fetched from data files.
+    pub bytes_read: u64,
+    /// Segments decoded.
+    pub segments_decoded: u64,
+    /// Index files loaded.
+    pub index_loads: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    requests: AtomicU64,
+    bytes_read: AtomicU64,
+    segments_decoded: AtomicU64,
+    index_loads: AtomicU64,
+}
+
 #[derive(Debug)]
 pub struct StoreReader {
     store: Store,
     manifest: Manifest,
     chains: Vec<Vec<CodecChain>>,
     indexes: Mutex<HashMap<u64, Arc<SlabIndex>>>,
+    counters: Counters,
+}
+
+/// A file the manifest names but storage lacks is a damaged store, not a user error.
+fn missing_is_corruption(e: Error, path: &str) -> Error {
+    match e {
+        Error::NotFound(_) => Error::Corruption(format!("file '{path}' named by the manifest is missing")),
+        other => other,
+    }
 }
 
 /// One sub-chunk to decode and where its selected elements go.
@@ -79,7 +111,7 @@ impl StoreReader {
                     .map_err(|e| Error::Compatibility(format!("variable '{}': {e}", v.name)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { store, manifest, chains, indexes: Mutex::new(HashMap::new()) })
+        Ok(Self { store, manifest, chains, indexes: Mutex::new(HashMap::new()), counters: Counters::default() })
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -90,12 +122,23 @@ impl StoreReader {
         &self.store
     }
 
+    pub fn stats(&self) -> ReadStats {
+        let c = &self.counters;
+        ReadStats {
+            requests: c.requests.load(Ordering::Relaxed),
+            bytes_read: c.bytes_read.load(Ordering::Relaxed),
+            segments_decoded: c.segments_decoded.load(Ordering::Relaxed),
+            index_loads: c.index_loads.load(Ordering::Relaxed),
+        }
+    }
+
     /// Loads (once) and checks a slab's index file.
     pub fn slab_index(&self, slab: &Slab) -> Result<Arc<SlabIndex>> {
         if let Some(ix) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&slab.id) {
             return Ok(ix.clone());
         }
-        let bytes = self.store.storage().read(&slab.index)?;
+        let bytes = self.store.storage().read(&slab.index).map_err(|e| missing_is_corruption(e, &slab.index))?;
+        self.counters.index_loads.fetch_add(1, Ordering::Relaxed);
         if let Some(f) = self.manifest.files.iter().find(|f| f.path == slab.index) {
             if f.size != bytes.len() as u64 {
                 return Err(Error::Corruption(format!(
@@ -248,7 +291,9 @@ impl StoreReader {
         let storage = self.store.storage();
         runs.par_iter().try_for_each(|(slab, start, end, members)| -> Result<()> {
             let path = &self.manifest.slabs[*slab].data;
-            let bytes = storage.read_range(path, *start, end - start)?;
+            let bytes = storage.read_range(path, *start, end - start).map_err(|e| missing_is_corruption(e, path))?;
+            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
             members.par_iter().try_for_each(|&i| -> Result<()> {
                 let t = &tasks[i];
                 let lo = (t.entry.offset - start) as usize;
@@ -260,6 +305,7 @@ impl StoreReader {
                     )));
                 }
                 let raw = chains[t.entry.codec as usize].decode(stored, t.entry.raw_length as usize)?;
+                self.counters.segments_decoded.fetch_add(1, Ordering::Relaxed);
                 let src_shape: Vec<u64> = t.blocks.iter().map(|b| b.len).collect();
                 let src_start: Vec<u64> = t.blocks.iter().map(|b| b.first).collect();
                 let count: Vec<u64> = t.blocks.iter().map(|b| b.count).collect();

@@ -1,0 +1,78 @@
+# strata: build, test and demo. Everything installs itself; caches live outside the clone
+# (~/.cache/strata) so repeated runs, and CI right after a session, build warm.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+CACHE ?= $(HOME)/.cache/strata
+VENV ?= $(CACHE)/venv
+BIN := $(VENV)/bin
+export CARGO_TARGET_DIR ?= $(CACHE)/target
+export VIRTUAL_ENV := $(VENV)
+export PATH := $(BIN):$(HOME)/.cargo/bin:$(PATH)
+LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1-16)
+VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
+DATA ?=
+
+.PHONY: help sysdeps setup build build-release test test-rust test-python check fmt lint deny demo bench clean
+
+help:
+	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
+	@echo "make test    set up everything and run the Rust and Python test suites"
+	@echo "make check   test + rustfmt + clippy -D warnings + ruff + cargo-deny licenses"
+	@echo "make bench   run the benchmarks in bench/ (release build)"
+
+# System packages from Debian, only if missing (a C compiler for zstd-sys; venv support).
+sysdeps:
+	@command -v cc >/dev/null && $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || { \
+	  echo "installing system packages"; \
+	  apt-get update -qq && apt-get install -y -qq build-essential python3-venv >/dev/null; }
+	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) is required" >&2; exit 1; }
+
+$(VENV_STAMP): requirements-dev.lock | sysdeps
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements-dev.lock
+	@rm -f $(VENV)/.installed-*; touch $@
+
+setup: $(VENV_STAMP)
+
+# Debug build of our crates with optimized dependencies (see [profile.dev.package."*"]).
+build: setup
+	$(BIN)/maturin develop -q -m python/Cargo.toml
+
+build-release: setup
+	$(BIN)/maturin develop -q --release -m python/Cargo.toml
+
+test-rust: setup
+	cargo test -q --workspace --exclude strata-python
+
+test-python: build
+	$(BIN)/python -m pytest -q tests/python
+
+test: test-rust test-python
+
+fmt:
+	cargo fmt --all
+	$(BIN)/ruff format python tests bench examples
+	$(BIN)/ruff check --fix python tests bench examples
+
+lint: setup
+	cargo fmt --all --check
+	cargo clippy -q --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests bench examples
+
+deny: setup
+	@command -v cargo-deny >/dev/null || cargo install -q --locked cargo-deny
+	cargo deny check licenses bans sources
+
+check: test lint deny
+
+demo: build-release
+	$(BIN)/python examples/demo.py $(DATA)
+
+bench: build-release
+	$(BIN)/python bench/bench_hyperslab.py
+
+clean:
+	rm -rf demo-out bench/work .pytest_cache

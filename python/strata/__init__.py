@@ -1,0 +1,40 @@
+"""strata: a storage and query engine for large scientific array data.
+
+>>> import strata
+>>> strata.import_file("run.nc", "run.strata")          # doctest: +SKIP
+>>> ds = strata.open("run.strata")                      # doctest: +SKIP
+>>> ds["sst"].sel(lat=slice(-10, 10), time=slice("2000-01", "2000-06"))  # doctest: +SKIP
+"""
+
+from . import errors
+from ._core import FORMAT_VERSION, __version__
+from .dataset import Dataset, Variable, open
+from .errors import (
+    CompatibilityError,
+    ConflictError,
+    CorruptionError,
+    InvalidArgumentError,
+    NotFoundError,
+    StrataError,
+    StrataIOError,
+)
+from .importer import ImportReport, append_file, import_file
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CompatibilityError",
+    "ConflictError",
+    "CorruptionError",
+    "Dataset",
+    "ImportReport",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "StrataError",
+    "StrataIOError",
+    "Variable",
+    "__version__",
+    "append_file",
+    "errors",
+    "import_file",
+    "open",
+]

@@ -1,0 +1,305 @@
+"""The ``strata`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+
+import sys
+
+import numpy as np
+
+from . import __version__
+from .errors import InvalidArgumentError, StrataError
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _attr_repr(v) -> str:
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return ", ".join(json.dumps(s) for s in v)
+    arr = np.atleast_1d(v)
+    suffix = {"f4": "f", "i1": "b", "u1": "ub", "i2": "s", "u2": "us", "u4": "u", "i8": "ll", "u8": "ull"}
+    s = suffix.get(arr.dtype.str[1:], "")
+    return ", ".join(f"{x}{s}" for x in arr.tolist())
+
+
+def cmd_import(args) -> int:
+    from .importer import import_file
+
+    report = import_file(
+        args.source, args.store, codec=args.codec, chunks=args.chunks, subchunks=args.subchunks,
+        record_dim=args.record_dim, slab_records=args.slab_records, progress=not args.quiet,
+    )
+    _print_report(report, "imported")
+    return 0
+
+
+def cmd_append(args) -> int:
+    from .importer import append_file
+
+    report = append_file(args.source, args.store, progress=not args.quiet)
+    _print_report(report, "appended")
+    return 0
+
+
+def _print_report(report, verb: str) -> None:
+    stored = sum(r["stored_bytes"] for r in report.variables)
+    raw = sum(r["raw_bytes"] for r in report.variables)
+    print(f"{verb} {report.source} -> {report.store} (version {report.version})")
+    print(f"  {report.records} records, {_human(report.raw_bytes)} in {report.seconds:.2f} s "
+          f"({report.mb_per_s:.1f} MB/s)")
+    print(f"  {'variable':<24} {'shape':<22} {'chunk':<20} {'sub-chunk':<18} {'ratio':>7}")
+    for r in report.variables:
+        ratio = f"{r['raw_bytes'] / r['stored_bytes']:.2f}" if r["stored_bytes"] else "-"
+        chunks = "x".join(map(str, r["chunks"])) if r["chunks"] else "inline"
+        subs = "x".join(map(str, r["subchunks"])) if r["subchunks"] else "-"
+        shape = "x".join(map(str, r["shape"])) or "scalar"
+        print(f"  {r['name']:<24} {shape:<22} {chunks:<20} {subs:<18} {ratio:>7}")
+    if stored:
+        print(f"  total: {_human(raw)} raw -> {_human(stored)} stored, ratio {raw / stored:.2f}")
+
+
+def cmd_info(args) -> int:
+    from .dataset import open as open_store
+
+    ds = open_store(args.store, args.version)
+    m = ds.manifest
+    stats = ds.stats()
+    print(f"store {args.store} {{  // version {ds.version}, format v{m['format_version']}, "
+          f"layout {'-'.join(m['layout']['order'])}")
+    print("dimensions:")
+    for name, size in ds.dims.items():
+        tag = " // record dimension" if name == ds.record_dim else ""
+        size_text = f"UNLIMITED ; // ({size} currently)" if name in ds.unlimited_dims else f"{size} ;"
+        print(f"\t{name} = {size_text}{tag}")
+    print("variables:")
+    for name, var in ds.variables.items():
+        print(f"\t{var.dtype_name} {name}({', '.join(var.dims)}) ;")
+        for k, v in var.attrs.items():
+            print(f"\t\t{name}:{k} = {_attr_repr(v)} ;")
+    if ds.attrs:
+        print("\n// global attributes:")
+        for k, v in ds.attrs.items():
+            print(f"\t\t:{k} = {_attr_repr(v)} ;")
+    print("}")
+    print("\nstorage:")
+    print(f"  {'variable':<24} {'chunk':<20} {'sub-chunk':<18} {'codec':<18} {'raw':>11} {'stored':>11} {'ratio':>7}")
+    total_raw = total_stored = 0
+    for name, var in ds.variables.items():
+        s = stats.get(name, {"raw_bytes": 0, "stored_bytes": 0})
+        total_raw += s["raw_bytes"]
+        total_stored += s["stored_bytes"]
+        chain = "+".join(c["name"] + (f":{c['configuration']['level']}" if "level" in c.get("configuration", {}) else "")
+                         for c in var.codecs[0]) if var.codecs else "inline"
+        ratio = f"{s['raw_bytes'] / s['stored_bytes']:.2f}" if s["stored_bytes"] else "-"
+        chunks = "x".join(map(str, var.chunks)) if var.chunks else "-"
+        subs = "x".join(map(str, var.subchunks)) if var.subchunks else "-"
+        print(f"  {name:<24} {chunks:<20} {subs:<18} {chain:<18} {_human(s['raw_bytes']):>11} "
+              f"{_human(s['stored_bytes']):>11} {ratio:>7}")
+    files = sum(f["size"] for f in m["files"])
+    ratio = f"{total_raw / total_stored:.2f}" if total_stored else "-"
+    print(f"  total: {_human(total_raw)} raw, {_human(total_stored)} in segments, "
+          f"{_human(files)} in {len(m['files'])} files, ratio {ratio}")
+    return 0
+
+
+def _parse_range(text: str, flag: str):
+    name, sep, rng = text.partition("=")
+    if not sep or not name:
+        raise InvalidArgumentError(f"{flag} expects DIM=RANGE, got '{text}'")
+    return name.strip(), rng.strip()
+
+
+def _index_slice(rng: str, flag: str):
+    parts = rng.split(":")
+    try:
+        if len(parts) == 1:
+            return int(parts[0])
+        if len(parts) > 3:
+            raise ValueError
+        vals = [int(p) if p.strip() else None for p in parts]
+    except ValueError:
+        raise InvalidArgumentError(f"{flag} range '{rng}' must be INDEX or START:STOP[:STEP]") from None
+    return slice(*vals)
+
+
+def _label(text: str):
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def cmd_query(args) -> int:
+    from .dataset import open as open_store
+
+    ds = open_store(args.store, args.version)
+    var = ds[args.variable]
+    positions: dict = {}
+    for item in args.isel or []:
+        dim, rng = _parse_range(item, "--isel")
+        positions[dim] = _index_slice(rng, "--isel")
+    labels: dict = {}
+    for item in args.sel or []:
+        dim, rng = _parse_range(item, "--sel")
+        if ":" in rng:
+            lo, _, hi = rng.partition(":")
+            labels[dim] = slice(_label(lo), _label(hi))
+        else:
+            labels[dim] = _label(rng)
+    from ._coords import label_to_positions
+
+    for dim, label in labels.items():
+        if dim not in var.dims:
+            raise InvalidArgumentError(f"'{var.name}' has no dimension '{dim}' (dims: {var.dims})")
+        if dim in positions:
+            raise InvalidArgumentError(f"dimension '{dim}' is given by both --isel and --sel")
+        positions[dim] = label_to_positions(ds.coordinate_index(dim), label, dim, args.method)
+    data = var.isel(**positions)
+    kept_dims = [d for d in var.dims if not isinstance(positions.get(d), int)]
+    if args.output:
+        _write_output(args.output, ds, var, positions, kept_dims, data)
+        print(f"wrote {var.name}{tuple(data.shape)} {data.dtype} to {args.output}")
+        return 0
+    print(f"{var.name}({', '.join(kept_dims)}) shape={tuple(data.shape)} dtype={data.dtype}")
+    with np.printoptions(threshold=args.max_print, edgeitems=3):
+        print(data)
+    return 0
+
+
+def _write_output(path: str, ds, var, positions, kept_dims, data) -> None:
+    if path.endswith(".npy"):
+        np.save(path, data)
+        return
+    if not path.endswith(".nc"):
+        raise InvalidArgumentError(f"output '{path}' must end in .nc or .npy")
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as out:
+        for k, v in ds.attrs.items():
+            out.setncattr(k, v)
+        for d, n in zip(kept_dims, data.shape, strict=True):
+            out.createDimension(d, n)
+        for d in kept_dims:
+            coord = ds.coords.get(d)
+            if coord is None or d == var.name:
+                continue
+            values = coord.isel(**{d: positions.get(d, slice(None))})
+            _nc_var(out, d, (d,), values, coord.attrs)
+        _nc_var(out, var.name, tuple(kept_dims), data, var.attrs)
+
+
+def _nc_var(out, name, dims, values, attrs) -> None:
+    fill = attrs.get("_FillValue")
+    v = out.createVariable(name, values.dtype, dims, zlib=True, fill_value=fill)
+    v.set_auto_maskandscale(False)
+    for k, a in attrs.items():
+        if k != "_FillValue":
+            v.setncattr(k, a)
+    v[...] = values
+
+
+def cmd_log(args) -> int:
+    from . import _core
+
+    rows = json.loads(_core.versions_json(args.store))
+    for r in reversed(rows):
+        when = dt.datetime.fromtimestamp(r["created_ms"] / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        recs = f"{r['records']} records, " if r["records"] is not None else ""
+        print(f"version {r['version']}  {when}  {recs}{r['files']} files, {_human(r['bytes'])}  {r['message']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="strata",
+        description="Store large scientific arrays compressed, and query them reading as little as possible.",
+        epilog="Run 'strata COMMAND --help' for the options of a command.",
+    )
+    p.add_argument("--version", action="version", version=f"strata {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    s = sub.add_parser("import", help="import a NetCDF-3/4 or HDF5 file into a new store",
+                       description="Import every variable of a NetCDF-3/4 or HDF5 file, bit-exact, with its "
+                       "attributes. Chunk shapes are chosen automatically unless given.")
+    s.add_argument("source", help="input file (.nc, .h5, ...)")
+    s.add_argument("store", help="store directory to create (e.g. run.strata)")
+    s.add_argument("--codec", help="codec chain, e.g. 'shuffle+zstd:3' (default) or 'zstd:9' or 'raw'")
+    s.add_argument("--chunks", help="chunk length per dimension, e.g. 'time=16,lat=90' (others automatic)")
+    s.add_argument("--subchunks", help="sub-chunk length per dimension, e.g. 'lat=30,lon=30'")
+    s.add_argument("--record-dim", help="dimension to cut slabs along (default: the unlimited one)")
+    s.add_argument("--slab-records", type=int, help="records per slab (default: about 64 MiB per slab)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_import)
+
+    s = sub.add_parser("append", help="append the records of a file as a new version",
+                       description="Append the records of a file along the store's record dimension. "
+                       "Old versions stay readable.")
+    s.add_argument("store")
+    s.add_argument("source")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_append)
+
+    s = sub.add_parser("info", help="show dimensions, variables, attributes and storage figures")
+    s.add_argument("store")
+    s.add_argument("--version", dest="version", type=int, help="version to show (default: newest)")
+    s.set_defaults(func=cmd_info)
+
+    s = sub.add_parser("query", help="read a selection of a variable",
+                       description="Read a selection of one variable, by position (--isel) or by "
+                       "coordinate value (--sel), and print it or write it to .nc or .npy.",
+                       epilog="examples:\n  strata query sst.strata sst --isel time=0 --sel lat=-10:10\n"
+                       "  strata query sst.strata sst --sel time=2000-01:2000-06 -o sub.nc",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("store")
+    s.add_argument("variable")
+    s.add_argument("--isel", action="append", metavar="DIM=START:STOP[:STEP]",
+                   help="positional selection (repeatable); a single index drops the dimension")
+    s.add_argument("--sel", action="append", metavar="DIM=LO:HI",
+                   help="selection by coordinate value, both ends included; dates may be partial (2000-01)")
+    s.add_argument("--method", choices=["nearest", "pad", "backfill"],
+                   help="how a single --sel value matches (default: exactly)")
+    s.add_argument("-o", "--output", help="write to this .nc or .npy file instead of printing")
+    s.add_argument("--version", dest="version", type=int, help="version to read (default: newest)")
+    s.add_argument("--max-print", type=int, default=200, help="print arrays up to this many elements in full")
+    s.set_defaults(func=cmd_query)
+
+    s = sub.add_parser("log", help="list the versions of a store")
+    s.add_argument("store")
+    s.set_defaults(func=cmd_log)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except StrataError as err:
+        print(f"strata {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except (IndexError, KeyError) as err:
+        print(f"strata {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+

@@ -1,0 +1,289 @@
+"""Reading stores: :func:`open`, :class:`Dataset` and :class:`Variable`."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from . import _attrs, _core
+from ._coords import coordinate_index, label_to_positions
+from .errors import InvalidArgumentError
+
+_NUMPY_DTYPES = {
+    "i8": "<i1", "u8": "<u1", "i16": "<i2", "u16": "<u2", "i32": "<i4", "u32": "<u4",
+    "i64": "<i8", "u64": "<u8", "f32": "<f4", "f64": "<f8", "char": "S1", "string": "O",
+}
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    return np.dtype(_NUMPY_DTYPES[name])
+
+
+def open(path: str | os.PathLike, version: int | None = None) -> Dataset:  # noqa: A001
+    """Opens a store at its newest version, or at ``version`` (time travel)."""
+    return Dataset(os.fspath(path), version)
+
+
+class Dataset:
+    """One version of a store: dimensions, coordinates, variables and attributes."""
+
+    def __init__(self, path: str, version: int | None = None):
+        self.path = path
+        self._reader = _core.Reader.open(path, version)
+        self._manifest = json.loads(self._reader.manifest_json())
+        self._indexes: dict[str, Any] = {}
+
+    @property
+    def version(self) -> int:
+        return self._manifest["version"]
+
+    @property
+    def manifest(self) -> dict:
+        """The manifest of this version, as stored (see docs/format.md)."""
+        return self._manifest
+
+    @cached_property
+    def dims(self) -> dict[str, int]:
+        return {d["name"]: d["size"] for d in self._manifest["dims"]}
+
+    @cached_property
+    def unlimited_dims(self) -> list[str]:
+        return [d["name"] for d in self._manifest["dims"] if d.get("unlimited")]
+
+    @property
+    def record_dim(self) -> str | None:
+        return self._manifest.get("record_dim")
+
+    @cached_property
+    def attrs(self) -> dict[str, Any]:
+        return _attrs.decode_all(self._manifest["attrs"])
+
+    @cached_property
+    def variables(self) -> dict[str, Variable]:
+        return {v["name"]: Variable(self, v) for v in self._manifest["variables"]}
+
+    @property
+    def coords(self) -> dict[str, Variable]:
+        """1-D variables named after their dimension (NetCDF coordinate variables)."""
+        return {n: v for n, v in self.variables.items() if v.dims == (n,)}
+
+    @property
+    def data_vars(self) -> dict[str, Variable]:
+        return {n: v for n, v in self.variables.items() if n not in self.coords}
+
+    def __getitem__(self, name: str) -> Variable:
+        try:
+            return self.variables[name]
+        except KeyError:
+            raise InvalidArgumentError(
+                f"no variable '{name}' (variables: {', '.join(self.variables)})"
+            ) from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.variables
+
+    def __iter__(self):
+        return iter(self.variables)
+
+    def __repr__(self) -> str:
+        dims = ", ".join(f"{k}: {v}" for k, v in self.dims.items())
+        return f"<strata.Dataset '{self.path}' v{self.version} ({dims}) variables: {', '.join(self.variables)}>"
+
+    def stats(self) -> dict[str, dict]:
+        """Per variable: raw and stored bytes, segments, non-NaN count, min and max (from the index)."""
+        return {row["name"]: row for row in json.loads(self._reader.variable_stats_json())}
+
+    def read_stats(self) -> dict[str, int]:
+        """What this dataset has read so far: range requests, bytes, segments decoded, index files."""
+        keys = ("requests", "bytes_read", "segments_decoded", "index_loads")
+        return dict(zip(keys, self._reader.read_stats(), strict=True))
+
+    def coordinate_index(self, dim: str, decode_times: bool = True):
+        """The pandas index of the 1-D coordinate of ``dim`` (decoded CF time for time axes)."""
+        key = (dim, decode_times)
+        if key not in self._indexes:
+            coord = self.coords.get(dim)
+            if coord is None:
+                raise InvalidArgumentError(f"dimension '{dim}' has no 1-D coordinate variable to select by label")
+            self._indexes[key] = coordinate_index(coord.values, coord.attrs, decode_times)
+        return self._indexes[key]
+
+    def to_xarray(self, **kwargs):
+        """This version as an ``xarray.Dataset`` with lazy, indexed reads (CF decoding applied)."""
+        import xarray as xr
+
+        return xr.open_dataset(self.path, engine="strata", version=self.version, **kwargs)
+
+
+class Variable:
+    """A stored variable. Index it like a NumPy array; nothing is read until you do."""
+
+    def __init__(self, dataset: Dataset, meta: dict):
+        self._ds = dataset
+        self._meta = meta
+        self.name: str = meta["name"]
+        self.dims: tuple[str, ...] = tuple(meta["dims"])
+        self.dtype: np.dtype = numpy_dtype(meta["dtype"])
+        #: The stored type name (``f32``, ``i16``, ``char``, ``string``, ...).
+        self.dtype_name: str = meta["dtype"]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._ds.dims[d] for d in self.dims)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dims)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @cached_property
+    def attrs(self) -> dict[str, Any]:
+        return _attrs.decode_all(self._meta["attrs"])
+
+    @property
+    def chunks(self) -> tuple[int, ...] | None:
+        c = self._meta.get("chunking")
+        return tuple(c["chunk"]) if c else None
+
+    @property
+    def subchunks(self) -> tuple[int, ...] | None:
+        c = self._meta.get("chunking")
+        return tuple(c["subchunk"]) if c else None
+
+    @property
+    def codecs(self) -> list:
+        return self._meta.get("codecs", [])
+
+    @property
+    def values(self) -> np.ndarray:
+        return self[...]
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d variable")
+        return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.values
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def __repr__(self) -> str:
+        dims = ", ".join(f"{d}: {n}" for d, n in zip(self.dims, self.shape, strict=True))
+        return f"<strata.Variable '{self.name}' ({dims}) {self._meta['dtype']}>"
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read_box(self, starts, stops, steps) -> np.ndarray:
+        """Reads ``[start:stop:step]`` along every dimension (non-negative, step >= 1)."""
+        shape = tuple(max(0, -(-(b - a) // s)) for a, b, s in zip(starts, stops, steps, strict=True))
+        if self.dtype == np.dtype("O"):
+            full = np.array(self._meta.get("inline_strings", []), dtype=object).reshape(self.shape)
+            return full[tuple(slice(a, b, s) for a, b, s in zip(starts, stops, steps, strict=True))]
+        out = np.empty(int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize, dtype=np.uint8)
+        self._ds._reader.read_into(self.name, list(starts), list(stops), list(steps), out)
+        arr = out.view(self.dtype).reshape(shape)
+        return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
+
+    def __getitem__(self, key) -> np.ndarray:
+        """NumPy basic indexing (ints, slices with any step, ``...``) plus 1-D integer arrays
+        per axis (outer indexing, as xarray and netCDF4 do). Returns exactly the stored values."""
+        return self._read_outer(_expand_key(key, self.ndim))
+
+    def _read_outer(self, key: tuple) -> np.ndarray:
+        starts, stops, steps, post, squeeze = [], [], [], [], []
+        for axis, (k, n) in enumerate(zip(key, self.shape, strict=True)):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                if step < 0:
+                    # Read the same elements forwards, then reverse.
+                    count = len(range(start, stop, step))
+                    last = start + (count - 1) * step if count else 0
+                    starts.append(last if count else 0)
+                    stops.append(start + 1 if count else 0)
+                    steps.append(-step)
+                    post.append(slice(None, None, -1))
+                else:
+                    starts.append(start)
+                    stops.append(max(start, stop))
+                    steps.append(step)
+                    post.append(slice(None))
+            elif isinstance(k, np.ndarray | list):
+                idx = np.asarray(k)
+                if idx.dtype == bool:
+                    if idx.shape != (n,):
+                        raise IndexError(f"boolean index for axis {axis} must have length {n}")
+                    idx = np.flatnonzero(idx)
+                if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+                    raise IndexError("only 1-D integer or boolean arrays can index an axis")
+                idx = np.where(idx < 0, idx + n, idx).astype(np.int64)
+                if idx.size and (idx.min() < 0 or idx.max() >= n):
+                    raise IndexError(f"index out of range for axis {axis} of length {n}")
+                lo = int(idx.min()) if idx.size else 0
+                hi = int(idx.max()) + 1 if idx.size else 0
+                starts.append(lo)
+                stops.append(hi)
+                steps.append(1)
+                post.append(idx - lo)
+            else:
+                i = int(k)
+                if i < -n or i >= n:
+                    raise IndexError(f"index {i} is out of range for axis {axis} ('{self.dims[axis]}') of length {n}")
+                i %= n
+                starts.append(i)
+                stops.append(i + 1)
+                steps.append(1)
+                post.append(slice(None))
+                squeeze.append(axis)
+        arr = self.read_box(starts, stops, steps)
+        for axis, p in enumerate(post):
+            if isinstance(p, np.ndarray):
+                arr = np.take(arr, p, axis=axis)
+            elif p.step == -1:
+                arr = np.flip(arr, axis=axis)
+        if squeeze:
+            arr = arr.reshape([s for a, s in enumerate(arr.shape) if a not in squeeze])
+        return arr
+
+    def isel(self, **indexers) -> np.ndarray:
+        """Selection by position per dimension name: ``v.isel(time=0, lat=slice(10, 20))``."""
+        key = [slice(None)] * self.ndim
+        for dim, k in indexers.items():
+            if dim not in self.dims:
+                raise InvalidArgumentError(f"'{self.name}' has no dimension '{dim}' (dims: {self.dims})")
+            key[self.dims.index(dim)] = k
+        return self[tuple(key)]
+
+    def sel(self, method: str | None = None, **indexers) -> np.ndarray:
+        """Selection by coordinate value: ``v.sel(lat=slice(-10, 10), time=slice("2000-01", "2000-06"))``.
+        Label slices include both ends; date strings may be partial. Scalars must match
+        exactly unless ``method`` is "nearest", "pad" or "backfill"."""
+        positions = {}
+        for dim, label in indexers.items():
+            if dim not in self.dims:
+                raise InvalidArgumentError(f"'{self.name}' has no dimension '{dim}' (dims: {self.dims})")
+            positions[dim] = label_to_positions(self._ds.coordinate_index(dim), label, dim, method)
+        return self.isel(**positions)
+
+
+def _expand_key(key, ndim: int) -> tuple:
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is None for k in key):
+        raise IndexError("np.newaxis is not supported; reshape the result instead")
+    n_ellipsis = sum(1 for k in key if k is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_ellipsis:
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        fill = ndim - (len(key) - 1)
+        key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1 :]
+    if len(key) > ndim:
+        raise IndexError(f"too many indices: {len(key)} for {ndim} dimensions")
+    return key + (slice(None),) * (ndim - len(key))

@@ -1,0 +1,266 @@
+"""Import NetCDF-3/4 and HDF5 files into a store, and append more records to one.
+
+Import streams slab by slab: at any time it holds one slab of one variable as read from
+the source plus that slab's compressed segments, so memory stays bounded whatever the file
+size (variables without the record dimension are read whole; they are the coordinates and
+static fields).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _attrs, _core
+from .errors import CompatibilityError, InvalidArgumentError, NotFoundError
+
+_DTYPES = {
+    "i1": "i8", "u1": "u8", "i2": "i16", "u2": "u16", "i4": "i32", "u4": "u32",
+    "i8": "i64", "u8": "u64", "f4": "f32", "f8": "f64",
+}
+
+
+@dataclass
+class ImportReport:
+    """What an import or append did, with its figures."""
+
+    source: str
+    store: str
+    version: int
+    records: int
+    raw_bytes: int
+    seconds: float
+    variables: list[dict] = field(default_factory=list)
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.raw_bytes / 1e6 / self.seconds if self.seconds > 0 else float("inf")
+
+
+def _open_source(path: str):
+    import netCDF4
+
+    if not os.path.exists(path):
+        raise NotFoundError(f"no such file: '{path}'")
+    try:
+        nc = netCDF4.Dataset(path, "r")
+    except OSError as err:
+        raise CompatibilityError(f"'{path}' is not a NetCDF or HDF5 file netCDF4 can read: {err}") from err
+    nc.set_auto_maskandscale(False)
+    nc.set_auto_chartostring(False)
+    if nc.groups:
+        names = ", ".join(nc.groups)
+        nc.close()
+        raise CompatibilityError(f"'{path}' has groups ({names}); strata imports flat datasets only for now")
+    return nc
+
+
+def _strata_dtype(var) -> str:
+    dt = var.dtype
+    if dt is str:
+        return "string"
+    dt = np.dtype(dt)
+    if dt.kind == "S" and dt.itemsize == 1:
+        return "char"
+    key = dt.str[1:]
+    if dt.kind in "iuf" and key in _DTYPES:
+        return _DTYPES[key]
+    raise CompatibilityError(f"variable '{var.name}' has type {dt}, which strata cannot store yet")
+
+
+def choose_record_dim(nc) -> str | None:
+    """The dimension to cut slabs along: the unlimited one, else the leading dimension of the
+    largest variable; provided every variable that uses it has it first and no string
+    variable uses it (strings live in the manifest, not in slabs)."""
+    candidates = [d for d, dim in nc.dimensions.items() if dim.isunlimited()]
+    if not candidates:
+        sized = [v for v in nc.variables.values() if v.dimensions and v.dtype is not str]
+        if sized:
+            largest = max(sized, key=lambda v: int(np.prod(v.shape, dtype=np.int64)) * np.dtype(v.dtype).itemsize)
+            candidates = [largest.dimensions[0]]
+    for dim in candidates:
+        users = [v for v in nc.variables.values() if dim in v.dimensions]
+        if all(v.dimensions[0] == dim and v.dtype is not str for v in users):
+            return dim
+    return None
+
+
+def _schema(nc, record_dim: str | None) -> dict:
+    variables = []
+    for name, var in nc.variables.items():
+        dtype = _strata_dtype(var)
+        entry: dict[str, Any] = {
+            "name": name,
+            "dtype": dtype,
+            "dims": list(var.dimensions),
+            "attrs": [_attrs.encode(a, var.getncattr(a)) for a in var.ncattrs()],
+        }
+        if dtype == "string":
+            if record_dim in var.dimensions:
+                raise CompatibilityError(f"string variable '{name}' along the record dimension is not supported")
+            entry["inline_strings"] = [str(s) for s in np.asarray(var[...], dtype=object).ravel()]
+        variables.append(entry)
+    return {
+        "dims": [
+            {"name": n, "size": len(d), "unlimited": d.isunlimited()} for n, d in nc.dimensions.items()
+        ],
+        "record_dim": record_dim,
+        "attrs": [_attrs.encode(a, nc.getncattr(a)) for a in nc.ncattrs()],
+        "variables": variables,
+    }
+
+
+def _le_bytes(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """The array as flat little-endian bytes (what segments hold)."""
+    arr = np.asarray(arr)
+    if dtype == "char":
+        arr = arr.astype("S1")
+    else:
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, disable=not enabled, leave=False)
+
+
+def _write_records(writer, nc, names: list[str], dtypes: dict[str, str], bar, start: int = 0) -> int:
+    """Streams every record variable of ``nc`` into new slabs; returns the records written."""
+    if not names:
+        return 0
+    total = len(nc.variables[names[0]])
+    slab = writer.slab_records()
+    for r0 in range(start, total, slab):
+        n = min(slab, total - r0)
+        writer.begin_slab(n)
+        for name in names:
+            data = _le_bytes(nc.variables[name][r0 : r0 + n], dtypes[name])
+            writer.put_records(name, data)
+            bar.update(data.nbytes)
+        writer.finish_slab()
+    return total - start
+
+
+def _parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:
+    if spec is None:
+        return {}
+    if isinstance(spec, dict):
+        return {str(k): int(v) for k, v in spec.items()}
+    out = {}
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        name, _, value = part.partition("=")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise InvalidArgumentError(f"bad chunk spec '{part}': expected DIM=LENGTH") from None
+    return out
+
+
+def import_file(
+    source: str | os.PathLike,
+    store: str | os.PathLike,
+    *,
+    codec: str | None = None,
+    chunks: dict[str, int] | str | None = None,
+    subchunks: dict[str, int] | str | None = None,
+    record_dim: str | None = None,
+    slab_records: int | None = None,
+    progress: bool = False,
+) -> ImportReport:
+    """Imports a NetCDF-3/4 or HDF5 file into a new store. Values are kept exactly as stored
+    (packed integers stay packed, NaNs and fill values stay), with every attribute."""
+    source, store = os.fspath(source), os.fspath(store)
+    if os.path.exists(os.path.join(store, "HEAD")):
+        raise InvalidArgumentError(f"'{store}' already holds a strata store (use 'strata append')")
+    t0 = time.perf_counter()
+    nc = _open_source(source)
+    try:
+        rec = record_dim if record_dim is not None else choose_record_dim(nc)
+        if rec is not None and rec not in nc.dimensions:
+            raise InvalidArgumentError(f"--record-dim '{rec}' is not a dimension of '{source}'")
+        schema = _schema(nc, rec)
+        options = {
+            "codec": codec,
+            "chunks": _parse_dims(chunks),
+            "subchunks": _parse_dims(subchunks),
+            "slab_records": slab_records,
+        }
+        writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))
+        dtypes = {v["name"]: v["dtype"] for v in schema["variables"]}
+        record_vars = [v["name"] for v in schema["variables"] if v["dims"][:1] == [rec] and rec is not None]
+        static_vars = [n for n, t in dtypes.items() if n not in record_vars and t != "string"]
+        raw = sum(
+            int(np.prod(nc.variables[n].shape, dtype=np.int64)) * max(np.dtype(nc.variables[n].dtype).itemsize, 1)
+            for n in record_vars + static_vars
+        )
+        with _progress(raw, f"import {os.path.basename(source)}", progress) as bar:
+            for name in static_vars:
+                data = _le_bytes(nc.variables[name][...], dtypes[name])
+                writer.put_static(name, data)
+                bar.update(data.nbytes)
+            records = _write_records(writer, nc, record_vars, dtypes, bar)
+        version = writer.commit(f"import {os.path.basename(source)}")
+    finally:
+        nc.close()
+    return _report(source, store, version, records, raw, time.perf_counter() - t0)
+
+
+def append_file(source: str | os.PathLike, store: str | os.PathLike, *, progress: bool = False) -> ImportReport:
+    """Appends the records of ``source`` along the store's record dimension, as a new version.
+    The source must have the same record variables, with the same types and other dimensions."""
+    source, store = os.fspath(source), os.fspath(store)
+    t0 = time.perf_counter()
+    writer = _core.Writer.open_append(store)
+    manifest = json.loads(writer.manifest_json())
+    rec = manifest["record_dim"]
+    nc = _open_source(source)
+    try:
+        if rec not in nc.dimensions:
+            raise CompatibilityError(f"'{source}' has no dimension '{rec}' to append along")
+        dims = {d["name"]: d["size"] for d in manifest["dims"]}
+        record_vars = [v for v in manifest["variables"] if v["dims"][:1] == [rec]]
+        for v in record_vars:
+            src = nc.variables.get(v["name"])
+            if src is None:
+                raise CompatibilityError(f"'{source}' lacks record variable '{v['name']}'")
+            if list(src.dimensions) != v["dims"]:
+                raise CompatibilityError(f"'{v['name']}' has dims {src.dimensions} in '{source}', {tuple(v['dims'])} in the store")
+            if _strata_dtype(src) != v["dtype"]:
+                raise CompatibilityError(f"'{v['name']}' is {_strata_dtype(src)} in '{source}', {v['dtype']} in the store")
+            for d, n in zip(v["dims"][1:], src.shape[1:], strict=True):
+                if dims[d] != n:
+                    raise CompatibilityError(f"dimension '{d}' has length {n} in '{source}', {dims[d]} in the store")
+        names = [v["name"] for v in record_vars]
+        dtypes = {v["name"]: v["dtype"] for v in record_vars}
+        raw = sum(int(np.prod(nc.variables[n].shape, dtype=np.int64)) * nc.variables[n].dtype.itemsize for n in names)
+        with _progress(raw, f"append {os.path.basename(source)}", progress) as bar:
+            records = _write_records(writer, nc, names, dtypes, bar)
+        version = writer.commit(f"append {os.path.basename(source)}")
+    finally:
+        nc.close()
+    return _report(source, store, version, records, raw, time.perf_counter() - t0)
+
+
+def _report(source, store, version, records, raw, seconds) -> ImportReport:
+    from .dataset import open as open_store
+
+    ds = open_store(store, version)
+    stats = ds.stats()
+    rows = []
+    for name, var in ds.variables.items():
+        s = stats.get(name, {})
+        rows.append({
+            "name": name, "dims": var.dims, "shape": var.shape, "dtype": var.dtype_name,
+            "chunks": var.chunks, "subchunks": var.subchunks,
+            "raw_bytes": s.get("raw_bytes", 0), "stored_bytes": s.get("stored_bytes", 0),
+        })
+    return ImportReport(source, store, version, records, raw, seconds, rows)

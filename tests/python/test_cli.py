@@ -1,0 +1,103 @@
+"""The command line: import, info, query, append, log, help and errors."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import assert_bit_equal, make_nc, raw_source
+
+import strata
+from strata.cli import main
+
+
+@pytest.fixture
+def store(tmp_path):
+    nc = make_nc(tmp_path / "s.nc", times=range(15), extra_attrs={"scale_factor": np.float32(0.5)})
+    out = tmp_path / "s.strata"
+    assert main(["import", "-q", str(nc), str(out), "--chunks", "time=4", "--codec", "shuffle+zstd:5"]) == 0
+    return nc, out
+
+
+def test_import_report_and_info(store, tmp_path, capsys):
+    nc, out = store
+    capsys.readouterr()
+    assert main(["import", "-q", str(nc), str(tmp_path / "again.strata")]) == 0
+    text = capsys.readouterr().out
+    assert "imported" in text and "(version 1)" in text and "ratio" in text and "MB/s" in text
+    assert main(["info", str(out)]) == 0
+    info = capsys.readouterr().out
+    assert "time = UNLIMITED ; // (15 currently)" in info
+    assert "f32 temp(time, lat, lon) ;" in info
+    assert "temp:units = \"degC\" ;" in info
+    assert "shuffle+zstd:5" in info
+    assert "4x17x23" in info
+
+
+def test_query_prints_and_writes_nc_and_npy(store, tmp_path, capsys):
+    nc, out = store
+    with raw_source(nc) as src:
+        full = src["temp"][...]
+    assert main(["query", str(out), "temp", "--isel", "time=2:9:3", "--sel", "lat=-30:30"]) == 0
+    assert "shape=(3, 7, 23)" in capsys.readouterr().out
+    npy = tmp_path / "q.npy"
+    assert main(["query", str(out), "temp", "--isel", "time=1", "--isel", "lon=::2", "-o", str(npy)]) == 0
+    assert_bit_equal(np.load(npy), full[1, :, ::2])
+    ncout = tmp_path / "q.nc"
+    assert main(["query", str(out), "temp", "--sel", "time=2000-01-03:2000-01-05", "-o", str(ncout)]) == 0
+    with xr.open_dataset(ncout, mask_and_scale=False) as q:
+        assert_bit_equal(q["temp"].values, full[2:5])
+        assert q["temp"].attrs["units"] == "degC"
+        assert q.sizes["time"] == 3 and "lat" in q.coords
+
+
+def test_append_and_log(store, tmp_path, capsys):
+    _, out = store
+    more = make_nc(tmp_path / "more.nc", times=range(15, 20))
+    assert main(["append", "-q", str(out), str(more)]) == 0
+    assert strata.open(out).dims["time"] == 20
+    assert main(["log", str(out)]) == 0
+    assert capsys.readouterr().out.count("version ") >= 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["query", "{store}", "nope"], "no variable 'nope'"),
+        (["query", "{store}", "temp", "--isel", "time=99"], "out of range"),
+        (["query", "{store}", "temp", "--isel", "time"], "expects DIM=RANGE"),
+        (["query", "{store}", "temp", "--isel", "time=a:b"], "START:STOP"),
+        (["query", "{store}", "temp", "--sel", "lat=1.2345"], "not a value of coordinate"),
+        (["query", "{store}", "temp", "-o", "x.csv"], "must end in .nc or .npy"),
+        (["info", "/nonexistent/x.strata"], "not a strata store"),
+        (["import", "-q", "/nonexistent.nc", "{tmp}/x.strata"], "no such file"),
+        (["import", "-q", "{nc}", "{store}"], "already holds a strata store"),
+        (["import", "-q", "{nc}", "{tmp}/y.strata", "--codec", "lzma"], "unknown backend codec 'lzma'"),
+        (["import", "-q", "{nc}", "{tmp}/z.strata", "--chunks", "depth=3"], "unknown dimension 'depth'"),
+    ],
+)
+def test_bad_input_gives_a_clear_error(store, tmp_path, capsys, argv, message):
+    nc, out = store
+    argv = [a.format(store=out, tmp=tmp_path, nc=nc) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "Traceback" not in err
+
+
+def test_entry_point_help_and_version():
+    exe = [sys.executable, "-m", "strata.cli"]
+    out = subprocess.run([*exe, "--version"], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == f"strata {strata.__version__}"
+    for cmd in ["import", "info", "query", "append", "log"]:
+        text = subprocess.run([*exe, cmd, "--help"], capture_output=True, text=True, check=True).stdout
+        assert "usage: strata " + cmd in text
+
+
+def test_garbage_input_file_is_a_compatibility_error(tmp_path):
+    bad = tmp_path / "bad.nc"
+    bad.write_bytes(b"this is not netcdf" * 10)
+    with pytest.raises(strata.CompatibilityError, match="not a NetCDF or HDF5 file"):
+        strata.import_file(bad, tmp_path / "bad.strata")
+    assert not (tmp_path / "bad.strata" / "HEAD").exists()

@@ -1,0 +1,109 @@
+"""Damaged stores fail with a typed error naming the problem: never a panic, never wrong values."""
+
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+from conftest import make_nc
+
+import strata
+from strata.cli import main
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "s.strata"
+    strata.import_file(make_nc(tmp_path / "s.nc", times=range(20)), path, slab_records=8)
+    return path
+
+
+def files(store, sub):
+    return sorted((pathlib.Path(store) / sub).iterdir())
+
+
+def read_all(path):
+    ds = strata.open(path)
+    return {n: ds[n][...] for n in ds.variables}
+
+
+def test_truncated_manifest(store):
+    m = files(store, "manifests")[-1]
+    data = m.read_bytes()
+    for cut in (0, 10, len(data) // 2, len(data) - 1):
+        m.write_bytes(data[:cut])
+        with pytest.raises(strata.CorruptionError, match="manifest"):
+            strata.open(store)
+
+
+def test_future_format_version_is_a_compatibility_error(store):
+    m = files(store, "manifests")[-1]
+    meta = json.loads(m.read_text())
+    meta["format_version"] = 99
+    m.write_text(json.dumps(meta))
+    with pytest.raises(strata.CompatibilityError, match="format version 99"):
+        strata.open(store)
+
+
+def test_inconsistent_manifest_is_corruption(store):
+    m = files(store, "manifests")[-1]
+    meta = json.loads(m.read_text())
+    meta["dims"][0]["size"] += 1
+    m.write_text(json.dumps(meta))
+    with pytest.raises(strata.CorruptionError, match="slabs hold 20 records"):
+        strata.open(store)
+
+
+def test_garbled_head(store):
+    (pathlib.Path(store) / "HEAD").write_text("{not json")
+    with pytest.raises(strata.CorruptionError, match="HEAD"):
+        strata.open(store)
+
+
+@pytest.mark.parametrize("cut", [0, 1, 31, -9, -1])
+def test_truncated_index_file(store, cut):
+    for f in files(store, "index"):
+        data = f.read_bytes()
+        f.write_bytes(data[: cut % len(data)])
+    with pytest.raises(strata.CorruptionError, match="index file"):
+        read_all(store)
+
+
+def test_every_flipped_byte_of_a_data_file_is_caught(store):
+    f = max(files(store, "data"), key=os.path.getsize)
+    data = bytearray(f.read_bytes())
+    for pos in range(24, len(data), max(1, len(data) // 40)):
+        bad = bytearray(data)
+        bad[pos] ^= 0x5A
+        f.write_bytes(bytes(bad))
+        with pytest.raises(strata.CorruptionError, match="checksum"):
+            read_all(store)
+    f.write_bytes(bytes(data))
+    read_all(store)
+
+
+def test_truncated_and_missing_data_files(store):
+    f = max(files(store, "data"), key=os.path.getsize)
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+    with pytest.raises(strata.CorruptionError, match="shorter than expected"):
+        read_all(store)
+    f.unlink()
+    with pytest.raises(strata.CorruptionError, match="missing"):
+        read_all(store)
+
+
+def test_cli_reports_corruption_with_exit_code_2(store, capsys):
+    for f in files(store, "index"):
+        f.write_bytes(b"garbage")
+    assert main(["info", str(store)]) == 2
+    assert "corrupt store" in capsys.readouterr().err
+
+
+def test_values_never_silently_change(store):
+    before = read_all(store)
+    after = read_all(store)
+    for k in before:
+        a, b = np.asarray(before[k]), np.asarray(after[k])
+        assert a.tobytes() == b.tobytes()
