@@ -24,7 +24,10 @@ fn to_py(e: Error) -> PyErr {
     };
     let message = e.to_string();
     Python::attach(|py| {
-        let ty = py.import("strata.errors").and_then(|m| m.getattr(class)).and_then(|c| Ok(c.cast_into::<PyType>()?));
+        let ty = py
+            .import("strata.errors")
+            .and_then(|m| m.getattr(class))
+            .and_then(|c| Ok(c.cast_into::<PyType>()?));
         match ty {
             Ok(ty) => PyErr::from_type(ty, message),
             Err(_) => PyRuntimeError::new_err(message),
@@ -33,7 +36,8 @@ fn to_py(e: Error) -> PyErr {
 }
 
 fn json_arg<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> PyResult<T> {
-    serde_json::from_str(text).map_err(|e| to_py(Error::InvalidArgument(format!("bad {what}: {e}"))))
+    serde_json::from_str(text)
+        .map_err(|e| to_py(Error::InvalidArgument(format!("bad {what}: {e}"))))
 }
 
 /// A pinned version of a store, open for reading.
@@ -47,7 +51,9 @@ impl Reader {
     #[staticmethod]
     #[pyo3(signature = (path, version=None))]
     fn open(py: Python<'_>, path: &str, version: Option<u64>) -> PyResult<Self> {
-        let inner = py.detach(|| StoreReader::open(Store::local(path), version)).map_err(to_py)?;
+        let inner = py
+            .detach(|| StoreReader::open(Store::local(path), version))
+            .map_err(to_py)?;
         Ok(Self { inner })
     }
 
@@ -66,7 +72,9 @@ impl Reader {
         mut out: PyReadwriteArray1<'_, u8>,
     ) -> PyResult<()> {
         if starts.len() != stops.len() || starts.len() != steps.len() {
-            return Err(to_py(Error::InvalidArgument("starts, stops and steps differ in length".into())));
+            return Err(to_py(Error::InvalidArgument(
+                "starts, stops and steps differ in length".into(),
+            )));
         }
         let sel: Vec<DimSelection> = starts
             .iter()
@@ -74,8 +82,11 @@ impl Reader {
             .zip(&steps)
             .map(|((&start, &stop), &step)| DimSelection { start, stop, step })
             .collect();
-        let buf = out.as_slice_mut().map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
-        py.detach(|| self.inner.read_into(name, &sel, buf)).map_err(to_py)
+        let buf = out
+            .as_slice_mut()
+            .map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
+        py.detach(|| self.inner.read_into(name, &sel, buf))
+            .map_err(to_py)
     }
 
     /// Counters since this reader was opened: (requests, bytes_read, segments_decoded, index_loads).
@@ -117,7 +128,11 @@ fn versions_json(py: Python<'_>, path: &str) -> PyResult<String> {
                 .into_iter()
                 .map(|v| {
                     let m = store.manifest(Some(v))?;
-                    let records = m.record_dim.as_deref().and_then(|r| m.dim(r)).map(|d| d.size);
+                    let records = m
+                        .record_dim
+                        .as_deref()
+                        .and_then(|r| m.dim(r))
+                        .map(|d| d.size);
                     Ok(serde_json::json!({
                         "version": m.version, "parent": m.parent, "created_ms": m.created_ms,
                         "message": m.message, "records": records, "files": m.files.len(),
@@ -137,13 +152,19 @@ struct Writer {
 }
 
 impl Writer {
-    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut StoreWriter) -> strata_core::Result<T> + Send) -> PyResult<T>
+    fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut StoreWriter) -> strata_core::Result<T> + Send,
+    ) -> PyResult<T>
     where
         T: Send,
     {
         py.detach(|| {
             let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            let w = guard.as_mut().ok_or_else(|| Error::InvalidArgument("this writer has already committed".into()))?;
+            let w = guard.as_mut().ok_or_else(|| {
+                Error::InvalidArgument("this writer has already committed".into())
+            })?;
             f(w)
         })
         .map_err(to_py)
@@ -156,18 +177,28 @@ impl Writer {
     fn create(py: Python<'_>, path: &str, schema_json: &str, options_json: &str) -> PyResult<Self> {
         let schema: DatasetSchema = json_arg(schema_json, "schema")?;
         let options: WriterOptions = json_arg(options_json, "writer options")?;
-        let w = py.detach(|| StoreWriter::create(Store::local(path), schema, &options)).map_err(to_py)?;
-        Ok(Self { inner: Mutex::new(Some(w)) })
+        let w = py
+            .detach(|| StoreWriter::create(Store::local(path), schema, &options))
+            .map_err(to_py)?;
+        Ok(Self {
+            inner: Mutex::new(Some(w)),
+        })
     }
 
     #[staticmethod]
     fn open_append(py: Python<'_>, path: &str) -> PyResult<Self> {
-        let w = py.detach(|| StoreWriter::open_append(Store::local(path))).map_err(to_py)?;
-        Ok(Self { inner: Mutex::new(Some(w)) })
+        let w = py
+            .detach(|| StoreWriter::open_append(Store::local(path)))
+            .map_err(to_py)?;
+        Ok(Self {
+            inner: Mutex::new(Some(w)),
+        })
     }
 
     fn manifest_json(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |w| Ok(String::from_utf8(w.manifest().to_json()).unwrap_or_default()))
+        self.with(py, |w| {
+            Ok(String::from_utf8(w.manifest().to_json()).unwrap_or_default())
+        })
     }
 
     fn slab_records(&self, py: Python<'_>) -> PyResult<u64> {
@@ -178,8 +209,15 @@ impl Writer {
         self.with(py, |w| Ok(w.record_count()))
     }
 
-    fn put_static(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
-        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+    fn put_static(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        data: PyReadonlyArray1<'_, u8>,
+    ) -> PyResult<()> {
+        let bytes = data
+            .as_slice()
+            .map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
         self.with(py, |w| w.put_static(name, bytes))
     }
 
@@ -187,8 +225,15 @@ impl Writer {
         self.with(py, |w| w.begin_slab(records))
     }
 
-    fn put_records(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
-        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+    fn put_records(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        data: PyReadonlyArray1<'_, u8>,
+    ) -> PyResult<()> {
+        let bytes = data
+            .as_slice()
+            .map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
         self.with(py, |w| w.put_records(name, bytes))
     }
 
@@ -203,7 +248,9 @@ impl Writer {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .take()
-                .ok_or_else(|| Error::InvalidArgument("this writer has already committed".into()))?;
+                .ok_or_else(|| {
+                    Error::InvalidArgument("this writer has already committed".into())
+                })?;
             w.commit(message)
         })
         .map_err(to_py)
@@ -213,7 +260,10 @@ impl Writer {
 /// Names of the codecs this build knows, with their kind.
 #[pyfunction]
 fn known_codecs() -> Vec<(String, String)> {
-    strata_codecs::registry::KNOWN.iter().map(|(n, k)| (n.to_string(), k.to_string())).collect()
+    strata_codecs::registry::KNOWN
+        .iter()
+        .map(|(n, k)| (n.to_string(), k.to_string()))
+        .collect()
 }
 
 #[pymodule]

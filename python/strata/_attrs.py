@@ -10,8 +10,16 @@ import numpy as np
 from .errors import CompatibilityError
 
 _NUMERIC = {
-    "i1": "i8", "u1": "u8", "i2": "i16", "u2": "u16", "i4": "i32", "u4": "u32",
-    "i8": "i64", "u8": "u64", "f4": "f32", "f8": "f64",
+    "i1": "i8",
+    "u1": "u8",
+    "i2": "i16",
+    "u2": "u16",
+    "i4": "i32",
+    "u4": "u32",
+    "i8": "i64",
+    "u8": "u64",
+    "f4": "f32",
+    "f8": "f64",
 }
 _NUMPY = {v: k for k, v in _NUMERIC.items()}
 
@@ -66,9 +74,7 @@ def _float_value(v: Any, type_name: str) -> Any:
     bits = int(v.split("0x", 1)[1], 16) if v.startswith("NaN:0x") else None
     if bits is None:
         return math.nan
-    return np.array([bits], dtype="u4" if type_name == "f32" else "u8").view(
-        "f4" if type_name == "f32" else "f8"
-    )[0]
+    return np.array([bits], dtype="u4" if type_name == "f32" else "u8").view("f4" if type_name == "f32" else "f8")[0]
 
 
 def decode(attr: dict) -> Any:

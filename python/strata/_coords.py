@@ -31,8 +31,9 @@ def decode_time(values: np.ndarray, attrs: dict[str, Any]) -> pd.Index:
     nums = np.asarray(values, dtype="f8")
     if calendar.lower() in ("standard", "gregorian", "proleptic_gregorian"):
         try:
-            dates = cftime.num2date(nums, attrs["units"], calendar=calendar,
-                                    only_use_cftime_datetimes=False, only_use_python_datetimes=True)
+            dates = cftime.num2date(
+                nums, attrs["units"], calendar=calendar, only_use_cftime_datetimes=False, only_use_python_datetimes=True
+            )
             return pd.DatetimeIndex(pd.to_datetime(list(np.asarray(dates).ravel())))
         except (ValueError, OverflowError, pd.errors.OutOfBoundsDatetime):
             pass  # dates outside datetime64[ns]: fall back to cftime dates, as xarray does
@@ -42,9 +43,7 @@ def decode_time(values: np.ndarray, attrs: dict[str, Any]) -> pd.Index:
 
         return xr.CFTimeIndex(np.asarray(dates).ravel())
     except ImportError as err:  # pragma: no cover - xarray is installed with the test extras
-        raise InvalidArgumentError(
-            f"label selection on calendar '{calendar}' needs xarray installed"
-        ) from err
+        raise InvalidArgumentError(f"label selection on calendar '{calendar}' needs xarray installed") from err
 
 
 def coordinate_index(values: np.ndarray, attrs: dict[str, Any], decode_times: bool = True) -> pd.Index:
@@ -74,8 +73,7 @@ def label_to_positions(index: pd.Index, label: Any, dim: str, method: str | None
                 raise KeyError(label)
     except (KeyError, TypeError, ValueError) as err:
         raise InvalidArgumentError(
-            f"{label!r} is not a value of coordinate '{dim}'"
-            " (use a slice, or method='nearest')"
+            f"{label!r} is not a value of coordinate '{dim}' (use a slice, or method='nearest')"
         ) from err
     if isinstance(loc, slice):
         return loc

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-
 import sys
 
 import numpy as np
@@ -37,8 +36,14 @@ def cmd_import(args) -> int:
     from .importer import import_file
 
     report = import_file(
-        args.source, args.store, codec=args.codec, chunks=args.chunks, subchunks=args.subchunks,
-        record_dim=args.record_dim, slab_records=args.slab_records, progress=not args.quiet,
+        args.source,
+        args.store,
+        codec=args.codec,
+        chunks=args.chunks,
+        subchunks=args.subchunks,
+        record_dim=args.record_dim,
+        slab_records=args.slab_records,
+        progress=not args.quiet,
     )
     _print_report(report, "imported")
     return 0
@@ -56,8 +61,9 @@ def _print_report(report, verb: str) -> None:
     stored = sum(r["stored_bytes"] for r in report.variables)
     raw = sum(r["raw_bytes"] for r in report.variables)
     print(f"{verb} {report.source} -> {report.store} (version {report.version})")
-    print(f"  {report.records} records, {_human(report.raw_bytes)} in {report.seconds:.2f} s "
-          f"({report.mb_per_s:.1f} MB/s)")
+    print(
+        f"  {report.records} records, {_human(report.raw_bytes)} in {report.seconds:.2f} s ({report.mb_per_s:.1f} MB/s)"
+    )
     print(f"  {'variable':<24} {'shape':<22} {'chunk':<20} {'sub-chunk':<18} {'ratio':>7}")
     for r in report.variables:
         ratio = f"{r['raw_bytes'] / r['stored_bytes']:.2f}" if r["stored_bytes"] else "-"
@@ -75,8 +81,10 @@ def cmd_info(args) -> int:
     ds = open_store(args.store, args.version)
     m = ds.manifest
     stats = ds.stats()
-    print(f"store {args.store} {{  // version {ds.version}, format v{m['format_version']}, "
-          f"layout {'-'.join(m['layout']['order'])}")
+    print(
+        f"store {args.store} {{  // version {ds.version}, format v{m['format_version']}, "
+        f"layout {'-'.join(m['layout']['order'])}"
+    )
     print("dimensions:")
     for name, size in ds.dims.items():
         tag = " // record dimension" if name == ds.record_dim else ""
@@ -99,17 +107,27 @@ def cmd_info(args) -> int:
         s = stats.get(name, {"raw_bytes": 0, "stored_bytes": 0})
         total_raw += s["raw_bytes"]
         total_stored += s["stored_bytes"]
-        chain = "+".join(c["name"] + (f":{c['configuration']['level']}" if "level" in c.get("configuration", {}) else "")
-                         for c in var.codecs[0]) if var.codecs else "inline"
+        chain = (
+            "+".join(
+                c["name"] + (f":{c['configuration']['level']}" if "level" in c.get("configuration", {}) else "")
+                for c in var.codecs[0]
+            )
+            if var.codecs
+            else "inline"
+        )
         ratio = f"{s['raw_bytes'] / s['stored_bytes']:.2f}" if s["stored_bytes"] else "-"
         chunks = "x".join(map(str, var.chunks)) if var.chunks else "-"
         subs = "x".join(map(str, var.subchunks)) if var.subchunks else "-"
-        print(f"  {name:<24} {chunks:<20} {subs:<18} {chain:<18} {_human(s['raw_bytes']):>11} "
-              f"{_human(s['stored_bytes']):>11} {ratio:>7}")
+        print(
+            f"  {name:<24} {chunks:<20} {subs:<18} {chain:<18} {_human(s['raw_bytes']):>11} "
+            f"{_human(s['stored_bytes']):>11} {ratio:>7}"
+        )
     files = sum(f["size"] for f in m["files"])
     ratio = f"{total_raw / total_stored:.2f}" if total_stored else "-"
-    print(f"  total: {_human(total_raw)} raw, {_human(total_stored)} in segments, "
-          f"{_human(files)} in {len(m['files'])} files, ratio {ratio}")
+    print(
+        f"  total: {_human(total_raw)} raw, {_human(total_stored)} in segments, "
+        f"{_human(files)} in {len(m['files'])} files, ratio {ratio}"
+    )
     return 0
 
 
@@ -232,9 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"strata {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    s = sub.add_parser("import", help="import a NetCDF-3/4 or HDF5 file into a new store",
-                       description="Import every variable of a NetCDF-3/4 or HDF5 file, bit-exact, with its "
-                       "attributes. Chunk shapes are chosen automatically unless given.")
+    s = sub.add_parser(
+        "import",
+        help="import a NetCDF-3/4 or HDF5 file into a new store",
+        description="Import every variable of a NetCDF-3/4 or HDF5 file, bit-exact, with its "
+        "attributes. Chunk shapes are chosen automatically unless given.",
+    )
     s.add_argument("source", help="input file (.nc, .h5, ...)")
     s.add_argument("store", help="store directory to create (e.g. run.strata)")
     s.add_argument("--codec", help="codec chain, e.g. 'shuffle+zstd:3' (default) or 'zstd:9' or 'raw'")
@@ -245,9 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_import)
 
-    s = sub.add_parser("append", help="append the records of a file as a new version",
-                       description="Append the records of a file along the store's record dimension. "
-                       "Old versions stay readable.")
+    s = sub.add_parser(
+        "append",
+        help="append the records of a file as a new version",
+        description="Append the records of a file along the store's record dimension. Old versions stay readable.",
+    )
     s.add_argument("store")
     s.add_argument("source")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -258,20 +281,32 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--version", dest="version", type=int, help="version to show (default: newest)")
     s.set_defaults(func=cmd_info)
 
-    s = sub.add_parser("query", help="read a selection of a variable",
-                       description="Read a selection of one variable, by position (--isel) or by "
-                       "coordinate value (--sel), and print it or write it to .nc or .npy.",
-                       epilog="examples:\n  strata query sst.strata sst --isel time=0 --sel lat=-10:10\n"
-                       "  strata query sst.strata sst --sel time=2000-01:2000-06 -o sub.nc",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = sub.add_parser(
+        "query",
+        help="read a selection of a variable",
+        description="Read a selection of one variable, by position (--isel) or by "
+        "coordinate value (--sel), and print it or write it to .nc or .npy.",
+        epilog="examples:\n  strata query sst.strata sst --isel time=0 --sel lat=-10:10\n"
+        "  strata query sst.strata sst --sel time=2000-01:2000-06 -o sub.nc",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s.add_argument("store")
     s.add_argument("variable")
-    s.add_argument("--isel", action="append", metavar="DIM=START:STOP[:STEP]",
-                   help="positional selection (repeatable); a single index drops the dimension")
-    s.add_argument("--sel", action="append", metavar="DIM=LO:HI",
-                   help="selection by coordinate value, both ends included; dates may be partial (2000-01)")
-    s.add_argument("--method", choices=["nearest", "pad", "backfill"],
-                   help="how a single --sel value matches (default: exactly)")
+    s.add_argument(
+        "--isel",
+        action="append",
+        metavar="DIM=START:STOP[:STEP]",
+        help="positional selection (repeatable); a single index drops the dimension",
+    )
+    s.add_argument(
+        "--sel",
+        action="append",
+        metavar="DIM=LO:HI",
+        help="selection by coordinate value, both ends included; dates may be partial (2000-01)",
+    )
+    s.add_argument(
+        "--method", choices=["nearest", "pad", "backfill"], help="how a single --sel value matches (default: exactly)"
+    )
     s.add_argument("-o", "--output", help="write to this .nc or .npy file instead of printing")
     s.add_argument("--version", dest="version", type=int, help="version to read (default: newest)")
     s.add_argument("--max-print", type=int, default=200, help="print arrays up to this many elements in full")
@@ -301,5 +336,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-

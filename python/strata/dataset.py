@@ -14,8 +14,18 @@ from ._coords import coordinate_index, label_to_positions
 from .errors import InvalidArgumentError
 
 _NUMPY_DTYPES = {
-    "i8": "<i1", "u8": "<u1", "i16": "<i2", "u16": "<u2", "i32": "<i4", "u32": "<u4",
-    "i64": "<i8", "u64": "<u8", "f32": "<f4", "f64": "<f8", "char": "S1", "string": "O",
+    "i8": "<i1",
+    "u8": "<u1",
+    "i16": "<i2",
+    "u16": "<u2",
+    "i32": "<i4",
+    "u32": "<u4",
+    "i64": "<i8",
+    "u64": "<u8",
+    "f32": "<f4",
+    "f64": "<f8",
+    "char": "S1",
+    "string": "O",
 }
 
 
@@ -23,7 +33,7 @@ def numpy_dtype(name: str) -> np.dtype:
     return np.dtype(_NUMPY_DTYPES[name])
 
 
-def open(path: str | os.PathLike, version: int | None = None) -> Dataset:  # noqa: A001
+def open(path: str | os.PathLike, version: int | None = None) -> Dataset:
     """Opens a store at its newest version, or at ``version`` (time travel)."""
     return Dataset(os.fspath(path), version)
 
@@ -79,9 +89,7 @@ class Dataset:
         try:
             return self.variables[name]
         except KeyError:
-            raise InvalidArgumentError(
-                f"no variable '{name}' (variables: {', '.join(self.variables)})"
-            ) from None
+            raise InvalidArgumentError(f"no variable '{name}' (variables: {', '.join(self.variables)})") from None
 
     def __contains__(self, name: str) -> bool:
         return name in self.variables

@@ -20,8 +20,16 @@ from . import _attrs, _core
 from .errors import CompatibilityError, InvalidArgumentError, NotFoundError
 
 _DTYPES = {
-    "i1": "i8", "u1": "u8", "i2": "i16", "u2": "u16", "i4": "i32", "u4": "u32",
-    "i8": "i64", "u8": "u64", "f4": "f32", "f8": "f64",
+    "i1": "i8",
+    "u1": "u8",
+    "i2": "i16",
+    "u2": "u16",
+    "i4": "i32",
+    "u4": "u32",
+    "i8": "i64",
+    "u8": "u64",
+    "f4": "f32",
+    "f8": "f64",
 }
 
 
@@ -106,9 +114,7 @@ def _schema(nc, record_dim: str | None) -> dict:
             entry["inline_strings"] = [str(s) for s in np.asarray(var[...], dtype=object).ravel()]
         variables.append(entry)
     return {
-        "dims": [
-            {"name": n, "size": len(d), "unlimited": d.isunlimited()} for n, d in nc.dimensions.items()
-        ],
+        "dims": [{"name": n, "size": len(d), "unlimited": d.isunlimited()} for n, d in nc.dimensions.items()],
         "record_dim": record_dim,
         "attrs": [_attrs.encode(a, nc.getncattr(a)) for a in nc.ncattrs()],
         "variables": variables,
@@ -233,9 +239,13 @@ def append_file(source: str | os.PathLike, store: str | os.PathLike, *, progress
             if src is None:
                 raise CompatibilityError(f"'{source}' lacks record variable '{v['name']}'")
             if list(src.dimensions) != v["dims"]:
-                raise CompatibilityError(f"'{v['name']}' has dims {src.dimensions} in '{source}', {tuple(v['dims'])} in the store")
+                raise CompatibilityError(
+                    f"'{v['name']}' has dims {src.dimensions} in '{source}', {tuple(v['dims'])} in the store"
+                )
             if _strata_dtype(src) != v["dtype"]:
-                raise CompatibilityError(f"'{v['name']}' is {_strata_dtype(src)} in '{source}', {v['dtype']} in the store")
+                raise CompatibilityError(
+                    f"'{v['name']}' is {_strata_dtype(src)} in '{source}', {v['dtype']} in the store"
+                )
             for d, n in zip(v["dims"][1:], src.shape[1:], strict=True):
                 if dims[d] != n:
                     raise CompatibilityError(f"dimension '{d}' has length {n} in '{source}', {dims[d]} in the store")
@@ -258,9 +268,16 @@ def _report(source, store, version, records, raw, seconds) -> ImportReport:
     rows = []
     for name, var in ds.variables.items():
         s = stats.get(name, {})
-        rows.append({
-            "name": name, "dims": var.dims, "shape": var.shape, "dtype": var.dtype_name,
-            "chunks": var.chunks, "subchunks": var.subchunks,
-            "raw_bytes": s.get("raw_bytes", 0), "stored_bytes": s.get("stored_bytes", 0),
-        })
+        rows.append(
+            {
+                "name": name,
+                "dims": var.dims,
+                "shape": var.shape,
+                "dtype": var.dtype_name,
+                "chunks": var.chunks,
+                "subchunks": var.subchunks,
+                "raw_bytes": s.get("raw_bytes", 0),
+                "stored_bytes": s.get("stored_bytes", 0),
+            }
+        )
     return ImportReport(source, store, version, records, raw, seconds, rows)

@@ -41,8 +41,15 @@ class StrataBackendEntrypoint(BackendEntrypoint):
     description = "Open strata stores in xarray"
     url = "https://example.invalid/strata"
     open_dataset_parameters = (
-        "filename_or_obj", "drop_variables", "version", "mask_and_scale", "decode_times",
-        "concat_characters", "decode_coords", "use_cftime", "decode_timedelta",
+        "filename_or_obj",
+        "drop_variables",
+        "version",
+        "mask_and_scale",
+        "decode_times",
+        "concat_characters",
+        "decode_coords",
+        "use_cftime",
+        "decode_timedelta",
     )
 
     def open_dataset(
@@ -70,8 +77,11 @@ class StrataBackendEntrypoint(BackendEntrypoint):
                 data = var.values
             else:
                 data = indexing.LazilyIndexedArray(StrataBackendArray(var))
-            encoding = {"dtype": var.dtype, "chunksizes": var.chunks, "preferred_chunks": dict(
-                zip(var.dims, var.chunks, strict=True)) if var.chunks else {}}
+            encoding = {
+                "dtype": var.dtype,
+                "chunksizes": var.chunks,
+                "preferred_chunks": dict(zip(var.dims, var.chunks, strict=True)) if var.chunks else {},
+            }
             variables[name] = xr.Variable(var.dims, data, attrs=dict(var.attrs), encoding=encoding)
         raw = xr.Dataset(variables, attrs=dict(ds.attrs))
         raw.encoding["unlimited_dims"] = set(ds.unlimited_dims)

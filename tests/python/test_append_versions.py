@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from conftest import assert_bit_equal, make_nc, raw_source
 
 import strata
+from conftest import assert_bit_equal, make_nc, raw_source
 from strata.cli import main
 
 

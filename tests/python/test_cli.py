@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import assert_bit_equal, make_nc, raw_source
 
 import strata
+from conftest import assert_bit_equal, make_nc, raw_source
 from strata.cli import main
 
 
@@ -30,7 +30,7 @@ def test_import_report_and_info(store, tmp_path, capsys):
     info = capsys.readouterr().out
     assert "time = UNLIMITED ; // (15 currently)" in info
     assert "f32 temp(time, lat, lon) ;" in info
-    assert "temp:units = \"degC\" ;" in info
+    assert 'temp:units = "degC" ;' in info
     assert "shuffle+zstd:5" in info
     assert "4x17x23" in info
 

@@ -6,9 +6,9 @@ import pathlib
 
 import numpy as np
 import pytest
-from conftest import make_nc
 
 import strata
+from conftest import make_nc
 from strata.cli import main
 
 

@@ -3,9 +3,9 @@
 import h5py
 import netCDF4
 import numpy as np
-from conftest import assert_attr_equal, assert_bit_equal, raw_source
 
 import strata
+from conftest import assert_attr_equal, assert_bit_equal, raw_source
 
 
 def test_plain_hdf5_file_imports(tmp_path):

@@ -5,9 +5,9 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import DATA, REAL_FILES, assert_attr_equal, assert_bit_equal, needs_data, raw_source
 
 import strata
+from conftest import DATA, REAL_FILES, assert_attr_equal, assert_bit_equal, needs_data, raw_source
 
 
 @needs_data

@@ -5,9 +5,9 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import DATA, assert_bit_equal, make_nc, needs_data, raw_source
 
 import strata
+from conftest import DATA, assert_bit_equal, make_nc, needs_data, raw_source
 
 
 def random_key(rng, shape):
@@ -69,8 +69,7 @@ def test_random_hyperslabs_equal_numpy(name, var, imported):
 
 def test_small_chunks_and_many_slabs_equal_numpy(tmp_path):
     nc = make_nc(tmp_path / "s.nc", times=range(37), nlat=29, nlon=31)
-    strata.import_file(nc, tmp_path / "s.strata", chunks="time=5,lat=8,lon=9", subchunks="lat=3,lon=4",
-                       slab_records=10)
+    strata.import_file(nc, tmp_path / "s.strata", chunks="time=5,lat=8,lon=9", subchunks="lat=3,lon=4", slab_records=10)
     ds = strata.open(tmp_path / "s.strata")
     assert ds["temp"].chunks == (5, 8, 9)
     assert ds["temp"].subchunks == (5, 3, 4)

@@ -25,7 +25,10 @@ impl Transform for ShuffleTransform {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { lossless: true, partial_decode: false }
+        Capabilities {
+            lossless: true,
+            partial_decode: false,
+        }
     }
 
     fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {

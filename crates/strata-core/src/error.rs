@@ -20,7 +20,10 @@ pub enum ErrorKind {
 #[derive(Debug, Error)]
 pub enum Error {
     #[error("I/O error on '{path}': {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("corrupt store: {0}")]
     Corruption(String),
     #[error("{0}")]
@@ -46,7 +49,10 @@ impl Error {
     }
 
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 

@@ -77,7 +77,10 @@ macro_rules! float_values {
                 Text(String),
             }
 
-            pub fn serialize<S: Serializer>(v: &[$t], s: S) -> std::result::Result<S::Ok, S::Error> {
+            pub fn serialize<S: Serializer>(
+                v: &[$t],
+                s: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
                 let reprs: Vec<Repr> = v
                     .iter()
                     .map(|&x| {
@@ -95,7 +98,9 @@ macro_rules! float_values {
                 reprs.serialize(s)
             }
 
-            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<$t>, D::Error> {
+            pub fn deserialize<'de, D: Deserializer<'de>>(
+                d: D,
+            ) -> std::result::Result<Vec<$t>, D::Error> {
                 let reprs = Vec::<Repr>::deserialize(d)?;
                 reprs
                     .into_iter()
@@ -110,7 +115,9 @@ macro_rules! float_values {
                                 .and_then(|h| <$bits>::from_str_radix(h, 16).ok())
                                 .map(<$t>::from_bits)
                                 .filter(|x| x.is_nan())
-                                .ok_or_else(|| serde::de::Error::custom(format!("bad float value '{other}'"))),
+                                .ok_or_else(|| {
+                                    serde::de::Error::custom(format!("bad float value '{other}'"))
+                                }),
                         },
                     })
                     .collect()
@@ -169,11 +176,19 @@ pub struct Layout {
 
 impl Layout {
     pub fn space_only() -> Self {
-        Self { order: vec![Level::S], byte_groups: None, bins: None }
+        Self {
+            order: vec![Level::S],
+            byte_groups: None,
+            bins: None,
+        }
     }
 
     pub fn describe(&self) -> String {
-        self.order.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join("-")
+        self.order
+            .iter()
+            .map(|l| format!("{l:?}"))
+            .collect::<Vec<_>>()
+            .join("-")
     }
 }
 
@@ -201,7 +216,9 @@ impl Manifest {
             .map_err(|e| Error::Corruption(format!("{what} is not valid JSON: {e}")))?;
         let version = value.get("format_version").and_then(|v| v.as_u64());
         if value.get("format").and_then(|v| v.as_str()) != Some(FORMAT_NAME) {
-            return Err(Error::Corruption(format!("{what} is not a strata manifest")));
+            return Err(Error::Corruption(format!(
+                "{what} is not a strata manifest"
+            )));
         }
         match version {
             Some(v) if v == FORMAT_VERSION as u64 => {}
@@ -237,16 +254,24 @@ impl Manifest {
             .find(|(_, v)| v.name == name)
             .ok_or_else(|| {
                 let names: Vec<&str> = self.variables.iter().map(|v| v.name.as_str()).collect();
-                Error::InvalidArgument(format!("no variable '{name}' (variables: {})", names.join(", ")))
+                Error::InvalidArgument(format!(
+                    "no variable '{name}' (variables: {})",
+                    names.join(", ")
+                ))
             })
     }
 
     pub fn shape(&self, var: &Variable) -> Vec<u64> {
-        var.dims.iter().map(|d| self.dim(d).map_or(0, |d| d.size)).collect()
+        var.dims
+            .iter()
+            .map(|d| self.dim(d).map_or(0, |d| d.size))
+            .collect()
     }
 
     pub fn is_record_var(&self, var: &Variable) -> bool {
-        self.record_dim.as_ref().is_some_and(|r| var.dims.first() == Some(r))
+        self.record_dim
+            .as_ref()
+            .is_some_and(|r| var.dims.first() == Some(r))
     }
 
     /// Checks every rule of format v1 that JSON parsing alone does not.
@@ -267,7 +292,10 @@ impl Manifest {
             }
         }
         if self.layout.order.is_empty() || !self.layout.order.contains(&Level::S) {
-            return bad(format!("layout order '{}' must contain S", self.layout.describe()));
+            return bad(format!(
+                "layout order '{}' must contain S",
+                self.layout.describe()
+            ));
         }
         let mut vnames = HashSet::new();
         for v in &self.variables {
@@ -276,10 +304,16 @@ impl Manifest {
             }
             for (i, d) in v.dims.iter().enumerate() {
                 if self.dim(d).is_none() {
-                    return bad(format!("variable '{}' uses unknown dimension '{d}'", v.name));
+                    return bad(format!(
+                        "variable '{}' uses unknown dimension '{d}'",
+                        v.name
+                    ));
                 }
                 if i > 0 && self.record_dim.as_deref() == Some(d.as_str()) {
-                    return bad(format!("variable '{}' has the record dimension '{d}' but not first", v.name));
+                    return bad(format!(
+                        "variable '{}' has the record dimension '{d}' but not first",
+                        v.name
+                    ));
                 }
             }
             let shape = self.shape(v);
@@ -287,22 +321,37 @@ impl Manifest {
             match (v.dtype, &v.chunking, &v.inline_strings) {
                 (DType::String, None, Some(values)) => {
                     if self.is_record_var(v) {
-                        return bad(format!("string variable '{}' cannot use the record dimension", v.name));
+                        return bad(format!(
+                            "string variable '{}' cannot use the record dimension",
+                            v.name
+                        ));
                     }
                     if values.len() as u64 != elements {
-                        return bad(format!("string variable '{}' has {} values for shape {shape:?}", v.name, values.len()));
+                        return bad(format!(
+                            "string variable '{}' has {} values for shape {shape:?}",
+                            v.name,
+                            values.len()
+                        ));
                     }
                 }
-                (DType::String, _, _) => return bad(format!("string variable '{}' must be inline", v.name)),
+                (DType::String, _, _) => {
+                    return bad(format!("string variable '{}' must be inline", v.name))
+                }
                 (_, Some(c), None) => {
                     let n = v.dims.len();
                     if c.chunk.len() != n || c.subchunk.len() != n {
-                        return bad(format!("variable '{}': chunk shapes must have {n} dimensions", v.name));
+                        return bad(format!(
+                            "variable '{}': chunk shapes must have {n} dimensions",
+                            v.name
+                        ));
                     }
                     if c.chunk.iter().chain(&c.subchunk).any(|&x| x == 0)
                         || c.subchunk.iter().zip(&c.chunk).any(|(s, c)| s > c)
                     {
-                        return bad(format!("variable '{}': bad chunk {:?} / sub-chunk {:?}", v.name, c.chunk, c.subchunk));
+                        return bad(format!(
+                            "variable '{}': bad chunk {:?} / sub-chunk {:?}",
+                            v.name, c.chunk, c.subchunk
+                        ));
                     }
                     if self.is_record_var(v) && c.chunk[0] > self.slab_records {
                         return bad(format!("variable '{}': chunk exceeds slab_records", v.name));
@@ -311,7 +360,12 @@ impl Manifest {
                         return bad(format!("variable '{}' needs 1 to 255 codec chains", v.name));
                     }
                 }
-                _ => return bad(format!("variable '{}' must have chunking (and no inline values)", v.name)),
+                _ => {
+                    return bad(format!(
+                        "variable '{}' must have chunking (and no inline values)",
+                        v.name
+                    ))
+                }
             }
         }
         let files: HashSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
@@ -322,7 +376,10 @@ impl Manifest {
                 return bad(format!("slab id {} is used twice", s.id));
             }
             if !files.contains(s.data.as_str()) || !files.contains(s.index.as_str()) {
-                return bad(format!("slab {} names files missing from the file list", s.id));
+                return bad(format!(
+                    "slab {} names files missing from the file list",
+                    s.id
+                ));
             }
             if let Some([start, count]) = s.records {
                 if start != next_record || count == 0 {
@@ -334,7 +391,9 @@ impl Manifest {
         if let Some(r) = &self.record_dim {
             let size = self.dim(r).map_or(0, |d| d.size);
             if size != next_record {
-                return bad(format!("record dimension '{r}' has size {size} but slabs hold {next_record} records"));
+                return bad(format!(
+                    "record dimension '{r}' has size {size} but slabs hold {next_record} records"
+                ));
             }
         }
         Ok(())

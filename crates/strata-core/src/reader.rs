@@ -2,7 +2,9 @@
 //! range reads, decode in parallel, and scatter the selected elements into the output.
 
 use crate::error::{Error, Result};
-use crate::grid::{axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection};
+use crate::grid::{
+    axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection,
+};
 use crate::index_file;
 use crate::manifest::{Manifest, Slab, Variable};
 use crate::segment::{SegmentEntry, SegmentKey};
@@ -72,7 +74,9 @@ pub struct StoreReader {
 /// A file the manifest names but storage lacks is a damaged store, not a user error.
 fn missing_is_corruption(e: Error, path: &str) -> Error {
     match e {
-        Error::NotFound(_) => Error::Corruption(format!("file '{path}' named by the manifest is missing")),
+        Error::NotFound(_) => {
+            Error::Corruption(format!("file '{path}' named by the manifest is missing"))
+        }
         other => other,
     }
 }
@@ -106,12 +110,25 @@ impl StoreReader {
             .map(|v| {
                 v.codecs
                     .iter()
-                    .map(|specs| registry::chain(specs, ElementContext { element_size: v.dtype.size() }))
+                    .map(|specs| {
+                        registry::chain(
+                            specs,
+                            ElementContext {
+                                element_size: v.dtype.size(),
+                            },
+                        )
+                    })
                     .collect::<std::result::Result<Vec<_>, _>>()
                     .map_err(|e| Error::Compatibility(format!("variable '{}': {e}", v.name)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { store, manifest, chains, indexes: Mutex::new(HashMap::new()), counters: Counters::default() })
+        Ok(Self {
+            store,
+            manifest,
+            chains,
+            indexes: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+        })
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -134,10 +151,19 @@ impl StoreReader {
 
     /// Loads (once) and checks a slab's index file.
     pub fn slab_index(&self, slab: &Slab) -> Result<Arc<SlabIndex>> {
-        if let Some(ix) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&slab.id) {
+        if let Some(ix) = self
+            .indexes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&slab.id)
+        {
             return Ok(ix.clone());
         }
-        let bytes = self.store.storage().read(&slab.index).map_err(|e| missing_is_corruption(e, &slab.index))?;
+        let bytes = self
+            .store
+            .storage()
+            .read(&slab.index)
+            .map_err(|e| missing_is_corruption(e, &slab.index))?;
         self.counters.index_loads.fetch_add(1, Ordering::Relaxed);
         if let Some(f) = self.manifest.files.iter().find(|f| f.path == slab.index) {
             if f.size != bytes.len() as u64 {
@@ -151,17 +177,26 @@ impl StoreReader {
         }
         let data = index_file::decode(&bytes, &format!("index file {}", slab.index))?;
         if data.slab_id != slab.id {
-            return Err(Error::Corruption(format!("index file {} belongs to slab {}, not {}", slab.index, data.slab_id, slab.id)));
+            return Err(Error::Corruption(format!(
+                "index file {} belongs to slab {}, not {}",
+                slab.index, data.slab_id, slab.id
+            )));
         }
         let mut segments = HashMap::with_capacity(data.segments.len());
         for s in data.segments {
             if s.key.var as usize >= self.manifest.variables.len() {
-                return Err(Error::Corruption(format!("index file {} names variable #{}", slab.index, s.key.var)));
+                return Err(Error::Corruption(format!(
+                    "index file {} names variable #{}",
+                    slab.index, s.key.var
+                )));
             }
             segments.insert(s.key, s);
         }
         let ix = Arc::new(SlabIndex { segments });
-        self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
+        self.indexes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(slab.id, ix.clone());
         Ok(ix)
     }
 
@@ -210,10 +245,15 @@ impl StoreReader {
         let es = var.dtype.size();
         let expected = out_shape.iter().product::<u64>() as usize * es;
         if out.len() != expected {
-            return Err(Error::InvalidArgument(format!("output buffer has {} bytes, {expected} needed", out.len())));
+            return Err(Error::InvalidArgument(format!(
+                "output buffer has {} bytes, {expected} needed",
+                out.len()
+            )));
         }
         let Some(chunking) = &var.chunking else {
-            return Err(Error::InvalidArgument(format!("'{name}' is a string variable: read it from the manifest")));
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' is a string variable: read it from the manifest"
+            )));
         };
         if expected == 0 {
             return Ok(());
@@ -230,7 +270,15 @@ impl StoreReader {
                 offsets[0] = offset;
             }
             let per_axis: Vec<Vec<AxisBlock>> = (0..extent.len())
-                .map(|d| axis_blocks(sel[d], offsets[d], extent[d], chunking.chunk[d], chunking.subchunk[d]))
+                .map(|d| {
+                    axis_blocks(
+                        sel[d],
+                        offsets[d],
+                        extent[d],
+                        chunking.chunk[d],
+                        chunking.subchunk[d],
+                    )
+                })
                 .collect();
             if per_axis.iter().any(|b| b.is_empty()) {
                 continue;
@@ -241,7 +289,11 @@ impl StoreReader {
             let lens: Vec<u64> = per_axis.iter().map(|b| b.len() as u64).collect();
             for combo in 0..lens.iter().product::<u64>() {
                 let pick = unravel(combo, &lens);
-                let blocks: Vec<AxisBlock> = pick.iter().zip(&per_axis).map(|(&i, b)| b[i as usize]).collect();
+                let blocks: Vec<AxisBlock> = pick
+                    .iter()
+                    .zip(&per_axis)
+                    .map(|(&i, b)| b[i as usize])
+                    .collect();
                 let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
                 let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
                 let key = SegmentKey {
@@ -258,16 +310,31 @@ impl StoreReader {
                     ))
                 })?;
                 let raw_expected = blocks.iter().map(|b| b.len).product::<u64>() * es as u64;
-                if entry.raw_length != raw_expected || entry.codec as usize >= self.chains[var_idx].len() {
-                    return Err(Error::Corruption(format!("slab {}: segment {key:?} does not match the variable", slab.id)));
+                if entry.raw_length != raw_expected
+                    || entry.codec as usize >= self.chains[var_idx].len()
+                {
+                    return Err(Error::Corruption(format!(
+                        "slab {}: segment {key:?} does not match the variable",
+                        slab.id
+                    )));
                 }
-                tasks.push(Task { slab: slab_pos, entry, blocks });
+                tasks.push(Task {
+                    slab: slab_pos,
+                    entry,
+                    blocks,
+                });
             }
         }
         self.execute(var_idx, &tasks, &out_shape, out)
     }
 
-    fn execute(&self, var_idx: usize, tasks: &[Task], out_shape: &[u64], out: &mut [u8]) -> Result<()> {
+    fn execute(
+        &self,
+        var_idx: usize,
+        tasks: &[Task],
+        out_shape: &[u64],
+        out: &mut [u8],
+    ) -> Result<()> {
         let es = self.manifest.variables[var_idx].dtype.size();
         // Coalesce reads per data file, in file order.
         let mut order: Vec<usize> = (0..tasks.len()).collect();
@@ -277,7 +344,11 @@ impl StoreReader {
             let t = &tasks[i];
             let (start, end) = (t.entry.offset, t.entry.offset + t.entry.length);
             if let Some(last) = runs.last_mut() {
-                if last.0 == t.slab && start >= last.2 && start - last.2 <= COALESCE_GAP && end - last.1 <= COALESCE_MAX {
+                if last.0 == t.slab
+                    && start >= last.2
+                    && start - last.2 <= COALESCE_GAP
+                    && end - last.1 <= COALESCE_MAX
+                {
                     last.2 = end;
                     last.3.push(i);
                     continue;
@@ -289,41 +360,67 @@ impl StoreReader {
         let out_ptr = SendPtr(out.as_mut_ptr());
         let chains = &self.chains[var_idx];
         let storage = self.store.storage();
-        runs.par_iter().try_for_each(|(slab, start, end, members)| -> Result<()> {
-            let path = &self.manifest.slabs[*slab].data;
-            let bytes = storage.read_range(path, *start, end - start).map_err(|e| missing_is_corruption(e, path))?;
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
-            members.par_iter().try_for_each(|&i| -> Result<()> {
-                let t = &tasks[i];
-                let lo = (t.entry.offset - start) as usize;
-                let stored = &bytes[lo..lo + t.entry.length as usize];
-                if crc32c::crc32c(stored) != t.entry.checksum {
-                    return Err(Error::Corruption(format!(
-                        "segment at {path}:{} fails its checksum",
-                        t.entry.offset
-                    )));
-                }
-                let raw = chains[t.entry.codec as usize].decode(stored, t.entry.raw_length as usize)?;
-                self.counters.segments_decoded.fetch_add(1, Ordering::Relaxed);
-                let src_shape: Vec<u64> = t.blocks.iter().map(|b| b.len).collect();
-                let src_start: Vec<u64> = t.blocks.iter().map(|b| b.first).collect();
-                let count: Vec<u64> = t.blocks.iter().map(|b| b.count).collect();
-                let dst_start: Vec<u64> = t.blocks.iter().map(|b| b.out).collect();
-                let steps: Vec<u64> = t.blocks.iter().map(|b| b.step).collect();
-                // SAFETY: see `SendPtr`: the buffer is `out_len` bytes and this task's
-                // elements are written by no other task.
-                unsafe {
-                    copy_block_raw(&raw, &src_shape, &src_start, &steps, out_ptr.get(), out_len, out_shape, &dst_start, &count, es)
-                };
-                Ok(())
+        runs.par_iter()
+            .try_for_each(|(slab, start, end, members)| -> Result<()> {
+                let path = &self.manifest.slabs[*slab].data;
+                let bytes = storage
+                    .read_range(path, *start, end - start)
+                    .map_err(|e| missing_is_corruption(e, path))?;
+                self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .bytes_read
+                    .fetch_add(end - start, Ordering::Relaxed);
+                members.par_iter().try_for_each(|&i| -> Result<()> {
+                    let t = &tasks[i];
+                    let lo = (t.entry.offset - start) as usize;
+                    let stored = &bytes[lo..lo + t.entry.length as usize];
+                    if crc32c::crc32c(stored) != t.entry.checksum {
+                        return Err(Error::Corruption(format!(
+                            "segment at {path}:{} fails its checksum",
+                            t.entry.offset
+                        )));
+                    }
+                    let raw = chains[t.entry.codec as usize]
+                        .decode(stored, t.entry.raw_length as usize)?;
+                    self.counters
+                        .segments_decoded
+                        .fetch_add(1, Ordering::Relaxed);
+                    let src_shape: Vec<u64> = t.blocks.iter().map(|b| b.len).collect();
+                    let src_start: Vec<u64> = t.blocks.iter().map(|b| b.first).collect();
+                    let count: Vec<u64> = t.blocks.iter().map(|b| b.count).collect();
+                    let dst_start: Vec<u64> = t.blocks.iter().map(|b| b.out).collect();
+                    let steps: Vec<u64> = t.blocks.iter().map(|b| b.step).collect();
+                    // SAFETY: see `SendPtr`: the buffer is `out_len` bytes and this task's
+                    // elements are written by no other task.
+                    unsafe {
+                        copy_block_raw(
+                            &raw,
+                            &src_shape,
+                            &src_start,
+                            &steps,
+                            out_ptr.get(),
+                            out_len,
+                            out_shape,
+                            &dst_start,
+                            &count,
+                            es,
+                        )
+                    };
+                    Ok(())
+                })
             })
-        })
     }
 
     /// Raw and stored bytes per variable, from the index files only.
     pub fn variable_stats(&self) -> Result<Vec<VariableStats>> {
-        let mut stats = vec![VariableStats { min: f64::NAN, max: f64::NAN, ..Default::default() }; self.manifest.variables.len()];
+        let mut stats = vec![
+            VariableStats {
+                min: f64::NAN,
+                max: f64::NAN,
+                ..Default::default()
+            };
+            self.manifest.variables.len()
+        ];
         for slab in &self.manifest.slabs {
             let index = self.slab_index(slab)?;
             for s in index.segments.values() {
@@ -332,8 +429,16 @@ impl StoreReader {
                 st.stored_bytes += s.length;
                 st.segments += 1;
                 if s.count > 0 {
-                    st.min = if st.count == 0 { s.min } else { st.min.min(s.min) };
-                    st.max = if st.count == 0 { s.max } else { st.max.max(s.max) };
+                    st.min = if st.count == 0 {
+                        s.min
+                    } else {
+                        st.min.min(s.min)
+                    };
+                    st.max = if st.count == 0 {
+                        s.max
+                    } else {
+                        st.max.max(s.max)
+                    };
                     st.count += s.count;
                 }
             }

@@ -19,7 +19,10 @@ pub struct LocalStorage {
 
 impl LocalStorage {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), handles: Mutex::new(HashMap::new()) }
+        Self {
+            root: root.into(),
+            handles: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -94,7 +97,9 @@ impl Storage for LocalStorage {
     }
 
     fn size(&self, path: &str) -> Result<u64> {
-        Ok(fs::metadata(self.full(path)?).map_err(|e| self.map_err(path, e))?.len())
+        Ok(fs::metadata(self.full(path)?)
+            .map_err(|e| self.map_err(path, e))?
+            .len())
     }
 
     fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()> {
@@ -103,7 +108,10 @@ impl Storage for LocalStorage {
             let _ = fs::remove_file(&tmp);
             self.map_err(path, e)
         })?;
-        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
+        self.handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(path);
         Ok(())
     }
 
@@ -133,14 +141,23 @@ impl Storage for LocalStorage {
             for entry in entries {
                 let entry = entry.map_err(|e| Error::io(dir.display().to_string(), e))?;
                 let p = entry.path();
-                let file_type = entry.file_type().map_err(|e| Error::io(p.display().to_string(), e))?;
+                let file_type = entry
+                    .file_type()
+                    .map_err(|e| Error::io(p.display().to_string(), e))?;
                 if file_type.is_dir() {
                     stack.push(p);
                     continue;
                 }
-                let Ok(rel) = p.strip_prefix(&self.root) else { continue };
-                let key = rel.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
-                let is_temp = rel.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+                let Ok(rel) = p.strip_prefix(&self.root) else {
+                    continue;
+                };
+                let key = rel
+                    .to_string_lossy()
+                    .replace(std::path::MAIN_SEPARATOR, "/");
+                let is_temp = rel
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with('.'));
                 if key.starts_with(prefix) && !is_temp {
                     out.push(key);
                 }
@@ -151,7 +168,10 @@ impl Storage for LocalStorage {
     }
 
     fn delete(&self, path: &str) -> Result<()> {
-        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
+        self.handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(path);
         match fs::remove_file(self.full(path)?) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == IoKind::NotFound => Ok(()),
