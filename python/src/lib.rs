@@ -24,10 +24,7 @@ fn to_py(e: Error) -> PyErr {
     };
     let message = e.to_string();
     Python::attach(|py| {
-        let ty = py
-            .import("strata.errors")
-            .and_then(|m| m.getattr(class))
-            .and_then(|c| Ok(c.cast_into::<PyType>()?));
+        let ty = py.import("strata.errors").and_then(|m| m.getattr(class)).and_then(|c| Ok(c.cast_into::<PyType>()?));
         match ty {
             Ok(ty) => PyErr::from_type(ty, message),
             Err(_) => PyRuntimeError::new_err(message),
@@ -36,8 +33,7 @@ fn to_py(e: Error) -> PyErr {
 }
 
 fn json_arg<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> PyResult<T> {
-    serde_json::from_str(text)
-        .map_err(|e| to_py(Error::InvalidArgument(format!("bad {what}: {e}"))))
+    serde_json::from_str(text).map_err(|e| to_py(Error::InvalidArgument(format!("bad {what}: {e}"))))
 }
 
 /// A pinned version of a store, open for reading.
@@ -49,11 +45,10 @@ struct Reader {
 #[pymethods]
 impl Reader {
     #[staticmethod]
-    #[pyo3(signature = (path, version=None))]
-    fn open(py: Python<'_>, path: &str, version: Option<u64>) -> PyResult<Self> {
-        let inner = py
-            .detach(|| StoreReader::open(Store::local(path), version))
-            .map_err(to_py)?;
+    #[pyo3(signature = (path, version=None, cache_bytes=None))]
+    fn open(py: Python<'_>, path: &str, version: Option<u64>, cache_bytes: Option<u64>) -> PyResult<Self> {
+        let cache = cache_bytes.unwrap_or(strata_core::cache::DEFAULT_CACHE_BYTES);
+        let inner = py.detach(|| StoreReader::open_with_cache(Store::local(path), version, cache)).map_err(to_py)?;
         Ok(Self { inner })
     }
 
@@ -72,9 +67,7 @@ impl Reader {
         mut out: PyReadwriteArray1<'_, u8>,
     ) -> PyResult<()> {
         if starts.len() != stops.len() || starts.len() != steps.len() {
-            return Err(to_py(Error::InvalidArgument(
-                "starts, stops and steps differ in length".into(),
-            )));
+            return Err(to_py(Error::InvalidArgument("starts, stops and steps differ in length".into())));
         }
         let sel: Vec<DimSelection> = starts
             .iter()
@@ -82,17 +75,15 @@ impl Reader {
             .zip(&steps)
             .map(|((&start, &stop), &step)| DimSelection { start, stop, step })
             .collect();
-        let buf = out
-            .as_slice_mut()
-            .map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
-        py.detach(|| self.inner.read_into(name, &sel, buf))
-            .map_err(to_py)
+        let buf = out.as_slice_mut().map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
+        py.detach(|| self.inner.read_into(name, &sel, buf)).map_err(to_py)
     }
 
-    /// Counters since this reader was opened: (requests, bytes_read, segments_decoded, index_loads).
-    fn read_stats(&self) -> (u64, u64, u64, u64) {
+    /// Counters since this reader was opened:
+    /// (requests, bytes_read, segments_decoded, index_loads, cache_hits).
+    fn read_stats(&self) -> (u64, u64, u64, u64, u64) {
         let s = self.inner.stats();
-        (s.requests, s.bytes_read, s.segments_decoded, s.index_loads)
+        (s.requests, s.bytes_read, s.segments_decoded, s.index_loads, s.cache_hits)
     }
 
     /// Per variable: raw and stored bytes, segment count, non-NaN count, min and max (JSON).
@@ -128,11 +119,7 @@ fn versions_json(py: Python<'_>, path: &str) -> PyResult<String> {
                 .into_iter()
                 .map(|v| {
                     let m = store.manifest(Some(v))?;
-                    let records = m
-                        .record_dim
-                        .as_deref()
-                        .and_then(|r| m.dim(r))
-                        .map(|d| d.size);
+                    let records = m.record_dim.as_deref().and_then(|r| m.dim(r)).map(|d| d.size);
                     Ok(serde_json::json!({
                         "version": m.version, "parent": m.parent, "created_ms": m.created_ms,
                         "message": m.message, "records": records, "files": m.files.len(),
@@ -152,19 +139,13 @@ struct Writer {
 }
 
 impl Writer {
-    fn with<T>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut StoreWriter) -> strata_core::Result<T> + Send,
-    ) -> PyResult<T>
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut StoreWriter) -> strata_core::Result<T> + Send) -> PyResult<T>
     where
         T: Send,
     {
         py.detach(|| {
             let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            let w = guard.as_mut().ok_or_else(|| {
-                Error::InvalidArgument("this writer has already committed".into())
-            })?;
+            let w = guard.as_mut().ok_or_else(|| Error::InvalidArgument("this writer has already committed".into()))?;
             f(w)
         })
         .map_err(to_py)
@@ -177,28 +158,18 @@ impl Writer {
     fn create(py: Python<'_>, path: &str, schema_json: &str, options_json: &str) -> PyResult<Self> {
         let schema: DatasetSchema = json_arg(schema_json, "schema")?;
         let options: WriterOptions = json_arg(options_json, "writer options")?;
-        let w = py
-            .detach(|| StoreWriter::create(Store::local(path), schema, &options))
-            .map_err(to_py)?;
-        Ok(Self {
-            inner: Mutex::new(Some(w)),
-        })
+        let w = py.detach(|| StoreWriter::create(Store::local(path), schema, &options)).map_err(to_py)?;
+        Ok(Self { inner: Mutex::new(Some(w)) })
     }
 
     #[staticmethod]
     fn open_append(py: Python<'_>, path: &str) -> PyResult<Self> {
-        let w = py
-            .detach(|| StoreWriter::open_append(Store::local(path)))
-            .map_err(to_py)?;
-        Ok(Self {
-            inner: Mutex::new(Some(w)),
-        })
+        let w = py.detach(|| StoreWriter::open_append(Store::local(path))).map_err(to_py)?;
+        Ok(Self { inner: Mutex::new(Some(w)) })
     }
 
     fn manifest_json(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |w| {
-            Ok(String::from_utf8(w.manifest().to_json()).unwrap_or_default())
-        })
+        self.with(py, |w| Ok(String::from_utf8(w.manifest().to_json()).unwrap_or_default()))
     }
 
     fn slab_records(&self, py: Python<'_>) -> PyResult<u64> {
@@ -209,15 +180,8 @@ impl Writer {
         self.with(py, |w| Ok(w.record_count()))
     }
 
-    fn put_static(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        data: PyReadonlyArray1<'_, u8>,
-    ) -> PyResult<()> {
-        let bytes = data
-            .as_slice()
-            .map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+    fn put_static(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
         self.with(py, |w| w.put_static(name, bytes))
     }
 
@@ -225,15 +189,8 @@ impl Writer {
         self.with(py, |w| w.begin_slab(records))
     }
 
-    fn put_records(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        data: PyReadonlyArray1<'_, u8>,
-    ) -> PyResult<()> {
-        let bytes = data
-            .as_slice()
-            .map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+    fn put_records(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
         self.with(py, |w| w.put_records(name, bytes))
     }
 
@@ -248,9 +205,7 @@ impl Writer {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .take()
-                .ok_or_else(|| {
-                    Error::InvalidArgument("this writer has already committed".into())
-                })?;
+                .ok_or_else(|| Error::InvalidArgument("this writer has already committed".into()))?;
             w.commit(message)
         })
         .map_err(to_py)
@@ -260,10 +215,7 @@ impl Writer {
 /// Names of the codecs this build knows, with their kind.
 #[pyfunction]
 fn known_codecs() -> Vec<(String, String)> {
-    strata_codecs::registry::KNOWN
-        .iter()
-        .map(|(n, k)| (n.to_string(), k.to_string()))
-        .collect()
+    strata_codecs::registry::KNOWN.iter().map(|(n, k)| (n.to_string(), k.to_string())).collect()
 }
 
 #[pymodule]

@@ -19,6 +19,7 @@ from .errors import (
     StrataIOError,
 )
 from .importer import ImportReport, append_file, import_file
+from .writer import write_arrays
 
 __all__ = [
     "FORMAT_VERSION",
@@ -37,4 +38,5 @@ __all__ = [
     "errors",
     "import_file",
     "open",
+    "write_arrays",
 ]

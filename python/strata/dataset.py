@@ -33,17 +33,20 @@ def numpy_dtype(name: str) -> np.dtype:
     return np.dtype(_NUMPY_DTYPES[name])
 
 
-def open(path: str | os.PathLike, version: int | None = None) -> Dataset:
-    """Opens a store at its newest version, or at ``version`` (time travel)."""
-    return Dataset(os.fspath(path), version)
+def open(path: str | os.PathLike, version: int | None = None, *, cache_bytes: int | None = None) -> Dataset:
+    """Opens a store at its newest version, or at ``version`` (time travel).
+
+    Decoded sub-chunks are kept in an LRU cache of ``cache_bytes`` (default 64 MiB; 0 turns
+    it off) so repeated and overlapping reads skip I/O and decompression."""
+    return Dataset(os.fspath(path), version, cache_bytes=cache_bytes)
 
 
 class Dataset:
     """One version of a store: dimensions, coordinates, variables and attributes."""
 
-    def __init__(self, path: str, version: int | None = None):
+    def __init__(self, path: str, version: int | None = None, *, cache_bytes: int | None = None):
         self.path = path
-        self._reader = _core.Reader.open(path, version)
+        self._reader = _core.Reader.open(path, version, cache_bytes)
         self._manifest = json.loads(self._reader.manifest_json())
         self._indexes: dict[str, Any] = {}
 
@@ -106,8 +109,9 @@ class Dataset:
         return {row["name"]: row for row in json.loads(self._reader.variable_stats_json())}
 
     def read_stats(self) -> dict[str, int]:
-        """What this dataset has read so far: range requests, bytes, segments decoded, index files."""
-        keys = ("requests", "bytes_read", "segments_decoded", "index_loads")
+        """What this dataset has read so far: range requests, bytes, segments decoded, index
+        files loaded, and segments served from the decoded-segment cache."""
+        keys = ("requests", "bytes_read", "segments_decoded", "index_loads", "cache_hits")
         return dict(zip(keys, self._reader.read_stats(), strict=True))
 
     def coordinate_index(self, dim: str, decode_times: bool = True):

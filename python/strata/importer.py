@@ -69,16 +69,20 @@ def _open_source(path: str):
 
 
 def _strata_dtype(var) -> str:
-    dt = var.dtype
-    if dt is str:
+    return strata_dtype(var.dtype, var.name)
+
+
+def strata_dtype(dtype, name: str) -> str:
+    """The stored type name for a NumPy dtype (``str`` means variable-length strings)."""
+    if dtype is str or np.dtype(dtype).kind in "OU":
         return "string"
-    dt = np.dtype(dt)
+    dt = np.dtype(dtype)
     if dt.kind == "S" and dt.itemsize == 1:
         return "char"
     key = dt.str[1:]
     if dt.kind in "iuf" and key in _DTYPES:
         return _DTYPES[key]
-    raise CompatibilityError(f"variable '{var.name}' has type {dt}, which strata cannot store yet")
+    raise CompatibilityError(f"variable '{name}' has type {dt}, which strata cannot store yet")
 
 
 def choose_record_dim(nc) -> str | None:
@@ -121,7 +125,7 @@ def _schema(nc, record_dim: str | None) -> dict:
     }
 
 
-def _le_bytes(arr: np.ndarray, dtype: str) -> np.ndarray:
+def le_bytes(arr: np.ndarray, dtype: str) -> np.ndarray:
     """The array as flat little-endian bytes (what segments hold)."""
     arr = np.asarray(arr)
     if dtype == "char":
@@ -147,14 +151,14 @@ def _write_records(writer, nc, names: list[str], dtypes: dict[str, str], bar, st
         n = min(slab, total - r0)
         writer.begin_slab(n)
         for name in names:
-            data = _le_bytes(nc.variables[name][r0 : r0 + n], dtypes[name])
+            data = le_bytes(nc.variables[name][r0 : r0 + n], dtypes[name])
             writer.put_records(name, data)
             bar.update(data.nbytes)
         writer.finish_slab()
     return total - start
 
 
-def _parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:
+def parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:
     if spec is None:
         return {}
     if isinstance(spec, dict):
@@ -196,8 +200,8 @@ def import_file(
         schema = _schema(nc, rec)
         options = {
             "codec": codec,
-            "chunks": _parse_dims(chunks),
-            "subchunks": _parse_dims(subchunks),
+            "chunks": parse_dims(chunks),
+            "subchunks": parse_dims(subchunks),
             "slab_records": slab_records,
         }
         writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))
@@ -210,7 +214,7 @@ def import_file(
         )
         with _progress(raw, f"import {os.path.basename(source)}", progress) as bar:
             for name in static_vars:
-                data = _le_bytes(nc.variables[name][...], dtypes[name])
+                data = le_bytes(nc.variables[name][...], dtypes[name])
                 writer.put_static(name, data)
                 bar.update(data.nbytes)
             records = _write_records(writer, nc, record_vars, dtypes, bar)

@@ -58,6 +58,7 @@ class StrataBackendEntrypoint(BackendEntrypoint):
         *,
         drop_variables=None,
         version=None,
+        cache_bytes=None,
         mask_and_scale=True,
         decode_times=True,
         concat_characters=True,
@@ -67,7 +68,7 @@ class StrataBackendEntrypoint(BackendEntrypoint):
     ):
         import xarray as xr
 
-        ds = Dataset(os.fspath(filename_or_obj), version)
+        ds = Dataset(os.fspath(filename_or_obj), version, cache_bytes=cache_bytes)
         drop = set([drop_variables] if isinstance(drop_variables, str) else drop_variables or [])
         variables = {}
         for name, var in ds.variables.items():

@@ -6,9 +6,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_bit_equal
 
 import strata
+from conftest import assert_bit_equal
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden"
 sys.path.insert(0, str(GOLDEN))

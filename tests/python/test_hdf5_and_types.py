@@ -3,6 +3,7 @@
 import h5py
 import netCDF4
 import numpy as np
+import pytest
 
 import strata
 from conftest import assert_attr_equal, assert_bit_equal, raw_source
@@ -60,3 +61,30 @@ def test_all_types_and_edge_values_round_trip(tmp_path):
     src.close()
     assert ds["scalar"][()] == 3.25
     assert ds["nothing"][...].shape == (0,)
+
+
+def test_write_arrays_round_trips(tmp_path):
+    rng = np.random.default_rng(3)
+    field = rng.normal(size=(23, 11, 7)).astype("f4")
+    lat = np.linspace(-50, 50, 11)
+    names = np.array(["a", "bb", "ccc"], dtype=object)
+    version = strata.write_arrays(
+        tmp_path / "w.strata",
+        {
+            "field": (("time", "lat", "lon"), field, {"units": "K"}),
+            "lat": (("lat",), lat),
+            "names": (("n",), names),
+        },
+        record_dim="time",
+        attrs={"title": "arrays"},
+        slab_records=6,
+    )
+    assert version == 1
+    ds = strata.open(tmp_path / "w.strata")
+    assert_bit_equal(ds["field"][...], field)
+    assert_bit_equal(ds["lat"][...], lat)
+    assert ds["names"].values.tolist() == ["a", "bb", "ccc"]
+    assert ds["field"].attrs == {"units": "K"} and ds.attrs == {"title": "arrays"}
+    assert len(ds.manifest["slabs"]) == 1 + 4
+    with pytest.raises(strata.InvalidArgumentError, match="dimension 'lat' has length 11 and 3"):
+        strata.write_arrays(tmp_path / "x.strata", {"a": (("lat",), lat), "b": (("lat",), lat[:3])})

@@ -64,6 +64,16 @@ def test_xarray_backend_is_lazy_and_reads_only_touched_subchunks(imported):
     t, y, x = var.subchunks
     var[0:t, 0:y, 0:x]
     assert ds.read_stats()["segments_decoded"] - after["segments_decoded"] == 1
+    # Reading it again is served by the decoded-segment cache: no I/O, no decoding.
+    again = ds.read_stats()
+    var[0:t, 0:y, 0:x]
+    final = ds.read_stats()
+    assert final["cache_hits"] - again["cache_hits"] == 1
+    assert (final["requests"], final["segments_decoded"]) == (again["requests"], again["segments_decoded"])
+    cold = strata.open(store, cache_bytes=0)
+    cold["sst"][0:t, 0:y, 0:x]
+    cold["sst"][0:t, 0:y, 0:x]
+    assert cold.read_stats()["segments_decoded"] == 2 and cold.read_stats()["cache_hits"] == 0
     raw = raw_source(DATA / "ersst_v3b_1960-2016_concat.nc")
     assert_bit_equal(np.asarray(one), raw["sst"][100, 40, 90])
     raw.close()

@@ -28,10 +28,7 @@ impl Backend for RawBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            lossless: true,
-            partial_decode: true,
-        }
+        Capabilities { lossless: true, partial_decode: true }
     }
 
     fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
@@ -69,41 +66,28 @@ impl Backend for ZstdBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            lossless: true,
-            partial_decode: false,
-        }
+        Capabilities { lossless: true, partial_decode: false }
     }
 
     fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        *out = zstd::bulk::compress(input, self.level).map_err(|e| CodecError::Encode {
-            codec: "zstd",
-            detail: e.to_string(),
-        })?;
+        *out = zstd::bulk::compress(input, self.level)
+            .map_err(|e| CodecError::Encode { codec: "zstd", detail: e.to_string() })?;
         Ok(())
     }
 
     fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
-        let corrupt = |detail: String| CodecError::Corrupt {
-            codec: "zstd",
-            detail,
-        };
+        let corrupt = |detail: String| CodecError::Corrupt { codec: "zstd", detail };
         out.clear();
         // One spare byte lets us notice a stream that decodes to more than expected.
         out.resize(decoded_len + 1, 0);
         // A decompression context per thread: creating one per segment costs more than
         // decoding a small sub-chunk.
         let n = DECOMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
-            Some(d) => d
-                .decompress_to_buffer(input, &mut out[..])
-                .map_err(|e| corrupt(e.to_string())),
-            None => zstd::bulk::decompress_to_buffer(input, &mut out[..])
-                .map_err(|e| corrupt(e.to_string())),
+            Some(d) => d.decompress_to_buffer(input, &mut out[..]).map_err(|e| corrupt(e.to_string())),
+            None => zstd::bulk::decompress_to_buffer(input, &mut out[..]).map_err(|e| corrupt(e.to_string())),
         })?;
         if n != decoded_len {
-            return Err(corrupt(format!(
-                "decoded {n} bytes, {decoded_len} expected"
-            )));
+            return Err(corrupt(format!("decoded {n} bytes, {decoded_len} expected")));
         }
         out.truncate(decoded_len);
         Ok(())

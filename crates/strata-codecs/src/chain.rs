@@ -12,10 +12,7 @@ pub struct CodecChain {
 
 impl CodecChain {
     pub fn new(transforms: Vec<Box<dyn Transform>>, backend: Box<dyn Backend>) -> Self {
-        Self {
-            transforms,
-            backend,
-        }
+        Self { transforms, backend }
     }
 
     /// The specs of every stage, in encode order: what a manifest records.
@@ -43,8 +40,7 @@ impl CodecChain {
             staged = Some(next);
         }
         let mut out = Vec::new();
-        self.backend
-            .encode(staged.as_deref().unwrap_or(input), &mut out)?;
+        self.backend.encode(staged.as_deref().unwrap_or(input), &mut out)?;
         Ok(out)
     }
 

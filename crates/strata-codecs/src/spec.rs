@@ -10,10 +10,7 @@ pub struct CodecSpec {
 
 impl CodecSpec {
     pub fn new(name: &str) -> Self {
-        Self {
-            name: name.to_string(),
-            configuration: serde_json::Map::new(),
-        }
+        Self { name: name.to_string(), configuration: serde_json::Map::new() }
     }
 
     pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {

@@ -56,9 +56,7 @@ fn float_edge_cases_round_trip_bit_exactly() {
 
 #[test]
 fn truncated_and_wrong_length_streams_fail() {
-    let data: Vec<u8> = (0..10_000u32)
-        .flat_map(|v| (v as f32).to_le_bytes())
-        .collect();
+    let data: Vec<u8> = (0..10_000u32).flat_map(|v| (v as f32).to_le_bytes()).collect();
     let c = chain(&default_chain(), ElementContext { element_size: 4 }).unwrap();
     let enc = c.encode(&data).unwrap();
     for cut in [0, 1, enc.len() / 2, enc.len() - 1] {
@@ -70,27 +68,12 @@ fn truncated_and_wrong_length_streams_fail() {
 
 #[test]
 fn bad_specs_are_rejected_with_a_message() {
-    let err = chain(
-        &[CodecSpec::new("lzma")],
-        ElementContext { element_size: 4 },
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string().contains("unknown backend codec 'lzma'"),
-        "{err}"
-    );
-    let err = chain(
-        &[CodecSpec::new("zstd").with("level", 99)],
-        ElementContext { element_size: 4 },
-    )
-    .unwrap_err();
+    let err = chain(&[CodecSpec::new("lzma")], ElementContext { element_size: 4 }).unwrap_err();
+    assert!(err.to_string().contains("unknown backend codec 'lzma'"), "{err}");
+    let err = chain(&[CodecSpec::new("zstd").with("level", 99)], ElementContext { element_size: 4 }).unwrap_err();
     assert!(err.to_string().contains("level"), "{err}");
     assert!(chain(&[], ElementContext { element_size: 4 }).is_err());
     assert!(parse_chain("shuffle+zstd:x").is_err());
-    let err = chain(
-        &[CodecSpec::new("zstd").with("lvl", 3)],
-        ElementContext { element_size: 4 },
-    )
-    .unwrap_err();
+    let err = chain(&[CodecSpec::new("zstd").with("lvl", 3)], ElementContext { element_size: 4 }).unwrap_err();
     assert!(err.to_string().contains("no option 'lvl'"), "{err}");
 }

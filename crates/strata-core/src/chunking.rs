@@ -13,11 +13,7 @@ pub fn auto_shape(shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> 
     let mut c: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
     let bytes = |c: &[u64]| c.iter().product::<u64>().saturating_mul(elem_size.max(1));
     while bytes(&c) > target_bytes {
-        let (i, &longest) = c
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
-            .unwrap_or((0, &1));
+        let (i, &longest) = c.iter().enumerate().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0))).unwrap_or((0, &1));
         if longest <= 1 {
             break;
         }

@@ -99,11 +99,7 @@ pub struct ValueSummary {
 
 impl ValueSummary {
     pub fn empty() -> Self {
-        Self {
-            count: 0,
-            min: f64::NAN,
-            max: f64::NAN,
-        }
+        Self { count: 0, min: f64::NAN, max: f64::NAN }
     }
 
     fn add(&mut self, v: f64) {

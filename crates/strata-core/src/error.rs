@@ -20,10 +20,7 @@ pub enum ErrorKind {
 #[derive(Debug, Error)]
 pub enum Error {
     #[error("I/O error on '{path}': {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("corrupt store: {0}")]
     Corruption(String),
     #[error("{0}")]
@@ -49,10 +46,7 @@ impl Error {
     }
 
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 }
 
@@ -61,10 +55,9 @@ impl From<strata_codecs::CodecError> for Error {
         match e {
             strata_codecs::CodecError::Corrupt { .. } => Error::Corruption(e.to_string()),
             strata_codecs::CodecError::InvalidSpec(_) => Error::InvalidArgument(e.to_string()),
-            strata_codecs::CodecError::Encode { .. } => Error::Io {
-                path: String::new(),
-                source: std::io::Error::other(e.to_string()),
-            },
+            strata_codecs::CodecError::Encode { .. } => {
+                Error::Io { path: String::new(), source: std::io::Error::other(e.to_string()) }
+            }
         }
     }
 }

@@ -23,20 +23,12 @@ pub fn ceil_div(a: u64, b: u64) -> u64 {
 
 /// Number of chunks along each dimension of a part with extent `extent`.
 pub fn chunk_grid(extent: &[u64], chunk: &[u64]) -> Vec<u64> {
-    extent
-        .iter()
-        .zip(chunk)
-        .map(|(&e, &c)| ceil_div(e, c))
-        .collect()
+    extent.iter().zip(chunk).map(|(&e, &c)| ceil_div(e, c)).collect()
 }
 
 /// Sub-chunk grid of a full chunk; edge chunks use the same numbering and simply lack some ids.
 pub fn subchunk_grid(chunk: &[u64], sub: &[u64]) -> Vec<u64> {
-    chunk
-        .iter()
-        .zip(sub)
-        .map(|(&c, &s)| ceil_div(c, s))
-        .collect()
+    chunk.iter().zip(sub).map(|(&c, &s)| ceil_div(c, s)).collect()
 }
 
 /// The selection `start, start+step, ... < stop` along one dimension (global indices).
@@ -58,11 +50,8 @@ impl AxisSelection {
 
     /// First selected index `>= lo`, if it is below `hi`.
     fn first_in(&self, lo: u64, hi: u64) -> Option<u64> {
-        let first = if lo <= self.start {
-            self.start
-        } else {
-            self.start + (lo - self.start).div_ceil(self.step) * self.step
-        };
+        let first =
+            if lo <= self.start { self.start } else { self.start + (lo - self.start).div_ceil(self.step) * self.step };
         (first < hi.min(self.stop)).then_some(first)
     }
 }
@@ -85,13 +74,7 @@ pub struct AxisBlock {
 }
 
 /// The sub-chunks along one axis of a part `[offset, offset+extent)` that the selection hits.
-pub fn axis_blocks(
-    sel: AxisSelection,
-    offset: u64,
-    extent: u64,
-    chunk: u64,
-    sub: u64,
-) -> Vec<AxisBlock> {
+pub fn axis_blocks(sel: AxisSelection, offset: u64, extent: u64, chunk: u64, sub: u64) -> Vec<AxisBlock> {
     let mut blocks = Vec::new();
     let lo = sel.start.max(offset);
     let hi = sel.stop.min(offset + extent);
@@ -177,10 +160,7 @@ pub unsafe fn copy_block_raw(
     elem: usize,
 ) {
     let put = |dof: usize, bytes: &[u8]| {
-        assert!(
-            dof + bytes.len() <= dst_len,
-            "copy_block: destination overflow"
-        );
+        assert!(dof + bytes.len() <= dst_len, "copy_block: destination overflow");
         // SAFETY: in bounds (checked above); exclusivity is the caller's contract.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(dof), bytes.len()) }
     };
@@ -241,14 +221,7 @@ mod tests {
 
     #[test]
     fn axis_blocks_cover_exactly_the_selection() {
-        for (start, stop, step) in [
-            (0, 100, 1),
-            (3, 97, 7),
-            (10, 11, 1),
-            (0, 100, 33),
-            (50, 50, 1),
-            (99, 100, 5),
-        ] {
+        for (start, stop, step) in [(0, 100, 1), (3, 97, 7), (10, 11, 1), (0, 100, 33), (50, 50, 1), (99, 100, 5)] {
             let sel = AxisSelection { start, stop, step };
             for (offset, extent) in [(0, 100), (20, 40)] {
                 let blocks = axis_blocks(sel, offset, extent, 16, 5);
@@ -264,10 +237,7 @@ mod tests {
                     .filter(|&i| i >= offset && i < offset + extent)
                     .map(|i| (i, (i - start) / step))
                     .collect();
-                assert_eq!(
-                    got, want,
-                    "sel {start}:{stop}:{step} part {offset}+{extent}"
-                );
+                assert_eq!(got, want, "sel {start}:{stop}:{step} part {offset}+{extent}");
             }
         }
     }

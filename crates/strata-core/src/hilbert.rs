@@ -116,9 +116,7 @@ pub fn order(grid: &[u64]) -> Vec<u64> {
     if bits as usize * grid.len() > 128 {
         return (0..total).collect();
     }
-    let mut keyed: Vec<(u128, u64)> = (0..total)
-        .map(|id| (index(&crate::grid::unravel(id, grid), bits), id))
-        .collect();
+    let mut keyed: Vec<(u128, u64)> = (0..total).map(|id| (index(&crate::grid::unravel(id, grid), bits), id)).collect();
     keyed.sort_unstable();
     keyed.into_iter().map(|(_, id)| id).collect()
 }
@@ -175,22 +173,14 @@ mod tests {
             total as f64 / (ids.len() - 1) as f64
         };
         let row_major: Vec<u64> = (0..grid.iter().product()).collect();
-        assert!(
-            mean_jump(&ord) < 0.8 * mean_jump(&row_major),
-            "{} vs {}",
-            mean_jump(&ord),
-            mean_jump(&row_major)
-        );
+        assert!(mean_jump(&ord) < 0.8 * mean_jump(&row_major), "{} vs {}", mean_jump(&ord), mean_jump(&row_major));
         // Mean size of the bounding box of 8 consecutive chunks: Hilbert keeps them compact.
         let spread = |ids: &[u64]| {
             ids.chunks(8)
                 .map(|w| {
                     (0..3)
                         .map(|d| {
-                            let v: Vec<u64> = w
-                                .iter()
-                                .map(|&id| crate::grid::unravel(id, &grid)[d])
-                                .collect();
+                            let v: Vec<u64> = w.iter().map(|&id| crate::grid::unravel(id, &grid)[d]).collect();
                             v.iter().max().unwrap() - v.iter().min().unwrap() + 1
                         })
                         .product::<u64>()
@@ -198,11 +188,6 @@ mod tests {
                 .sum::<u64>() as f64
                 / (ids.len() / 8) as f64
         };
-        assert!(
-            spread(&ord) < spread(&row_major),
-            "{} vs {}",
-            spread(&ord),
-            spread(&row_major)
-        );
+        assert!(spread(&ord) < spread(&row_major), "{} vs {}", spread(&ord), spread(&row_major));
     }
 }

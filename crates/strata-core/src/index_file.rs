@@ -79,9 +79,7 @@ impl<'a> Cursor<'a> {
             .pos
             .checked_add(N)
             .filter(|&e| e <= self.buf.len())
-            .ok_or_else(|| {
-                Error::Corruption(format!("{} is truncated at byte {}", self.what, self.pos))
-            })?;
+            .ok_or_else(|| Error::Corruption(format!("{} is truncated at byte {}", self.what, self.pos)))?;
         let mut a = [0u8; N];
         a.copy_from_slice(&self.buf[self.pos..end]);
         self.pos = end;
@@ -107,34 +105,21 @@ impl<'a> Cursor<'a> {
 pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
     let corrupt = |m: String| Error::Corruption(format!("{what}: {m}"));
     if buf.len() < HEADER_LEN + TRAILER_LEN || &buf[..8] != MAGIC {
-        return Err(corrupt(
-            "not a strata index file (bad magic or too short)".into(),
-        ));
+        return Err(corrupt("not a strata index file (bad magic or too short)".into()));
     }
     let body_len = buf.len() - TRAILER_LEN;
     if &buf[body_len + 4..] != TRAILER_MAGIC {
         return Err(corrupt("missing trailer: the file is truncated".into()));
     }
-    let stored_crc = u32::from_le_bytes([
-        buf[body_len],
-        buf[body_len + 1],
-        buf[body_len + 2],
-        buf[body_len + 3],
-    ]);
+    let stored_crc = u32::from_le_bytes([buf[body_len], buf[body_len + 1], buf[body_len + 2], buf[body_len + 3]]);
     if crc32c::crc32c(&buf[..body_len]) != stored_crc {
         return Err(corrupt("checksum mismatch".into()));
     }
     let body = &buf[..body_len];
-    let mut c = Cursor {
-        buf: body,
-        pos: 8,
-        what,
-    };
+    let mut c = Cursor { buf: body, pos: 8, what };
     let version = c.u32()?;
     if version != INDEX_FORMAT_VERSION {
-        return Err(Error::Compatibility(format!(
-            "{what}: index format version {version} is not supported"
-        )));
+        return Err(Error::Compatibility(format!("{what}: index format version {version} is not supported")));
     }
     let n_sections = c.u32()? as usize;
     let slab_id = c.u64()?;
@@ -145,9 +130,7 @@ pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
         let flags = c.u32()?;
         let offset = c.u64()? as usize;
         let len = c.u64()? as usize;
-        let end = offset
-            .checked_add(len)
-            .filter(|&e| e <= body.len() && offset >= HEADER_LEN);
+        let end = offset.checked_add(len).filter(|&e| e <= body.len() && offset >= HEADER_LEN);
         let Some(end) = end else {
             return Err(corrupt(format!("section {kind} lies outside the file")));
         };
@@ -169,9 +152,7 @@ fn decode_segments(buf: &[u8], what: &str) -> Result<Vec<SegmentEntry>> {
     let mut c = Cursor { buf, pos: 0, what };
     let n = c.u64()?;
     if n.checked_mul(SEGMENT_ENTRY_LEN as u64) != Some(buf.len() as u64 - 8) {
-        return Err(Error::Corruption(format!(
-            "{what}: segment table length does not match its {n} entries"
-        )));
+        return Err(Error::Corruption(format!("{what}: segment table length does not match its {n} entries")));
     }
     let mut out = Vec::with_capacity(n as usize);
     for _ in 0..n {
@@ -191,13 +172,7 @@ fn decode_segments(buf: &[u8], what: &str) -> Result<Vec<SegmentEntry>> {
         let min = c.f64()?;
         let max = c.f64()?;
         out.push(SegmentEntry {
-            key: SegmentKey {
-                var,
-                chunk,
-                subchunk,
-                bin,
-                group,
-            },
+            key: SegmentKey { var, chunk, subchunk, bin, group },
             codec,
             offset,
             length,
@@ -218,13 +193,7 @@ mod tests {
     fn sample() -> SlabIndexData {
         let segments = (0..5u32)
             .map(|i| SegmentEntry {
-                key: SegmentKey {
-                    var: i % 2,
-                    chunk: i as u64 * 3,
-                    subchunk: i,
-                    bin: 0,
-                    group: 0,
-                },
+                key: SegmentKey { var: i % 2, chunk: i as u64 * 3, subchunk: i, bin: 0, group: 0 },
                 codec: 0,
                 offset: 24 + i as u64 * 100,
                 length: 100,
@@ -235,10 +204,7 @@ mod tests {
                 max: f64::from(i),
             })
             .collect();
-        SlabIndexData {
-            slab_id: 9,
-            segments,
-        }
+        SlabIndexData { slab_id: 9, segments }
     }
 
     #[test]

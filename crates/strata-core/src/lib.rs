@@ -3,6 +3,7 @@
 //!
 //! The format is specified in `docs/format.md`; this crate is its reference implementation.
 
+pub mod cache;
 pub mod chunking;
 mod data_file;
 pub mod dtype;

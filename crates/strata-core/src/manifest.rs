@@ -77,10 +77,7 @@ macro_rules! float_values {
                 Text(String),
             }
 
-            pub fn serialize<S: Serializer>(
-                v: &[$t],
-                s: S,
-            ) -> std::result::Result<S::Ok, S::Error> {
+            pub fn serialize<S: Serializer>(v: &[$t], s: S) -> std::result::Result<S::Ok, S::Error> {
                 let reprs: Vec<Repr> = v
                     .iter()
                     .map(|&x| {
@@ -98,9 +95,7 @@ macro_rules! float_values {
                 reprs.serialize(s)
             }
 
-            pub fn deserialize<'de, D: Deserializer<'de>>(
-                d: D,
-            ) -> std::result::Result<Vec<$t>, D::Error> {
+            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<$t>, D::Error> {
                 let reprs = Vec::<Repr>::deserialize(d)?;
                 reprs
                     .into_iter()
@@ -115,9 +110,7 @@ macro_rules! float_values {
                                 .and_then(|h| <$bits>::from_str_radix(h, 16).ok())
                                 .map(<$t>::from_bits)
                                 .filter(|x| x.is_nan())
-                                .ok_or_else(|| {
-                                    serde::de::Error::custom(format!("bad float value '{other}'"))
-                                }),
+                                .ok_or_else(|| serde::de::Error::custom(format!("bad float value '{other}'"))),
                         },
                     })
                     .collect()
@@ -176,19 +169,11 @@ pub struct Layout {
 
 impl Layout {
     pub fn space_only() -> Self {
-        Self {
-            order: vec![Level::S],
-            byte_groups: None,
-            bins: None,
-        }
+        Self { order: vec![Level::S], byte_groups: None, bins: None }
     }
 
     pub fn describe(&self) -> String {
-        self.order
-            .iter()
-            .map(|l| format!("{l:?}"))
-            .collect::<Vec<_>>()
-            .join("-")
+        self.order.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join("-")
     }
 }
 
@@ -212,13 +197,11 @@ pub struct FileEntry {
 
 impl Manifest {
     pub fn from_json(bytes: &[u8], what: &str) -> Result<Self> {
-        let value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|e| Error::Corruption(format!("{what} is not valid JSON: {e}")))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| Error::Corruption(format!("{what} is not valid JSON: {e}")))?;
         let version = value.get("format_version").and_then(|v| v.as_u64());
         if value.get("format").and_then(|v| v.as_str()) != Some(FORMAT_NAME) {
-            return Err(Error::Corruption(format!(
-                "{what} is not a strata manifest"
-            )));
+            return Err(Error::Corruption(format!("{what} is not a strata manifest")));
         }
         match version {
             Some(v) if v == FORMAT_VERSION as u64 => {}
@@ -248,30 +231,18 @@ impl Manifest {
     }
 
     pub fn variable(&self, name: &str) -> Result<(usize, &Variable)> {
-        self.variables
-            .iter()
-            .enumerate()
-            .find(|(_, v)| v.name == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = self.variables.iter().map(|v| v.name.as_str()).collect();
-                Error::InvalidArgument(format!(
-                    "no variable '{name}' (variables: {})",
-                    names.join(", ")
-                ))
-            })
+        self.variables.iter().enumerate().find(|(_, v)| v.name == name).ok_or_else(|| {
+            let names: Vec<&str> = self.variables.iter().map(|v| v.name.as_str()).collect();
+            Error::InvalidArgument(format!("no variable '{name}' (variables: {})", names.join(", ")))
+        })
     }
 
     pub fn shape(&self, var: &Variable) -> Vec<u64> {
-        var.dims
-            .iter()
-            .map(|d| self.dim(d).map_or(0, |d| d.size))
-            .collect()
+        var.dims.iter().map(|d| self.dim(d).map_or(0, |d| d.size)).collect()
     }
 
     pub fn is_record_var(&self, var: &Variable) -> bool {
-        self.record_dim
-            .as_ref()
-            .is_some_and(|r| var.dims.first() == Some(r))
+        self.record_dim.as_ref().is_some_and(|r| var.dims.first() == Some(r))
     }
 
     /// Checks every rule of format v1 that JSON parsing alone does not.
@@ -292,10 +263,7 @@ impl Manifest {
             }
         }
         if self.layout.order.is_empty() || !self.layout.order.contains(&Level::S) {
-            return bad(format!(
-                "layout order '{}' must contain S",
-                self.layout.describe()
-            ));
+            return bad(format!("layout order '{}' must contain S", self.layout.describe()));
         }
         let mut vnames = HashSet::new();
         for v in &self.variables {
@@ -304,16 +272,10 @@ impl Manifest {
             }
             for (i, d) in v.dims.iter().enumerate() {
                 if self.dim(d).is_none() {
-                    return bad(format!(
-                        "variable '{}' uses unknown dimension '{d}'",
-                        v.name
-                    ));
+                    return bad(format!("variable '{}' uses unknown dimension '{d}'", v.name));
                 }
                 if i > 0 && self.record_dim.as_deref() == Some(d.as_str()) {
-                    return bad(format!(
-                        "variable '{}' has the record dimension '{d}' but not first",
-                        v.name
-                    ));
+                    return bad(format!("variable '{}' has the record dimension '{d}' but not first", v.name));
                 }
             }
             let shape = self.shape(v);
@@ -321,10 +283,7 @@ impl Manifest {
             match (v.dtype, &v.chunking, &v.inline_strings) {
                 (DType::String, None, Some(values)) => {
                     if self.is_record_var(v) {
-                        return bad(format!(
-                            "string variable '{}' cannot use the record dimension",
-                            v.name
-                        ));
+                        return bad(format!("string variable '{}' cannot use the record dimension", v.name));
                     }
                     if values.len() as u64 != elements {
                         return bad(format!(
@@ -334,16 +293,11 @@ impl Manifest {
                         ));
                     }
                 }
-                (DType::String, _, _) => {
-                    return bad(format!("string variable '{}' must be inline", v.name))
-                }
+                (DType::String, _, _) => return bad(format!("string variable '{}' must be inline", v.name)),
                 (_, Some(c), None) => {
                     let n = v.dims.len();
                     if c.chunk.len() != n || c.subchunk.len() != n {
-                        return bad(format!(
-                            "variable '{}': chunk shapes must have {n} dimensions",
-                            v.name
-                        ));
+                        return bad(format!("variable '{}': chunk shapes must have {n} dimensions", v.name));
                     }
                     if c.chunk.iter().chain(&c.subchunk).any(|&x| x == 0)
                         || c.subchunk.iter().zip(&c.chunk).any(|(s, c)| s > c)
@@ -360,12 +314,7 @@ impl Manifest {
                         return bad(format!("variable '{}' needs 1 to 255 codec chains", v.name));
                     }
                 }
-                _ => {
-                    return bad(format!(
-                        "variable '{}' must have chunking (and no inline values)",
-                        v.name
-                    ))
-                }
+                _ => return bad(format!("variable '{}' must have chunking (and no inline values)", v.name)),
             }
         }
         let files: HashSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
@@ -376,14 +325,14 @@ impl Manifest {
                 return bad(format!("slab id {} is used twice", s.id));
             }
             if !files.contains(s.data.as_str()) || !files.contains(s.index.as_str()) {
-                return bad(format!(
-                    "slab {} names files missing from the file list",
-                    s.id
-                ));
+                return bad(format!("slab {} names files missing from the file list", s.id));
             }
             if let Some([start, count]) = s.records {
                 if start != next_record || count == 0 {
-                    return bad(format!("slab {} covers records {start}+{count}, expected to start at {next_record}", s.id));
+                    return bad(format!(
+                        "slab {} covers records {start}+{count}, expected to start at {next_record}",
+                        s.id
+                    ));
                 }
                 next_record += count;
             }
@@ -391,9 +340,7 @@ impl Manifest {
         if let Some(r) = &self.record_dim {
             let size = self.dim(r).map_or(0, |d| d.size);
             if size != next_record {
-                return bad(format!(
-                    "record dimension '{r}' has size {size} but slabs hold {next_record} records"
-                ));
+                return bad(format!("record dimension '{r}' has size {size} but slabs hold {next_record} records"));
             }
         }
         Ok(())

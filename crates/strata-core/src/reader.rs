@@ -1,10 +1,9 @@
 //! The read path: map a selection to the sub-chunks it touches, read them with coalesced
 //! range reads, decode in parallel, and scatter the selected elements into the output.
 
+use crate::cache::{SegmentCache, DEFAULT_CACHE_BYTES};
 use crate::error::{Error, Result};
-use crate::grid::{
-    axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection,
-};
+use crate::grid::{axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection};
 use crate::index_file;
 use crate::manifest::{Manifest, Slab, Variable};
 use crate::segment::{SegmentEntry, SegmentKey};
@@ -19,6 +18,8 @@ use strata_codecs::{registry, CodecChain, ElementContext};
 const COALESCE_GAP: u64 = 64 << 10;
 /// A merged read never grows past this.
 const COALESCE_MAX: u64 = 16 << 20;
+/// Reads decoding at most this many bytes run on the calling thread.
+const SEQUENTIAL_BYTES: u64 = 256 << 10;
 
 /// Selection along one dimension: `start, start+step, ... < stop`.
 pub type DimSelection = AxisSelection;
@@ -52,6 +53,8 @@ pub struct ReadStats {
     pub segments_decoded: u64,
     /// Index files loaded.
     pub index_loads: u64,
+    /// Segments served from the decoded-segment cache.
+    pub cache_hits: u64,
 }
 
 #[derive(Debug, Default)]
@@ -60,6 +63,7 @@ struct Counters {
     bytes_read: AtomicU64,
     segments_decoded: AtomicU64,
     index_loads: AtomicU64,
+    cache_hits: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -69,14 +73,13 @@ pub struct StoreReader {
     chains: Vec<Vec<CodecChain>>,
     indexes: Mutex<HashMap<u64, Arc<SlabIndex>>>,
     counters: Counters,
+    cache: SegmentCache,
 }
 
 /// A file the manifest names but storage lacks is a damaged store, not a user error.
 fn missing_is_corruption(e: Error, path: &str) -> Error {
     match e {
-        Error::NotFound(_) => {
-            Error::Corruption(format!("file '{path}' named by the manifest is missing"))
-        }
+        Error::NotFound(_) => Error::Corruption(format!("file '{path}' named by the manifest is missing")),
         other => other,
     }
 }
@@ -103,6 +106,11 @@ impl SendPtr {
 
 impl StoreReader {
     pub fn open(store: Store, version: Option<u64>) -> Result<Self> {
+        Self::open_with_cache(store, version, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens with a decoded-segment cache of `cache_bytes` (0 disables it).
+    pub fn open_with_cache(store: Store, version: Option<u64>, cache_bytes: u64) -> Result<Self> {
         let manifest = store.manifest(version)?;
         let chains = manifest
             .variables
@@ -110,14 +118,7 @@ impl StoreReader {
             .map(|v| {
                 v.codecs
                     .iter()
-                    .map(|specs| {
-                        registry::chain(
-                            specs,
-                            ElementContext {
-                                element_size: v.dtype.size(),
-                            },
-                        )
-                    })
+                    .map(|specs| registry::chain(specs, ElementContext { element_size: v.dtype.size() }))
                     .collect::<std::result::Result<Vec<_>, _>>()
                     .map_err(|e| Error::Compatibility(format!("variable '{}': {e}", v.name)))
             })
@@ -128,6 +129,7 @@ impl StoreReader {
             chains,
             indexes: Mutex::new(HashMap::new()),
             counters: Counters::default(),
+            cache: SegmentCache::new(cache_bytes),
         })
     }
 
@@ -146,24 +148,16 @@ impl StoreReader {
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
             segments_decoded: c.segments_decoded.load(Ordering::Relaxed),
             index_loads: c.index_loads.load(Ordering::Relaxed),
+            cache_hits: c.cache_hits.load(Ordering::Relaxed),
         }
     }
 
     /// Loads (once) and checks a slab's index file.
     pub fn slab_index(&self, slab: &Slab) -> Result<Arc<SlabIndex>> {
-        if let Some(ix) = self
-            .indexes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&slab.id)
-        {
+        if let Some(ix) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&slab.id) {
             return Ok(ix.clone());
         }
-        let bytes = self
-            .store
-            .storage()
-            .read(&slab.index)
-            .map_err(|e| missing_is_corruption(e, &slab.index))?;
+        let bytes = self.store.storage().read(&slab.index).map_err(|e| missing_is_corruption(e, &slab.index))?;
         self.counters.index_loads.fetch_add(1, Ordering::Relaxed);
         if let Some(f) = self.manifest.files.iter().find(|f| f.path == slab.index) {
             if f.size != bytes.len() as u64 {
@@ -185,18 +179,12 @@ impl StoreReader {
         let mut segments = HashMap::with_capacity(data.segments.len());
         for s in data.segments {
             if s.key.var as usize >= self.manifest.variables.len() {
-                return Err(Error::Corruption(format!(
-                    "index file {} names variable #{}",
-                    slab.index, s.key.var
-                )));
+                return Err(Error::Corruption(format!("index file {} names variable #{}", slab.index, s.key.var)));
             }
             segments.insert(s.key, s);
         }
         let ix = Arc::new(SlabIndex { segments });
-        self.indexes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(slab.id, ix.clone());
+        self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
         Ok(ix)
     }
 
@@ -245,15 +233,10 @@ impl StoreReader {
         let es = var.dtype.size();
         let expected = out_shape.iter().product::<u64>() as usize * es;
         if out.len() != expected {
-            return Err(Error::InvalidArgument(format!(
-                "output buffer has {} bytes, {expected} needed",
-                out.len()
-            )));
+            return Err(Error::InvalidArgument(format!("output buffer has {} bytes, {expected} needed", out.len())));
         }
         let Some(chunking) = &var.chunking else {
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' is a string variable: read it from the manifest"
-            )));
+            return Err(Error::InvalidArgument(format!("'{name}' is a string variable: read it from the manifest")));
         };
         if expected == 0 {
             return Ok(());
@@ -270,15 +253,7 @@ impl StoreReader {
                 offsets[0] = offset;
             }
             let per_axis: Vec<Vec<AxisBlock>> = (0..extent.len())
-                .map(|d| {
-                    axis_blocks(
-                        sel[d],
-                        offsets[d],
-                        extent[d],
-                        chunking.chunk[d],
-                        chunking.subchunk[d],
-                    )
-                })
+                .map(|d| axis_blocks(sel[d], offsets[d], extent[d], chunking.chunk[d], chunking.subchunk[d]))
                 .collect();
             if per_axis.iter().any(|b| b.is_empty()) {
                 continue;
@@ -289,11 +264,7 @@ impl StoreReader {
             let lens: Vec<u64> = per_axis.iter().map(|b| b.len() as u64).collect();
             for combo in 0..lens.iter().product::<u64>() {
                 let pick = unravel(combo, &lens);
-                let blocks: Vec<AxisBlock> = pick
-                    .iter()
-                    .zip(&per_axis)
-                    .map(|(&i, b)| b[i as usize])
-                    .collect();
+                let blocks: Vec<AxisBlock> = pick.iter().zip(&per_axis).map(|(&i, b)| b[i as usize]).collect();
                 let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
                 let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
                 let key = SegmentKey {
@@ -310,44 +281,65 @@ impl StoreReader {
                     ))
                 })?;
                 let raw_expected = blocks.iter().map(|b| b.len).product::<u64>() * es as u64;
-                if entry.raw_length != raw_expected
-                    || entry.codec as usize >= self.chains[var_idx].len()
-                {
+                if entry.raw_length != raw_expected || entry.codec as usize >= self.chains[var_idx].len() {
                     return Err(Error::Corruption(format!(
                         "slab {}: segment {key:?} does not match the variable",
                         slab.id
                     )));
                 }
-                tasks.push(Task {
-                    slab: slab_pos,
-                    entry,
-                    blocks,
-                });
+                tasks.push(Task { slab: slab_pos, entry, blocks });
             }
         }
         self.execute(var_idx, &tasks, &out_shape, out)
     }
 
-    fn execute(
-        &self,
-        var_idx: usize,
-        tasks: &[Task],
-        out_shape: &[u64],
-        out: &mut [u8],
-    ) -> Result<()> {
+    fn execute(&self, var_idx: usize, tasks: &[Task], out_shape: &[u64], out: &mut [u8]) -> Result<()> {
         let es = self.manifest.variables[var_idx].dtype.size();
+        let out_len = out.len();
+        let out_ptr = SendPtr(out.as_mut_ptr());
+        let scatter = |t: &Task, raw: &[u8]| {
+            let src_shape: Vec<u64> = t.blocks.iter().map(|b| b.len).collect();
+            let src_start: Vec<u64> = t.blocks.iter().map(|b| b.first).collect();
+            let count: Vec<u64> = t.blocks.iter().map(|b| b.count).collect();
+            let dst_start: Vec<u64> = t.blocks.iter().map(|b| b.out).collect();
+            let steps: Vec<u64> = t.blocks.iter().map(|b| b.step).collect();
+            // SAFETY: see `SendPtr`: the buffer is `out_len` bytes and this task's elements
+            // are written by no other task.
+            unsafe {
+                copy_block_raw(
+                    raw,
+                    &src_shape,
+                    &src_start,
+                    &steps,
+                    out_ptr.get(),
+                    out_len,
+                    out_shape,
+                    &dst_start,
+                    &count,
+                    es,
+                )
+            };
+        };
+        let segment_id = |t: &Task| (self.manifest.slabs[t.slab].id, t.entry.offset);
+        // Segments already decoded are served from the cache; only the rest are read.
+        let mut order = Vec::with_capacity(tasks.len());
+        for (i, t) in tasks.iter().enumerate() {
+            match self.cache.get(segment_id(t)) {
+                Some(raw) => {
+                    self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    scatter(t, &raw);
+                }
+                None => order.push(i),
+            }
+        }
         // Coalesce reads per data file, in file order.
-        let mut order: Vec<usize> = (0..tasks.len()).collect();
         order.sort_by_key(|&i| (tasks[i].slab, tasks[i].entry.offset));
         let mut runs: Vec<(usize, u64, u64, Vec<usize>)> = Vec::new(); // slab, start, end, tasks
         for i in order {
             let t = &tasks[i];
             let (start, end) = (t.entry.offset, t.entry.offset + t.entry.length);
             if let Some(last) = runs.last_mut() {
-                if last.0 == t.slab
-                    && start >= last.2
-                    && start - last.2 <= COALESCE_GAP
-                    && end - last.1 <= COALESCE_MAX
+                if last.0 == t.slab && start >= last.2 && start - last.2 <= COALESCE_GAP && end - last.1 <= COALESCE_MAX
                 {
                     last.2 = end;
                     last.3.push(i);
@@ -356,71 +348,51 @@ impl StoreReader {
             }
             runs.push((t.slab, start, end, vec![i]));
         }
-        let out_len = out.len();
-        let out_ptr = SendPtr(out.as_mut_ptr());
         let chains = &self.chains[var_idx];
         let storage = self.store.storage();
-        runs.par_iter()
-            .try_for_each(|(slab, start, end, members)| -> Result<()> {
-                let path = &self.manifest.slabs[*slab].data;
-                let bytes = storage
-                    .read_range(path, *start, end - start)
-                    .map_err(|e| missing_is_corruption(e, path))?;
-                self.counters.requests.fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .bytes_read
-                    .fetch_add(end - start, Ordering::Relaxed);
-                members.par_iter().try_for_each(|&i| -> Result<()> {
-                    let t = &tasks[i];
-                    let lo = (t.entry.offset - start) as usize;
-                    let stored = &bytes[lo..lo + t.entry.length as usize];
-                    if crc32c::crc32c(stored) != t.entry.checksum {
-                        return Err(Error::Corruption(format!(
-                            "segment at {path}:{} fails its checksum",
-                            t.entry.offset
-                        )));
-                    }
-                    let raw = chains[t.entry.codec as usize]
-                        .decode(stored, t.entry.raw_length as usize)?;
-                    self.counters
-                        .segments_decoded
-                        .fetch_add(1, Ordering::Relaxed);
-                    let src_shape: Vec<u64> = t.blocks.iter().map(|b| b.len).collect();
-                    let src_start: Vec<u64> = t.blocks.iter().map(|b| b.first).collect();
-                    let count: Vec<u64> = t.blocks.iter().map(|b| b.count).collect();
-                    let dst_start: Vec<u64> = t.blocks.iter().map(|b| b.out).collect();
-                    let steps: Vec<u64> = t.blocks.iter().map(|b| b.step).collect();
-                    // SAFETY: see `SendPtr`: the buffer is `out_len` bytes and this task's
-                    // elements are written by no other task.
-                    unsafe {
-                        copy_block_raw(
-                            &raw,
-                            &src_shape,
-                            &src_start,
-                            &steps,
-                            out_ptr.get(),
-                            out_len,
-                            out_shape,
-                            &dst_start,
-                            &count,
-                            es,
-                        )
-                    };
-                    Ok(())
-                })
-            })
+        let decode = |t: &Task, bytes: &[u8], run_start: u64, path: &str| -> Result<()> {
+            let lo = (t.entry.offset - run_start) as usize;
+            let stored = &bytes[lo..lo + t.entry.length as usize];
+            if crc32c::crc32c(stored) != t.entry.checksum {
+                return Err(Error::Corruption(format!("segment at {path}:{} fails its checksum", t.entry.offset)));
+            }
+            let raw = chains[t.entry.codec as usize].decode(stored, t.entry.raw_length as usize)?;
+            self.counters.segments_decoded.fetch_add(1, Ordering::Relaxed);
+            scatter(t, &raw);
+            if self.cache.capacity() > 0 {
+                self.cache.insert(segment_id(t), Arc::new(raw));
+            }
+            Ok(())
+        };
+        let fetch = |slab: usize, start: u64, end: u64| -> Result<(Vec<u8>, &str)> {
+            let path = self.manifest.slabs[slab].data.as_str();
+            let bytes = storage.read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;
+            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
+            Ok((bytes, path))
+        };
+        // Handing work to the thread pool costs tens of microseconds of wake-up: small reads
+        // run on the caller's thread, larger ones fan out over runs and segments.
+        let raw_total: u64 = runs.iter().flat_map(|r| &r.3).map(|&i| tasks[i].entry.raw_length).sum();
+        if raw_total <= SEQUENTIAL_BYTES {
+            for (slab, start, end, members) in &runs {
+                let (bytes, path) = fetch(*slab, *start, *end)?;
+                for &i in members {
+                    decode(&tasks[i], &bytes, *start, path)?;
+                }
+            }
+            return Ok(());
+        }
+        runs.par_iter().try_for_each(|(slab, start, end, members)| -> Result<()> {
+            let (bytes, path) = fetch(*slab, *start, *end)?;
+            members.par_iter().try_for_each(|&i| decode(&tasks[i], &bytes, *start, path))
+        })
     }
 
     /// Raw and stored bytes per variable, from the index files only.
     pub fn variable_stats(&self) -> Result<Vec<VariableStats>> {
-        let mut stats = vec![
-            VariableStats {
-                min: f64::NAN,
-                max: f64::NAN,
-                ..Default::default()
-            };
-            self.manifest.variables.len()
-        ];
+        let mut stats =
+            vec![VariableStats { min: f64::NAN, max: f64::NAN, ..Default::default() }; self.manifest.variables.len()];
         for slab in &self.manifest.slabs {
             let index = self.slab_index(slab)?;
             for s in index.segments.values() {
@@ -429,16 +401,8 @@ impl StoreReader {
                 st.stored_bytes += s.length;
                 st.segments += 1;
                 if s.count > 0 {
-                    st.min = if st.count == 0 {
-                        s.min
-                    } else {
-                        st.min.min(s.min)
-                    };
-                    st.max = if st.count == 0 {
-                        s.max
-                    } else {
-                        st.max.max(s.max)
-                    };
+                    st.min = if st.count == 0 { s.min } else { st.min.min(s.min) };
+                    st.max = if st.count == 0 { s.max } else { st.max.max(s.max) };
                     st.count += s.count;
                 }
             }

@@ -26,19 +26,13 @@ pub fn random_suffix() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
     h.write_u32(std::process::id());
     format!("{:016x}", h.finish())
 }
 
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 #[derive(Debug, Clone)]
@@ -49,10 +43,7 @@ pub struct Store {
 
 impl Store {
     pub fn new(storage: Arc<dyn Storage>, name: impl Into<String>) -> Self {
-        Self {
-            storage,
-            name: name.into(),
-        }
+        Self { storage, name: name.into() }
     }
 
     pub fn local(path: &str) -> Self {
@@ -77,21 +68,14 @@ impl Store {
         let head = match self.storage.read(HEAD) {
             Ok(b) => b,
             Err(Error::NotFound(_)) => {
-                return Err(Error::NotFound(format!(
-                    "'{}' is not a strata store (no HEAD)",
-                    self.name
-                )))
+                return Err(Error::NotFound(format!("'{}' is not a strata store (no HEAD)", self.name)))
             }
             Err(e) => return Err(e),
         };
-        let head: HeadPointer = serde_json::from_slice(&head).map_err(|e| {
-            Error::Corruption(format!("HEAD of '{}' is unreadable: {e}", self.name))
-        })?;
+        let head: HeadPointer = serde_json::from_slice(&head)
+            .map_err(|e| Error::Corruption(format!("HEAD of '{}' is unreadable: {e}", self.name)))?;
         if head.format != FORMAT_NAME {
-            return Err(Error::Corruption(format!(
-                "HEAD of '{}' is not a strata HEAD",
-                self.name
-            )));
+            return Err(Error::Corruption(format!("HEAD of '{}' is not a strata HEAD", self.name)));
         }
         if head.format_version != FORMAT_VERSION {
             return Err(Error::Compatibility(format!(
@@ -118,10 +102,7 @@ impl Store {
         })?;
         let m = Manifest::from_json(&bytes, &format!("manifest {path}"))?;
         if m.version != v {
-            return Err(Error::Corruption(format!(
-                "{path} claims to be version {}",
-                m.version
-            )));
+            return Err(Error::Corruption(format!("{path} claims to be version {}", m.version)));
         }
         Ok(m)
     }
@@ -131,10 +112,8 @@ impl Store {
         let latest = self.latest_version()?;
         let mut out = Vec::new();
         for p in self.storage.list("manifests/")? {
-            if let Some(v) = p
-                .strip_prefix("manifests/v")
-                .and_then(|s| s.strip_suffix(".json"))
-                .and_then(|s| s.parse().ok())
+            if let Some(v) =
+                p.strip_prefix("manifests/v").and_then(|s| s.strip_suffix(".json")).and_then(|s| s.parse().ok())
             {
                 if v <= latest {
                     out.push(v);
@@ -147,14 +126,9 @@ impl Store {
     /// Publishes `manifest` as the next version. Fails with `Conflict` if another writer
     /// published that version first; the store is then unchanged.
     pub fn commit(&self, manifest: &Manifest) -> Result<()> {
-        self.storage
-            .create_new(&manifest_path(manifest.version), &manifest.to_json())?;
-        let head = HeadPointer {
-            format: FORMAT_NAME.into(),
-            format_version: FORMAT_VERSION,
-            version: manifest.version,
-        };
-        self.storage
-            .write_atomic(HEAD, &serde_json::to_vec(&head).unwrap_or_default())
+        self.storage.create_new(&manifest_path(manifest.version), &manifest.to_json())?;
+        let head =
+            HeadPointer { format: FORMAT_NAME.into(), format_version: FORMAT_VERSION, version: manifest.version };
+        self.storage.write_atomic(HEAD, &serde_json::to_vec(&head).unwrap_or_default())
     }
 }

@@ -1,9 +1,7 @@
 //! The write path: slabs are chunked, compressed in parallel and ordered in memory, then
 //! written as one data file and one index file each; `commit` publishes a new version.
 
-use crate::chunking::{
-    auto_shape, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES,
-};
+use crate::chunking::{auto_shape, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES};
 use crate::data_file;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -11,8 +9,7 @@ use crate::grid::{chunk_grid, copy_block, subchunk_grid, unravel};
 use crate::hilbert;
 use crate::index_file::{self, SlabIndexData};
 use crate::manifest::{
-    Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME,
-    FORMAT_VERSION,
+    Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
 };
 use crate::segment::{layout_key, SegmentEntry, SegmentKey};
 use crate::store::{now_ms, random_suffix, Store};
@@ -100,12 +97,7 @@ struct SlabBuilderBox(SlabBuilder);
 
 impl std::fmt::Debug for SlabBuilderBox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "SlabBuilder(id={}, segments={})",
-            self.0.id,
-            self.0.segments.len()
-        )
+        write!(f, "SlabBuilder(id={}, segments={})", self.0.id, self.0.segments.len())
     }
 }
 
@@ -116,16 +108,10 @@ fn parse_layout(text: &str) -> Result<Vec<Level>> {
             "S" => Level::S,
             "V" => Level::V,
             "M" => Level::M,
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown layout level '{other}' (levels: S, V, M)"
-                )))
-            }
+            other => return Err(Error::InvalidArgument(format!("unknown layout level '{other}' (levels: S, V, M)"))),
         };
         if order.contains(&level) {
-            return Err(Error::InvalidArgument(format!(
-                "layout '{text}' names {level:?} twice"
-            )));
+            return Err(Error::InvalidArgument(format!("layout '{text}' names {level:?} twice")));
         }
         order.push(level);
     }
@@ -140,12 +126,7 @@ fn parse_layout(text: &str) -> Result<Vec<Level>> {
 fn build_chain(var: &Variable) -> Result<Option<CodecChain>> {
     match var.codecs.first() {
         None => Ok(None),
-        Some(specs) => Ok(Some(registry::chain(
-            specs,
-            ElementContext {
-                element_size: var.dtype.size(),
-            },
-        )?)),
+        Some(specs) => Ok(Some(registry::chain(specs, ElementContext { element_size: var.dtype.size() })?)),
     }
 }
 
@@ -153,10 +134,7 @@ impl StoreWriter {
     /// Starts a new store. Nothing is visible until [`commit`](Self::commit).
     pub fn create(store: Store, schema: DatasetSchema, options: &WriterOptions) -> Result<Self> {
         if store.exists()? {
-            return Err(Error::InvalidArgument(format!(
-                "'{}' already holds a strata store",
-                store.name()
-            )));
+            return Err(Error::InvalidArgument(format!("'{}' already holds a strata store", store.name())));
         }
         let order = parse_layout(options.layout.as_deref().unwrap_or("S"))?;
         let codec: Vec<CodecSpec> = match &options.codec {
@@ -168,27 +146,15 @@ impl StoreWriter {
         let dim_size = |name: &str| schema.dims.iter().find(|d| d.name == name).map(|d| d.size);
         for (name, _) in options.chunks.iter().chain(&options.subchunks) {
             if dim_size(name).is_none() {
-                return Err(Error::InvalidArgument(format!(
-                    "--chunks/--subchunks name unknown dimension '{name}'"
-                )));
+                return Err(Error::InvalidArgument(format!("--chunks/--subchunks name unknown dimension '{name}'")));
             }
         }
-        if options
-            .chunks
-            .values()
-            .chain(options.subchunks.values())
-            .any(|&v| v == 0)
-        {
-            return Err(Error::InvalidArgument(
-                "chunk and sub-chunk lengths must be at least 1".into(),
-            ));
+        if options.chunks.values().chain(options.subchunks.values()).any(|&v| v == 0) {
+            return Err(Error::InvalidArgument("chunk and sub-chunk lengths must be at least 1".into()));
         }
         let record_dim = schema.record_dim.clone();
-        let is_record =
-            |v: &VariableSchema| record_dim.is_some() && v.dims.first() == record_dim.as_ref();
-        let elem_shape = |v: &VariableSchema| -> Vec<u64> {
-            v.dims.iter().map(|d| dim_size(d).unwrap_or(0)).collect()
-        };
+        let is_record = |v: &VariableSchema| record_dim.is_some() && v.dims.first() == record_dim.as_ref();
+        let elem_shape = |v: &VariableSchema| -> Vec<u64> { v.dims.iter().map(|d| dim_size(d).unwrap_or(0)).collect() };
 
         // Slab length: the largest record variable's slab should be about slab_bytes.
         let slab_bytes = options.slab_bytes.unwrap_or(DEFAULT_SLAB_BYTES);
@@ -200,13 +166,9 @@ impl StoreWriter {
             .max()
             .unwrap_or(1)
             .max(1);
-        let slab_records = options
-            .slab_records
-            .unwrap_or((slab_bytes / record_bytes).max(1));
+        let slab_records = options.slab_records.unwrap_or((slab_bytes / record_bytes).max(1));
         if slab_records == 0 {
-            return Err(Error::InvalidArgument(
-                "slab_records must be at least 1".into(),
-            ));
+            return Err(Error::InvalidArgument("slab_records must be at least 1".into()));
         }
         let records_hint = record_dim.as_deref().and_then(dim_size).unwrap_or(0);
 
@@ -229,41 +191,27 @@ impl StoreWriter {
                 extent[0] = records_hint.clamp(1, slab_records);
             }
             let es = v.dtype.size() as u64;
-            let mut chunk = auto_shape(
-                &extent,
-                es,
-                options.chunk_bytes.unwrap_or(DEFAULT_CHUNK_BYTES),
-            );
+            let mut chunk = auto_shape(&extent, es, options.chunk_bytes.unwrap_or(DEFAULT_CHUNK_BYTES));
             for (d, name) in v.dims.iter().enumerate() {
                 if let Some(&c) = options.chunks.get(name) {
                     chunk[d] = c.min(extent[d].max(1));
                 }
             }
-            let mut sub = auto_shape(
-                &chunk,
-                es,
-                options.subchunk_bytes.unwrap_or(DEFAULT_SUBCHUNK_BYTES),
-            );
+            let mut sub = auto_shape(&chunk, es, options.subchunk_bytes.unwrap_or(DEFAULT_SUBCHUNK_BYTES));
             for (d, name) in v.dims.iter().enumerate() {
                 if let Some(&s) = options.subchunks.get(name) {
                     sub[d] = s.min(chunk[d]);
                 }
             }
             if subchunk_grid(&chunk, &sub).iter().product::<u64>() > u32::MAX as u64 {
-                return Err(Error::InvalidArgument(format!(
-                    "variable '{}': too many sub-chunks per chunk",
-                    v.name
-                )));
+                return Err(Error::InvalidArgument(format!("variable '{}': too many sub-chunks per chunk", v.name)));
             }
             variables.push(Variable {
                 name: v.name.clone(),
                 dtype: v.dtype,
                 dims: v.dims.clone(),
                 attrs: v.attrs.clone(),
-                chunking: Some(Chunking {
-                    chunk,
-                    subchunk: sub,
-                }),
+                chunking: Some(Chunking { chunk, subchunk: sub }),
                 codecs: vec![codec.clone()],
                 inline_strings: None,
             });
@@ -273,11 +221,7 @@ impl StoreWriter {
             .iter()
             .map(|d| Dim {
                 name: d.name.clone(),
-                size: if Some(&d.name) == record_dim.as_ref() {
-                    0
-                } else {
-                    d.size
-                },
+                size: if Some(&d.name) == record_dim.as_ref() { 0 } else { d.size },
                 unlimited: d.unlimited,
             })
             .collect();
@@ -293,70 +237,31 @@ impl StoreWriter {
             slab_records,
             attrs: schema.attrs,
             variables,
-            layout: Layout {
-                order,
-                ..Layout::space_only()
-            },
+            layout: Layout { order, ..Layout::space_only() },
             slabs: vec![],
             files: vec![],
         };
         draft.validate()?;
-        let chains = draft
-            .variables
-            .iter()
-            .map(build_chain)
-            .collect::<Result<Vec<_>>>()?;
-        let has_static = draft
-            .variables
-            .iter()
-            .any(|v| v.chunking.is_some() && !draft.is_record_var(v));
-        let static_slab = has_static.then(|| {
-            SlabBuilderBox(SlabBuilder {
-                id: 0,
-                records: None,
-                segments: vec![],
-                done: BTreeSet::new(),
-            })
-        });
-        Ok(Self {
-            store,
-            draft,
-            base_version: None,
-            chains,
-            static_slab,
-            open_slab: None,
-            next_slab_id: 1,
-        })
+        let chains = draft.variables.iter().map(build_chain).collect::<Result<Vec<_>>>()?;
+        let has_static = draft.variables.iter().any(|v| v.chunking.is_some() && !draft.is_record_var(v));
+        let static_slab = has_static
+            .then(|| SlabBuilderBox(SlabBuilder { id: 0, records: None, segments: vec![], done: BTreeSet::new() }));
+        Ok(Self { store, draft, base_version: None, chains, static_slab, open_slab: None, next_slab_id: 1 })
     }
 
     /// Continues the newest version of an existing store: new slabs along the record dimension.
     pub fn open_append(store: Store) -> Result<Self> {
         let base = store.manifest(None)?;
         if base.record_dim.is_none() {
-            return Err(Error::InvalidArgument(format!(
-                "'{}' has no record dimension to append along",
-                store.name()
-            )));
+            return Err(Error::InvalidArgument(format!("'{}' has no record dimension to append along", store.name())));
         }
-        let chains = base
-            .variables
-            .iter()
-            .map(build_chain)
-            .collect::<Result<Vec<_>>>()?;
+        let chains = base.variables.iter().map(build_chain).collect::<Result<Vec<_>>>()?;
         let next_slab_id = base.slabs.iter().map(|s| s.id + 1).max().unwrap_or(1);
         let base_version = Some(base.version);
         let mut draft = base;
         draft.parent = base_version;
         draft.version += 1;
-        Ok(Self {
-            store,
-            draft,
-            base_version,
-            chains,
-            static_slab: None,
-            open_slab: None,
-            next_slab_id,
-        })
+        Ok(Self { store, draft, base_version, chains, static_slab: None, open_slab: None, next_slab_id })
     }
 
     /// The manifest as it will be committed (dimension sizes grow as slabs finish).
@@ -369,11 +274,7 @@ impl StoreWriter {
     }
 
     pub fn record_count(&self) -> u64 {
-        self.draft
-            .record_dim
-            .as_deref()
-            .and_then(|r| self.draft.dim(r))
-            .map_or(0, |d| d.size)
+        self.draft.record_dim.as_deref().and_then(|r| self.draft.dim(r)).map_or(0, |d| d.size)
     }
 
     /// Writes a variable that does not have the record dimension: the whole array, C order,
@@ -381,26 +282,18 @@ impl StoreWriter {
     pub fn put_static(&mut self, name: &str, data: &[u8]) -> Result<()> {
         let (idx, var) = self.draft.variable(name)?;
         if self.draft.is_record_var(var) {
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' has the record dimension: write it through slabs"
-            )));
+            return Err(Error::InvalidArgument(format!("'{name}' has the record dimension: write it through slabs")));
         }
         if var.chunking.is_none() {
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' is a string variable, stored in the manifest"
-            )));
+            return Err(Error::InvalidArgument(format!("'{name}' is a string variable, stored in the manifest")));
         }
         let extent = self.draft.shape(var);
         let segments = self.encode_part(idx, &extent, data)?;
         let slab = self.static_slab.as_mut().ok_or_else(|| {
-            Error::InvalidArgument(
-                "static variables can only be written when creating a store".into(),
-            )
+            Error::InvalidArgument("static variables can only be written when creating a store".into())
         })?;
         if !slab.0.done.insert(idx) {
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' was already written"
-            )));
+            return Err(Error::InvalidArgument(format!("'{name}' was already written")));
         }
         slab.0.segments.extend(segments);
         Ok(())
@@ -409,14 +302,10 @@ impl StoreWriter {
     /// Opens a slab of `records` records (at most `slab_records`) after the current end.
     pub fn begin_slab(&mut self, records: u64) -> Result<()> {
         if self.open_slab.is_some() {
-            return Err(Error::InvalidArgument(
-                "a slab is already open: finish it first".into(),
-            ));
+            return Err(Error::InvalidArgument("a slab is already open: finish it first".into()));
         }
         if self.draft.record_dim.is_none() {
-            return Err(Error::InvalidArgument(
-                "this store has no record dimension".into(),
-            ));
+            return Err(Error::InvalidArgument("this store has no record dimension".into()));
         }
         if records == 0 || records > self.draft.slab_records {
             return Err(Error::InvalidArgument(format!(
@@ -439,20 +328,14 @@ impl StoreWriter {
     pub fn put_records(&mut self, name: &str, data: &[u8]) -> Result<()> {
         let (idx, var) = self.draft.variable(name)?;
         if !self.draft.is_record_var(var) {
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' does not have the record dimension"
-            )));
+            return Err(Error::InvalidArgument(format!("'{name}' does not have the record dimension")));
         }
         let Some(slab) = &self.open_slab else {
-            return Err(Error::InvalidArgument(
-                "no slab is open: call begin_slab first".into(),
-            ));
+            return Err(Error::InvalidArgument("no slab is open: call begin_slab first".into()));
         };
         let [_, count] = slab.0.records.unwrap_or([0, 0]);
         if slab.0.done.contains(&idx) {
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' was already written for this slab"
-            )));
+            return Err(Error::InvalidArgument(format!("'{name}' was already written for this slab")));
         }
         let mut extent = self.draft.shape(var);
         extent[0] = count;
@@ -478,10 +361,7 @@ impl StoreWriter {
             .map(|(_, v)| v.name.as_str())
             .collect();
         if !missing.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "slab is missing record variables: {}",
-                missing.join(", ")
-            )));
+            return Err(Error::InvalidArgument(format!("slab is missing record variables: {}", missing.join(", "))));
         }
         let [_, count] = slab.records.unwrap_or([0, 0]);
         self.write_slab(slab)?;
@@ -496,9 +376,7 @@ impl StoreWriter {
     /// Publishes everything written as a new version and returns its number.
     pub fn commit(mut self, message: &str) -> Result<u64> {
         if self.open_slab.is_some() {
-            return Err(Error::InvalidArgument(
-                "a slab is still open: finish it before committing".into(),
-            ));
+            return Err(Error::InvalidArgument("a slab is still open: finish it before committing".into()));
         }
         if let Some(SlabBuilderBox(slab)) = self.static_slab.take() {
             let missing: Vec<&str> = self
@@ -506,16 +384,11 @@ impl StoreWriter {
                 .variables
                 .iter()
                 .enumerate()
-                .filter(|(i, v)| {
-                    v.chunking.is_some() && !self.draft.is_record_var(v) && !slab.done.contains(i)
-                })
+                .filter(|(i, v)| v.chunking.is_some() && !self.draft.is_record_var(v) && !slab.done.contains(i))
                 .map(|(_, v)| v.name.as_str())
                 .collect();
             if !missing.is_empty() {
-                return Err(Error::InvalidArgument(format!(
-                    "variables never written: {}",
-                    missing.join(", ")
-                )));
+                return Err(Error::InvalidArgument(format!("variables never written: {}", missing.join(", "))));
             }
             self.write_slab(slab)?;
             // The static slab comes first in the list, as it was created first.
@@ -531,9 +404,7 @@ impl StoreWriter {
                 "version {} of '{}' was committed by another writer{}",
                 self.draft.version,
                 self.store.name(),
-                self.base_version
-                    .map(|b| format!(" after version {b}"))
-                    .unwrap_or_default()
+                self.base_version.map(|b| format!(" after version {b}")).unwrap_or_default()
             )),
             other => other,
         })?;
@@ -555,19 +426,14 @@ impl StoreWriter {
             )));
         }
         let (Some(chunking), Some(chain)) = (&var.chunking, &self.chains[idx]) else {
-            return Err(Error::InvalidArgument(format!(
-                "'{}' is not stored in segments",
-                var.name
-            )));
+            return Err(Error::InvalidArgument(format!("'{}' is not stored in segments", var.name)));
         };
         let grid = chunk_grid(extent, &chunking.chunk);
         let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
         let n_chunks: u64 = grid.iter().product();
         let n_subs: u64 = sub_grid.iter().product();
         let ndim = extent.len();
-        let tasks: Vec<(u64, u64)> = (0..n_chunks)
-            .flat_map(|c| (0..n_subs).map(move |s| (c, s)))
-            .collect();
+        let tasks: Vec<(u64, u64)> = (0..n_chunks).flat_map(|c| (0..n_subs).map(move |s| (c, s))).collect();
         let results: Vec<Option<Result<PendingSegment>>> = tasks
             .par_iter()
             .map(|&(c, s)| {
@@ -587,49 +453,23 @@ impl StoreWriter {
                 }
                 let mut raw = vec![0u8; len.iter().product::<u64>() as usize * es];
                 let ones = vec![1u64; ndim];
-                copy_block(
-                    data,
-                    extent,
-                    &start,
-                    &ones,
-                    &mut raw,
-                    &len,
-                    &vec![0; ndim],
-                    &len,
-                    es,
-                );
+                copy_block(data, extent, &start, &ones, &mut raw, &len, &vec![0; ndim], &len, es);
                 let summary = var.dtype.summarize(&raw);
-                Some(
-                    chain
-                        .encode(&raw)
-                        .map_err(Error::from)
-                        .map(|bytes| PendingSegment {
-                            key: SegmentKey {
-                                var: idx as u32,
-                                chunk: c,
-                                subchunk: s as u32,
-                                bin: 0,
-                                group: 0,
-                            },
-                            bytes,
-                            raw_length: raw.len() as u64,
-                            count: summary.count,
-                            min: summary.min,
-                            max: summary.max,
-                        }),
-                )
+                Some(chain.encode(&raw).map_err(Error::from).map(|bytes| PendingSegment {
+                    key: SegmentKey { var: idx as u32, chunk: c, subchunk: s as u32, bin: 0, group: 0 },
+                    bytes,
+                    raw_length: raw.len() as u64,
+                    count: summary.count,
+                    min: summary.min,
+                    max: summary.max,
+                }))
             })
             .collect();
         results.into_iter().flatten().collect()
     }
 
     fn write_slab(&mut self, slab: SlabBuilder) -> Result<()> {
-        let SlabBuilder {
-            id,
-            records,
-            mut segments,
-            ..
-        } = slab;
+        let SlabBuilder { id, records, mut segments, .. } = slab;
         // Hilbert rank of every chunk, per variable (chunk grids differ between variables).
         let mut ranks: HashMap<u32, HashMap<u64, u64>> = HashMap::new();
         for var_idx in segments.iter().map(|s| s.key.var).collect::<BTreeSet<_>>() {
@@ -638,20 +478,9 @@ impl StoreWriter {
             if let (Some([_, count]), true) = (records, self.draft.is_record_var(var)) {
                 extent[0] = count;
             }
-            let chunking = var
-                .chunking
-                .as_ref()
-                .map(|c| c.chunk.clone())
-                .unwrap_or_default();
+            let chunking = var.chunking.as_ref().map(|c| c.chunk.clone()).unwrap_or_default();
             let order = hilbert::order(&chunk_grid(&extent, &chunking));
-            ranks.insert(
-                var_idx,
-                order
-                    .into_iter()
-                    .enumerate()
-                    .map(|(rank, id)| (id, rank as u64))
-                    .collect(),
-            );
+            ranks.insert(var_idx, order.into_iter().enumerate().map(|(rank, id)| (id, rank as u64)).collect());
         }
         let order = self.draft.layout.order.clone();
         segments.sort_by_key(|s| layout_key(&s.key, ranks[&s.key.var][&s.key.chunk], &order));
@@ -676,10 +505,7 @@ impl StoreWriter {
             data.extend_from_slice(&s.bytes);
         }
         drop(segments);
-        let index = index_file::encode(&SlabIndexData {
-            slab_id: id,
-            segments: entries,
-        });
+        let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries });
         let storage = self.store.storage();
         storage.write_atomic(&data_path, &data)?;
         storage.write_atomic(&index_path, &index)?;
@@ -690,12 +516,7 @@ impl StoreWriter {
                 crc32c: crc32c::crc32c(bytes),
             });
         }
-        self.draft.slabs.push(Slab {
-            id,
-            records,
-            data: data_path,
-            index: index_path,
-        });
+        self.draft.slabs.push(Slab { id, records, data: data_path, index: index_path });
         Ok(())
     }
 }

@@ -21,36 +21,18 @@ fn memory_storage_conforms() {
 fn schema(records: u64) -> DatasetSchema {
     DatasetSchema {
         dims: vec![
-            Dim {
-                name: "time".into(),
-                size: records,
-                unlimited: true,
-            },
-            Dim {
-                name: "lat".into(),
-                size: 37,
-                unlimited: false,
-            },
-            Dim {
-                name: "lon".into(),
-                size: 53,
-                unlimited: false,
-            },
+            Dim { name: "time".into(), size: records, unlimited: true },
+            Dim { name: "lat".into(), size: 37, unlimited: false },
+            Dim { name: "lon".into(), size: 53, unlimited: false },
         ],
         record_dim: Some("time".into()),
-        attrs: vec![Attribute {
-            name: "title".into(),
-            value: AttrValue::String("test".into()),
-        }],
+        attrs: vec![Attribute { name: "title".into(), value: AttrValue::String("test".into()) }],
         variables: vec![
             VariableSchema {
                 name: "temp".into(),
                 dtype: DType::F32,
                 dims: vec!["time".into(), "lat".into(), "lon".into()],
-                attrs: vec![Attribute {
-                    name: "_FillValue".into(),
-                    value: AttrValue::F32(vec![f32::NAN]),
-                }],
+                attrs: vec![Attribute { name: "_FillValue".into(), value: AttrValue::F32(vec![f32::NAN]) }],
                 inline_strings: None,
             },
             VariableSchema {
@@ -85,19 +67,12 @@ fn field(t0: u64, n: u64) -> Vec<u8> {
 }
 
 fn options() -> WriterOptions {
-    WriterOptions {
-        chunk_bytes: Some(4096),
-        subchunk_bytes: Some(512),
-        slab_records: Some(4),
-        ..Default::default()
-    }
+    WriterOptions { chunk_bytes: Some(4096), subchunk_bytes: Some(512), slab_records: Some(4), ..Default::default() }
 }
 
 fn write(store: &Store, records: u64) -> u64 {
     let mut w = StoreWriter::create(store.clone(), schema(records), &options()).unwrap();
-    let lat: Vec<u8> = (0..37)
-        .flat_map(|i| (i as f64 * 5.0 - 90.0).to_le_bytes())
-        .collect();
+    let lat: Vec<u8> = (0..37).flat_map(|i| (i as f64 * 5.0 - 90.0).to_le_bytes()).collect();
     w.put_static("lat", &lat).unwrap();
     append(&mut w, records);
     w.commit("create").unwrap()
@@ -119,9 +94,7 @@ fn read(reader: &StoreReader, sel: [DimSelection; 3]) -> Vec<u32> {
     let shape = reader.check_selection("temp", &sel).unwrap();
     let mut out = vec![0u8; shape.iter().product::<u64>() as usize * 4];
     reader.read_into("temp", &sel, &mut out).unwrap();
-    out.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    out.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
 fn expected(sel: [DimSelection; 3]) -> Vec<u32> {
@@ -145,11 +118,7 @@ fn selections_read_back_exactly() {
     let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
     write(&store, 10);
     let reader = StoreReader::open(store, None).unwrap();
-    assert_eq!(
-        reader.manifest().slabs.len(),
-        4,
-        "one static slab and three record slabs"
-    );
+    assert_eq!(reader.manifest().slabs.len(), 4, "one static slab and three record slabs");
     for sel in [
         [s(0, 10, 1), s(0, 37, 1), s(0, 53, 1)],
         [s(3, 9, 2), s(5, 36, 3), s(1, 52, 7)],
@@ -162,10 +131,7 @@ fn selections_read_back_exactly() {
     }
     let mut lat = vec![0u8; 8 * 3];
     reader.read_into("lat", &[s(0, 37, 18)], &mut lat).unwrap();
-    let lat: Vec<f64> = lat
-        .chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let lat: Vec<f64> = lat.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
     assert_eq!(lat, vec![-90.0, 0.0, 90.0]);
 }
 
@@ -174,11 +140,9 @@ fn out_of_range_selections_are_invalid_arguments() {
     let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
     write(&store, 5);
     let reader = StoreReader::open(store, None).unwrap();
-    for sel in [
-        vec![s(0, 6, 1), s(0, 37, 1), s(0, 53, 1)],
-        vec![s(0, 5, 0), s(0, 37, 1), s(0, 53, 1)],
-        vec![s(0, 5, 1)],
-    ] {
+    for sel in
+        [vec![s(0, 6, 1), s(0, 37, 1), s(0, 53, 1)], vec![s(0, 5, 0), s(0, 37, 1), s(0, 53, 1)], vec![s(0, 5, 1)]]
+    {
         let e = reader.check_selection("temp", &sel).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{sel:?}");
     }
@@ -252,25 +216,17 @@ fn corruption_is_reported_not_hidden() {
         assert_eq!(e.kind(), ErrorKind::Corruption, "byte {pos}: {e}");
     }
     // A truncated data file.
-    mem.write_atomic(&slab.data, &data[..data.len() / 2])
-        .unwrap();
+    mem.write_atomic(&slab.data, &data[..data.len() / 2]).unwrap();
     let r = StoreReader::open(store.clone(), None).unwrap();
     let mut out = vec![0u8; 4 * 37 * 53 * 4];
-    assert_eq!(
-        r.read_into("temp", &full, &mut out).unwrap_err().kind(),
-        ErrorKind::Corruption
-    );
+    assert_eq!(r.read_into("temp", &full, &mut out).unwrap_err().kind(), ErrorKind::Corruption);
     mem.write_atomic(&slab.data, &data).unwrap();
 
     // A truncated index file.
     let index = mem.read(&slab.index).unwrap();
-    mem.write_atomic(&slab.index, &index[..index.len() - 3])
-        .unwrap();
+    mem.write_atomic(&slab.index, &index[..index.len() - 3]).unwrap();
     let r = StoreReader::open(store.clone(), None).unwrap();
-    assert_eq!(
-        r.read_into("temp", &full, &mut out).unwrap_err().kind(),
-        ErrorKind::Corruption
-    );
+    assert_eq!(r.read_into("temp", &full, &mut out).unwrap_err().kind(), ErrorKind::Corruption);
     mem.write_atomic(&slab.index, &index).unwrap();
 
     // A truncated or garbled manifest.
@@ -278,20 +234,11 @@ fn corruption_is_reported_not_hidden() {
     let manifest = mem.read(&path).unwrap();
     for cut in [0, 1, manifest.len() / 3, manifest.len() - 2] {
         mem.write_atomic(&path, &manifest[..cut]).unwrap();
-        assert_eq!(
-            StoreReader::open(store.clone(), None).unwrap_err().kind(),
-            ErrorKind::Corruption,
-            "cut {cut}"
-        );
+        assert_eq!(StoreReader::open(store.clone(), None).unwrap_err().kind(), ErrorKind::Corruption, "cut {cut}");
     }
-    let text = String::from_utf8(manifest.clone())
-        .unwrap()
-        .replace("\"format_version\": 1", "\"format_version\": 7");
+    let text = String::from_utf8(manifest.clone()).unwrap().replace("\"format_version\": 1", "\"format_version\": 7");
     mem.write_atomic(&path, text.as_bytes()).unwrap();
-    assert_eq!(
-        StoreReader::open(store.clone(), None).unwrap_err().kind(),
-        ErrorKind::Compatibility
-    );
+    assert_eq!(StoreReader::open(store.clone(), None).unwrap_err().kind(), ErrorKind::Compatibility);
     mem.write_atomic(&path, &manifest).unwrap();
     assert!(StoreReader::open(store, None).is_ok());
 }
@@ -300,31 +247,12 @@ fn corruption_is_reported_not_hidden() {
 fn writer_rejects_bad_input() {
     let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
     let mut w = StoreWriter::create(store.clone(), schema(4), &options()).unwrap();
-    assert_eq!(
-        w.put_static("lat", &[0u8; 3]).unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
-    assert_eq!(
-        w.put_records("temp", &[]).unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
-    assert_eq!(
-        w.begin_slab(99).unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
+    assert_eq!(w.put_static("lat", &[0u8; 3]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(w.put_records("temp", &[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(w.begin_slab(99).unwrap_err().kind(), ErrorKind::InvalidArgument);
     w.begin_slab(2).unwrap();
-    assert_eq!(
-        w.finish_slab().unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
-    let e = StoreWriter::create(
-        store,
-        schema(1),
-        &WriterOptions {
-            layout: Some("V-S".into()),
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    assert_eq!(w.finish_slab().unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let e = StoreWriter::create(store, schema(1), &WriterOptions { layout: Some("V-S".into()), ..Default::default() })
+        .unwrap_err();
     assert!(e.to_string().contains("layout S only"), "{e}");
 }

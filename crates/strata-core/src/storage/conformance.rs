@@ -8,95 +8,41 @@ pub fn run(storage: &dyn Storage) {
     let kind = |r: crate::Result<()>| r.err().map(|e| e.kind());
 
     // Missing objects.
-    assert_eq!(
-        storage.read("nope").err().map(|e| e.kind()),
-        Some(ErrorKind::NotFound),
-        "read of a missing object"
-    );
-    assert_eq!(
-        storage.size("nope").err().map(|e| e.kind()),
-        Some(ErrorKind::NotFound),
-        "size of a missing object"
-    );
-    assert!(
-        !storage.exists("nope").expect("exists"),
-        "exists of a missing object"
-    );
-    storage
-        .delete("nope")
-        .expect("deleting a missing object is not an error");
+    assert_eq!(storage.read("nope").err().map(|e| e.kind()), Some(ErrorKind::NotFound), "read of a missing object");
+    assert_eq!(storage.size("nope").err().map(|e| e.kind()), Some(ErrorKind::NotFound), "size of a missing object");
+    assert!(!storage.exists("nope").expect("exists"), "exists of a missing object");
+    storage.delete("nope").expect("deleting a missing object is not an error");
 
     // Write, read back, ranges.
     let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
-    storage
-        .write_atomic("a/b/data.bin", &data)
-        .expect("write_atomic");
+    storage.write_atomic("a/b/data.bin", &data).expect("write_atomic");
     assert_eq!(storage.read("a/b/data.bin").expect("read"), data);
-    assert_eq!(
-        storage.size("a/b/data.bin").expect("size"),
-        data.len() as u64
-    );
+    assert_eq!(storage.size("a/b/data.bin").expect("size"), data.len() as u64);
     assert!(storage.exists("a/b/data.bin").expect("exists"));
+    assert_eq!(storage.read_range("a/b/data.bin", 100, 50).expect("range"), data[100..150]);
+    assert_eq!(storage.read_range("a/b/data.bin", 0, 0).expect("empty range"), Vec::<u8>::new());
+    assert_eq!(storage.read_range("a/b/data.bin", 9_990, 10).expect("tail"), data[9_990..]);
     assert_eq!(
-        storage.read_range("a/b/data.bin", 100, 50).expect("range"),
-        data[100..150]
-    );
-    assert_eq!(
-        storage
-            .read_range("a/b/data.bin", 0, 0)
-            .expect("empty range"),
-        Vec::<u8>::new()
-    );
-    assert_eq!(
-        storage.read_range("a/b/data.bin", 9_990, 10).expect("tail"),
-        data[9_990..]
-    );
-    assert_eq!(
-        storage
-            .read_range("a/b/data.bin", 9_990, 11)
-            .err()
-            .map(|e| e.kind()),
+        storage.read_range("a/b/data.bin", 9_990, 11).err().map(|e| e.kind()),
         Some(ErrorKind::Corruption),
         "a range past the end is Corruption, not a short read"
     );
 
     // Replace atomically.
-    storage
-        .write_atomic("a/b/data.bin", b"new")
-        .expect("replace");
+    storage.write_atomic("a/b/data.bin", b"new").expect("replace");
     assert_eq!(storage.read("a/b/data.bin").expect("read"), b"new");
-    assert_eq!(
-        storage
-            .read_range("a/b/data.bin", 0, 3)
-            .expect("range after replace"),
-        b"new"
-    );
+    assert_eq!(storage.read_range("a/b/data.bin", 0, 3).expect("range after replace"), b"new");
 
     // Exclusive create.
     storage.create_new("m/v1.json", b"one").expect("create_new");
-    assert_eq!(
-        kind(storage.create_new("m/v1.json", b"two")),
-        Some(ErrorKind::Conflict),
-        "second create_new"
-    );
-    assert_eq!(
-        storage.read("m/v1.json").expect("read"),
-        b"one",
-        "a failed create_new leaves the first bytes"
-    );
+    assert_eq!(kind(storage.create_new("m/v1.json", b"two")), Some(ErrorKind::Conflict), "second create_new");
+    assert_eq!(storage.read("m/v1.json").expect("read"), b"one", "a failed create_new leaves the first bytes");
 
     // Listing.
     storage.write_atomic("m/v2.json", b"2").expect("write");
-    assert_eq!(
-        storage.list("m/").expect("list"),
-        vec!["m/v1.json".to_string(), "m/v2.json".to_string()]
-    );
+    assert_eq!(storage.list("m/").expect("list"), vec!["m/v1.json".to_string(), "m/v2.json".to_string()]);
     assert_eq!(storage.list("zzz/").expect("list"), Vec::<String>::new());
-    assert_eq!(
-        storage.list("").expect("list all").len(),
-        3,
-        "temporary files never show"
-    );
+    assert_eq!(storage.list("").expect("list all").len(), 3, "temporary files never show");
 
     // Delete.
     storage.delete("m/v2.json").expect("delete");
@@ -120,9 +66,7 @@ pub fn run(storage: &dyn Storage) {
             s.spawn(move || {
                 for i in 0..50u64 {
                     let off = (t * 97_001 + i * 13_337) % 900_000;
-                    let got = storage
-                        .read_range("big.bin", off, 4096)
-                        .expect("concurrent range");
+                    let got = storage.read_range("big.bin", off, 4096).expect("concurrent range");
                     assert_eq!(got, big[off as usize..off as usize + 4096]);
                 }
             });

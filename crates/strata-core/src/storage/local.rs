@@ -19,10 +19,7 @@ pub struct LocalStorage {
 
 impl LocalStorage {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self {
-            root: root.into(),
-            handles: Mutex::new(HashMap::new()),
-        }
+        Self { root: root.into(), handles: Mutex::new(HashMap::new()) }
     }
 
     pub fn root(&self) -> &Path {
@@ -97,9 +94,7 @@ impl Storage for LocalStorage {
     }
 
     fn size(&self, path: &str) -> Result<u64> {
-        Ok(fs::metadata(self.full(path)?)
-            .map_err(|e| self.map_err(path, e))?
-            .len())
+        Ok(fs::metadata(self.full(path)?).map_err(|e| self.map_err(path, e))?.len())
     }
 
     fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()> {
@@ -108,10 +103,7 @@ impl Storage for LocalStorage {
             let _ = fs::remove_file(&tmp);
             self.map_err(path, e)
         })?;
-        self.handles
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(path);
+        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
         Ok(())
     }
 
@@ -122,9 +114,7 @@ impl Storage for LocalStorage {
         let _ = fs::remove_file(&tmp);
         match linked {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == IoKind::AlreadyExists => {
-                Err(Error::Conflict(format!("'{path}' already exists")))
-            }
+            Err(e) if e.kind() == IoKind::AlreadyExists => Err(Error::Conflict(format!("'{path}' already exists"))),
             Err(e) => Err(self.map_err(path, e)),
         }
     }
@@ -141,9 +131,7 @@ impl Storage for LocalStorage {
             for entry in entries {
                 let entry = entry.map_err(|e| Error::io(dir.display().to_string(), e))?;
                 let p = entry.path();
-                let file_type = entry
-                    .file_type()
-                    .map_err(|e| Error::io(p.display().to_string(), e))?;
+                let file_type = entry.file_type().map_err(|e| Error::io(p.display().to_string(), e))?;
                 if file_type.is_dir() {
                     stack.push(p);
                     continue;
@@ -151,13 +139,8 @@ impl Storage for LocalStorage {
                 let Ok(rel) = p.strip_prefix(&self.root) else {
                     continue;
                 };
-                let key = rel
-                    .to_string_lossy()
-                    .replace(std::path::MAIN_SEPARATOR, "/");
-                let is_temp = rel
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with('.'));
+                let key = rel.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
+                let is_temp = rel.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
                 if key.starts_with(prefix) && !is_temp {
                     out.push(key);
                 }
@@ -168,10 +151,7 @@ impl Storage for LocalStorage {
     }
 
     fn delete(&self, path: &str) -> Result<()> {
-        self.handles
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(path);
+        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
         match fs::remove_file(self.full(path)?) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == IoKind::NotFound => Ok(()),

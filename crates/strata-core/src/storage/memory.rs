@@ -26,36 +26,25 @@ impl MemoryStorage {
 impl Storage for MemoryStorage {
     fn read(&self, path: &str) -> Result<Vec<u8>> {
         check_key(path)?;
-        self.objects()
-            .get(path)
-            .cloned()
-            .ok_or_else(|| Error::NotFound(format!("'{path}'")))
+        self.objects().get(path).cloned().ok_or_else(|| Error::NotFound(format!("'{path}'")))
     }
 
     fn read_range(&self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
         check_key(path)?;
         let objects = self.objects();
-        let data = objects
-            .get(path)
-            .ok_or_else(|| Error::NotFound(format!("'{path}'")))?;
-        let end = offset
-            .checked_add(len)
-            .filter(|&e| e <= data.len() as u64)
-            .ok_or_else(|| {
-                Error::Corruption(format!(
-                    "'{path}' is shorter than expected: bytes {offset}..{} are missing",
-                    offset.saturating_add(len)
-                ))
-            })?;
+        let data = objects.get(path).ok_or_else(|| Error::NotFound(format!("'{path}'")))?;
+        let end = offset.checked_add(len).filter(|&e| e <= data.len() as u64).ok_or_else(|| {
+            Error::Corruption(format!(
+                "'{path}' is shorter than expected: bytes {offset}..{} are missing",
+                offset.saturating_add(len)
+            ))
+        })?;
         Ok(data[offset as usize..end as usize].to_vec())
     }
 
     fn size(&self, path: &str) -> Result<u64> {
         check_key(path)?;
-        self.objects()
-            .get(path)
-            .map(|d| d.len() as u64)
-            .ok_or_else(|| Error::NotFound(format!("'{path}'")))
+        self.objects().get(path).map(|d| d.len() as u64).ok_or_else(|| Error::NotFound(format!("'{path}'")))
     }
 
     fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()> {
@@ -75,12 +64,7 @@ impl Storage for MemoryStorage {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        Ok(self
-            .objects()
-            .keys()
-            .filter(|k| k.starts_with(prefix))
-            .cloned()
-            .collect())
+        Ok(self.objects().keys().filter(|k| k.starts_with(prefix)).cloned().collect())
     }
 
     fn delete(&self, path: &str) -> Result<()> {

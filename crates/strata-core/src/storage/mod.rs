@@ -36,13 +36,9 @@ pub(crate) fn check_key(path: &str) -> Result<()> {
     let bad = path.is_empty()
         || path.starts_with('/')
         || path.contains('\\')
-        || path
-            .split('/')
-            .any(|p| p.is_empty() || p == "." || p == "..");
+        || path.split('/').any(|p| p.is_empty() || p == "." || p == "..");
     if bad {
-        return Err(crate::Error::InvalidArgument(format!(
-            "invalid storage path '{path}'"
-        )));
+        return Err(crate::Error::InvalidArgument(format!("invalid storage path '{path}'")));
     }
     Ok(())
 }

@@ -1,0 +1,106 @@
+//! A bounded LRU cache of decoded segments, so repeated and overlapping reads skip I/O and
+//! decompression (the role HDF5's chunk cache plays; same 64 MiB default as netCDF-C).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
+
+/// (slab id, segment offset in its data file): unique within one store version.
+pub type SegmentId = (u64, u64);
+
+#[derive(Debug, Default)]
+struct State {
+    entries: HashMap<SegmentId, (Arc<Vec<u8>>, u64)>,
+    order: BTreeMap<u64, SegmentId>,
+    bytes: u64,
+    tick: u64,
+}
+
+#[derive(Debug)]
+pub struct SegmentCache {
+    capacity: u64,
+    state: Mutex<State>,
+}
+
+impl SegmentCache {
+    pub fn new(capacity: u64) -> Self {
+        Self { capacity, state: Mutex::new(State::default()) }
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, id: SegmentId) -> Option<Arc<Vec<u8>>> {
+        if self.capacity == 0 {
+            return None;
+        }
+        let mut s = self.lock();
+        s.tick += 1;
+        let tick = s.tick;
+        let (data, old) = {
+            let entry = s.entries.get_mut(&id)?;
+            let old = std::mem::replace(&mut entry.1, tick);
+            (entry.0.clone(), old)
+        };
+        s.order.remove(&old);
+        s.order.insert(tick, id);
+        Some(data)
+    }
+
+    /// Keeps `data` unless it is larger than an eighth of the cache (a scan must not flush it).
+    pub fn insert(&self, id: SegmentId, data: Arc<Vec<u8>>) {
+        let size = data.len() as u64;
+        if size == 0 || size > self.capacity / 8 {
+            return;
+        }
+        let mut s = self.lock();
+        s.tick += 1;
+        let tick = s.tick;
+        if let Some((old, old_tick)) = s.entries.insert(id, (data, tick)) {
+            s.bytes -= old.len() as u64;
+            s.order.remove(&old_tick);
+        }
+        s.order.insert(tick, id);
+        s.bytes += size;
+        while s.bytes > self.capacity {
+            let Some((_, victim)) = s.order.pop_first() else { break };
+            if let Some((old, _)) = s.entries.remove(&victim) {
+                s.bytes -= old.len() as u64;
+            }
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.lock().bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicts_least_recently_used_and_stays_bounded() {
+        let c = SegmentCache::new(800);
+        for i in 0..10u64 {
+            c.insert((0, i), Arc::new(vec![i as u8; 100]));
+            assert!(c.bytes() <= 800);
+        }
+        assert!(c.get((0, 0)).is_none() && c.get((0, 1)).is_none());
+        assert!(c.get((0, 2)).is_some()); // now most recent
+        c.insert((0, 10), Arc::new(vec![0; 100]));
+        assert!(c.get((0, 2)).is_some(), "recently used entries survive");
+        assert!(c.get((0, 3)).is_none(), "the least recently used one went");
+        c.insert((0, 11), Arc::new(vec![0; 200])); // larger than capacity / 8: not kept
+        assert!(c.get((0, 11)).is_none());
+        let off = SegmentCache::new(0);
+        off.insert((0, 0), Arc::new(vec![1]));
+        assert!(off.get((0, 0)).is_none());
+    }
+}
