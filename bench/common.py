@@ -6,11 +6,7 @@ import os
 import pathlib
 import platform
 import shutil
-import statistics
 import subprocess
-import time
-
-import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -29,25 +25,6 @@ def fresh(path: pathlib.Path) -> pathlib.Path:
     elif path.exists():
         path.unlink()
     return path
-
-
-def timed(fn, repeat: int = 1) -> float:
-    """Best wall time of ``repeat`` runs, in seconds."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def median_latency(read, boxes) -> float:
-    times = []
-    for box in boxes:
-        t0 = time.perf_counter()
-        read(box)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def machine() -> str:
@@ -85,8 +62,4 @@ def random_boxes(shape, fraction: float, n: int, rng) -> list[tuple[slice, ...]]
     return boxes
 
 
-def ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x" if b else "-"
-
-
-__all__ = ["DATA", "WORK", "dir_size", "fresh", "machine", "median_latency", "np", "random_boxes", "ratio", "timed"]
+__all__ = ["DATA", "WORK", "dir_size", "fresh", "git_rev", "machine", "random_boxes"]

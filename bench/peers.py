@@ -13,12 +13,21 @@ import strata
 class Peer:
     name = ""
     suffix = ""
+    _keep = None
+
+    def close(self) -> None:
+        """Closes what ``open`` opened, so the next open starts with cold caches."""
+        if self._keep is not None and hasattr(self._keep, "close"):
+            self._keep.close()
+        self._keep = None
 
     def write(self, path: pathlib.Path, arr: np.ndarray, chunks, blocks) -> None:
         raise NotImplementedError
 
-    def open(self, path: pathlib.Path):
-        """Returns a callable reading a box (tuple of slices) into a NumPy array."""
+    def open(self, path: pathlib.Path, cache: bool = True):
+        """Returns a callable reading a box (tuple of slices) into a NumPy array. With
+        ``cache=False`` any cache of decoded chunks is turned off (zarr and python-blosc2
+        have none)."""
         raise NotImplementedError
 
 
@@ -36,8 +45,8 @@ class Strata(Peer):
             subchunks=dict(zip(dims, blocks, strict=True)),
         )
 
-    def open(self, path):
-        var = strata.open(path)["v"]
+    def open(self, path, cache=True):
+        var = strata.open(path, cache_bytes=None if cache else 0)["v"]
         return lambda box: var[box]
 
 
@@ -57,12 +66,14 @@ class NetCDF4Zlib(Peer):
             v.set_auto_maskandscale(False)
             v[...] = arr
 
-    def open(self, path):
+    def open(self, path, cache=True):
         import netCDF4
 
         nc = netCDF4.Dataset(path)
         v = nc["v"]
         v.set_auto_maskandscale(False)
+        if not cache:
+            v.set_var_chunk_cache(size=0)
         self._keep = nc
         return lambda box: v[box]
 
@@ -83,11 +94,11 @@ class HDF5Blosc2(Peer):
                 **hdf5plugin.Blosc2(cname="zstd", clevel=5, filters=hdf5plugin.Blosc2.SHUFFLE),
             )
 
-    def open(self, path):
+    def open(self, path, cache=True):
         import h5py
         import hdf5plugin  # noqa: F401  (registers the filter)
 
-        f = h5py.File(path, "r")
+        f = h5py.File(path, "r") if cache else h5py.File(path, "r", rdcc_nbytes=0)
         self._keep = f
         d = f["v"]
         return lambda box: d[box]
@@ -111,7 +122,7 @@ class ZarrV3(Peer):
         )
         z[...] = arr
 
-    def open(self, path):
+    def open(self, path, cache=True):
         import zarr
 
         z = zarr.open_array(str(path), mode="r")
@@ -134,7 +145,7 @@ class Blosc2NDArray(Peer):
             cparams=blosc2.CParams(codec=blosc2.Codec.ZSTD, clevel=5, filters=[blosc2.Filter.SHUFFLE]),
         )
 
-    def open(self, path):
+    def open(self, path, cache=True):
         import blosc2
 
         a = blosc2.open(str(path), mode="r")
