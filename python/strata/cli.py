@@ -29,7 +29,8 @@ def _attr_repr(v) -> str:
     arr = np.atleast_1d(v)
     suffix = {"f4": "f", "i1": "b", "u1": "ub", "i2": "s", "u2": "us", "u4": "u", "i8": "ll", "u8": "ull"}
     s = suffix.get(arr.dtype.str[1:], "")
-    return ", ".join(f"{x}{s}" for x in arr.tolist())
+    names = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+    return ", ".join(f"{names.get(str(x), x)}{s}" for x in arr.tolist())
 
 
 def cmd_import(args) -> int:
@@ -151,10 +152,14 @@ def _index_slice(rng: str, flag: str):
     return slice(*vals)
 
 
-def _label(text: str):
+def _label(text: str, index):
+    """A --sel bound: text for time axes (dates may be partial, "1988" means the whole year),
+    a number for numeric coordinates."""
     text = text.strip()
     if not text:
         return None
+    if getattr(index, "inferred_type", "") in ("datetime64", "date") or hasattr(index, "calendar"):
+        return text
     try:
         return float(text)
     except ValueError:
@@ -170,22 +175,21 @@ def cmd_query(args) -> int:
     for item in args.isel or []:
         dim, rng = _parse_range(item, "--isel")
         positions[dim] = _index_slice(rng, "--isel")
-    labels: dict = {}
-    for item in args.sel or []:
-        dim, rng = _parse_range(item, "--sel")
-        if ":" in rng:
-            lo, _, hi = rng.partition(":")
-            labels[dim] = slice(_label(lo), _label(hi))
-        else:
-            labels[dim] = _label(rng)
     from ._coords import label_to_positions
 
-    for dim, label in labels.items():
+    for item in args.sel or []:
+        dim, rng = _parse_range(item, "--sel")
         if dim not in var.dims:
             raise InvalidArgumentError(f"'{var.name}' has no dimension '{dim}' (dims: {var.dims})")
         if dim in positions:
-            raise InvalidArgumentError(f"dimension '{dim}' is given by both --isel and --sel")
-        positions[dim] = label_to_positions(ds.coordinate_index(dim), label, dim, args.method)
+            raise InvalidArgumentError(f"dimension '{dim}' is given more than once")
+        index = ds.coordinate_index(dim)
+        if ":" in rng:
+            lo, _, hi = rng.partition(":")
+            label = slice(_label(lo, index), _label(hi, index))
+        else:
+            label = _label(rng, index)
+        positions[dim] = label_to_positions(index, label, dim, args.method)
     data = var.isel(**positions)
     kept_dims = [d for d in var.dims if not isinstance(positions.get(d), int)]
     if args.output:

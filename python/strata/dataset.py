@@ -205,8 +205,13 @@ class Variable:
 
     def __getitem__(self, key) -> np.ndarray:
         """NumPy basic indexing (ints, slices with any step, ``...``) plus 1-D integer arrays
-        per axis (outer indexing, as xarray and netCDF4 do). Returns exactly the stored values."""
-        return self._read_outer(_expand_key(key, self.ndim))
+        per axis (outer indexing, as xarray and netCDF4 do). Returns exactly the stored values;
+        an integer for every axis gives a NumPy scalar, as NumPy does."""
+        full = _expand_key(key, self.ndim)
+        arr = self._read_outer(full)
+        if self.ndim and all(not isinstance(k, slice | np.ndarray | list) for k in full):
+            return arr[()]
+        return arr
 
     def _read_outer(self, key: tuple) -> np.ndarray:
         starts, stops, steps, post, squeeze = [], [], [], [], []

@@ -46,6 +46,8 @@ def test_query_prints_and_writes_nc_and_npy(store, tmp_path, capsys):
     assert_bit_equal(np.load(npy), full[1, :, ::2])
     ncout = tmp_path / "q.nc"
     assert main(["query", str(out), "temp", "--sel", "time=2000-01-03:2000-01-05", "-o", str(ncout)]) == 0
+    assert main(["query", str(out), "temp", "--sel", "time=2000:2000", "--isel", "lat=0", "--isel", "lon=0"]) == 0
+    assert "shape=(15,)" in capsys.readouterr().out, "a bare year selects the whole year"
     with xr.open_dataset(ncout, mask_and_scale=False) as q:
         assert_bit_equal(q["temp"].values, full[2:5])
         assert q["temp"].attrs["units"] == "degC"

@@ -83,6 +83,8 @@ def test_small_chunks_and_many_slabs_equal_numpy(tmp_path):
         assert_bit_equal(ds["temp"][key], outer(full, key), str(key))
     assert_bit_equal(ds["temp"][...], full)
     assert ds["temp"][3:3].shape == (0, 29, 31)
+    scalar = ds["temp"][5, 6, 7]
+    assert isinstance(scalar, np.float32) and scalar.tobytes() == full[5, 6, 7].tobytes()
     assert ds["temp"][..., 5].shape == (37, 29)
     assert_bit_equal(ds["temp"].isel(time=slice(30, None), lon=3), full[30:, :, 3])
 
