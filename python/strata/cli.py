@@ -282,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("info", help="show dimensions, variables, attributes and storage figures")
     s.add_argument("store")
-    s.add_argument("--version", dest="version", type=int, help="version to show (default: newest)")
+    s.add_argument("--at", dest="version", type=int, metavar="VERSION", help="store version to show (default: newest)")
     s.set_defaults(func=cmd_info)
 
     s = sub.add_parser(
@@ -312,13 +312,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--method", choices=["nearest", "pad", "backfill"], help="how a single --sel value matches (default: exactly)"
     )
     s.add_argument("-o", "--output", help="write to this .nc or .npy file instead of printing")
-    s.add_argument("--version", dest="version", type=int, help="version to read (default: newest)")
+    s.add_argument("--at", dest="version", type=int, metavar="VERSION", help="store version to read (default: newest)")
     s.add_argument("--max-print", type=int, default=200, help="print arrays up to this many elements in full")
     s.set_defaults(func=cmd_query)
 
     s = sub.add_parser("log", help="list the versions of a store")
     s.add_argument("store")
     s.set_defaults(func=cmd_log)
+    for sp in sub.choices.values():
+        sp.add_argument("--version", action="version", version=f"strata {__version__}")
     return p
 
 

@@ -59,6 +59,11 @@ def test_append_and_log(store, tmp_path, capsys):
     more = make_nc(tmp_path / "more.nc", times=range(15, 20))
     assert main(["append", "-q", str(out), str(more)]) == 0
     assert strata.open(out).dims["time"] == 20
+    capsys.readouterr()
+    assert main(["info", str(out), "--at", "1"]) == 0
+    assert "(15 currently)" in capsys.readouterr().out
+    assert main(["query", str(out), "temp", "--at", "1", "--isel", "time=15"]) == 2
+    assert "out of range" in capsys.readouterr().err
     assert main(["log", str(out)]) == 0
     assert capsys.readouterr().out.count("version ") >= 2
 
@@ -95,6 +100,8 @@ def test_entry_point_help_and_version():
     for cmd in ["import", "info", "query", "append", "log"]:
         text = subprocess.run([*exe, cmd, "--help"], capture_output=True, text=True, check=True).stdout
         assert "usage: strata " + cmd in text
+        out = subprocess.run([*exe, cmd, "--version"], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == f"strata {strata.__version__}"
 
 
 def test_garbage_input_file_is_a_compatibility_error(tmp_path):
