@@ -76,6 +76,11 @@ def _print_report(report, verb: str) -> None:
         print(f"  total: {_human(raw)} raw -> {_human(stored)} stored, ratio {raw / stored:.2f}")
 
 
+def _codec_name(spec: dict) -> str:
+    level = spec.get("configuration", {}).get("level")
+    return spec["name"] + (f":{level}" if level is not None else "")
+
+
 def cmd_info(args) -> int:
     from .dataset import open as open_store
 
@@ -101,27 +106,25 @@ def cmd_info(args) -> int:
         for k, v in ds.attrs.items():
             print(f"\t\t:{k} = {_attr_repr(v)} ;")
     print("}")
-    print("\nstorage:")
-    print(f"  {'variable':<24} {'chunk':<20} {'sub-chunk':<18} {'codec':<18} {'raw':>11} {'stored':>11} {'ratio':>7}")
+    print("\nstorage (values from the index alone):")
+    print(
+        f"  {'variable':<24} {'chunk':<16} {'sub-chunk':<14} {'codec':<16} {'raw':>10} {'stored':>10} "
+        f"{'ratio':>6}  {'valid':>10} {'min':>12} {'max':>12}"
+    )
     total_raw = total_stored = 0
     for name, var in ds.variables.items():
-        s = stats.get(name, {"raw_bytes": 0, "stored_bytes": 0})
+        s = stats.get(name, {"raw_bytes": 0, "stored_bytes": 0, "count": 0, "min": None, "max": None})
         total_raw += s["raw_bytes"]
         total_stored += s["stored_bytes"]
-        chain = (
-            "+".join(
-                c["name"] + (f":{c['configuration']['level']}" if "level" in c.get("configuration", {}) else "")
-                for c in var.codecs[0]
-            )
-            if var.codecs
-            else "inline"
-        )
+        chain = "+".join(_codec_name(c) for c in var.codecs[0]) if var.codecs else "inline"
         ratio = f"{s['raw_bytes'] / s['stored_bytes']:.2f}" if s["stored_bytes"] else "-"
         chunks = "x".join(map(str, var.chunks)) if var.chunks else "-"
         subs = "x".join(map(str, var.subchunks)) if var.subchunks else "-"
+        lo = f"{s['min']:.6g}" if s.get("min") is not None else "-"
+        hi = f"{s['max']:.6g}" if s.get("max") is not None else "-"
         print(
-            f"  {name:<24} {chunks:<20} {subs:<18} {chain:<18} {_human(s['raw_bytes']):>11} "
-            f"{_human(s['stored_bytes']):>11} {ratio:>7}"
+            f"  {name:<24} {chunks:<16} {subs:<14} {chain:<16} {_human(s['raw_bytes']):>10} "
+            f"{_human(s['stored_bytes']):>10} {ratio:>6}  {s.get('count', 0):>10} {lo:>12} {hi:>12}"
         )
     files = sum(f["size"] for f in m["files"])
     ratio = f"{total_raw / total_stored:.2f}" if total_stored else "-"

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
@@ -110,3 +111,21 @@ def test_garbage_input_file_is_a_compatibility_error(tmp_path):
     with pytest.raises(strata.CompatibilityError, match="not a NetCDF or HDF5 file"):
         strata.import_file(bad, tmp_path / "bad.strata")
     assert not (tmp_path / "bad.strata" / "HEAD").exists()
+
+
+def test_info_value_range_excludes_fill_values(tmp_path, capsys):
+    nc = make_nc(tmp_path / "f.nc", times=range(3))
+    with netCDF4.Dataset(nc, "a") as ds:
+        ds["temp"][0, 0, 0] = -999.0  # the variable's _FillValue
+        ds["temp"].set_auto_maskandscale(False)
+        ds["temp"][1, 0, 0] = -999.0
+    out = tmp_path / "f.strata"
+    strata.import_file(nc, out)
+    stats = strata.open(out).stats()["temp"]
+    with raw_source(nc) as src:
+        raw = src["temp"][...]
+    valid = raw[(raw != -999.0) & ~np.isnan(raw)]
+    assert stats["count"] == valid.size
+    assert stats["min"] == float(valid.min()) and stats["max"] == float(valid.max())
+    assert main(["info", str(out)]) == 0
+    assert "-999" not in capsys.readouterr().out.split("storage")[1]

@@ -53,34 +53,39 @@ impl DType {
         }
     }
 
-    /// Minimum, maximum and count of non-NaN elements of little-endian `bytes`, as f64.
-    /// Integers beyond 2^53 are rounded outward so the range still bounds every value.
-    pub fn summarize(self, bytes: &[u8]) -> ValueSummary {
-        fn fold<const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> f64) -> ValueSummary {
+    /// Minimum, maximum and count of the valid elements of little-endian `bytes`, as f64:
+    /// NaN and the values in `missing` (fill values) are not valid. Integers beyond 2^53 are
+    /// rounded outward so the range still bounds every value.
+    pub fn summarize(self, bytes: &[u8], missing: &[f64]) -> ValueSummary {
+        fn fold<const N: usize>(bytes: &[u8], missing: &[f64], f: impl Fn([u8; N]) -> f64) -> ValueSummary {
             let mut s = ValueSummary::empty();
             for c in bytes.chunks_exact(N) {
                 let mut a = [0u8; N];
                 a.copy_from_slice(c);
-                s.add(f(a));
+                let v = f(a);
+                if missing.is_empty() || !missing.contains(&v) {
+                    s.add(v);
+                }
             }
             s
         }
+        let m = missing;
         match self {
-            DType::I8 => fold::<1>(bytes, |a| i8::from_le_bytes(a) as f64),
-            DType::U8 | DType::Char => fold::<1>(bytes, |a| a[0] as f64),
-            DType::I16 => fold::<2>(bytes, |a| i16::from_le_bytes(a) as f64),
-            DType::U16 => fold::<2>(bytes, |a| u16::from_le_bytes(a) as f64),
-            DType::I32 => fold::<4>(bytes, |a| i32::from_le_bytes(a) as f64),
-            DType::U32 => fold::<4>(bytes, |a| u32::from_le_bytes(a) as f64),
-            DType::F32 => fold::<4>(bytes, |a| f32::from_le_bytes(a) as f64),
-            DType::F64 => fold::<8>(bytes, f64::from_le_bytes),
+            DType::I8 => fold::<1>(bytes, m, |a| i8::from_le_bytes(a) as f64),
+            DType::U8 | DType::Char => fold::<1>(bytes, m, |a| a[0] as f64),
+            DType::I16 => fold::<2>(bytes, m, |a| i16::from_le_bytes(a) as f64),
+            DType::U16 => fold::<2>(bytes, m, |a| u16::from_le_bytes(a) as f64),
+            DType::I32 => fold::<4>(bytes, m, |a| i32::from_le_bytes(a) as f64),
+            DType::U32 => fold::<4>(bytes, m, |a| u32::from_le_bytes(a) as f64),
+            DType::F32 => fold::<4>(bytes, m, |a| f32::from_le_bytes(a) as f64),
+            DType::F64 => fold::<8>(bytes, m, f64::from_le_bytes),
             DType::I64 => {
-                let mut s = fold::<8>(bytes, |a| i64::from_le_bytes(a) as f64);
+                let mut s = fold::<8>(bytes, m, |a| i64::from_le_bytes(a) as f64);
                 s.widen_for_rounding();
                 s
             }
             DType::U64 => {
-                let mut s = fold::<8>(bytes, |a| u64::from_le_bytes(a) as f64);
+                let mut s = fold::<8>(bytes, m, |a| u64::from_le_bytes(a) as f64);
                 s.widen_for_rounding();
                 s
             }
@@ -89,7 +94,7 @@ impl DType {
     }
 }
 
-/// min/max/count of the non-NaN values of a segment, kept in the segment table.
+/// min/max/count of the valid values of a segment, kept in the segment table.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ValueSummary {
     pub count: u64,

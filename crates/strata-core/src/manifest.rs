@@ -195,6 +195,35 @@ pub struct FileEntry {
     pub crc32c: u32,
 }
 
+impl AttrValue {
+    /// Numeric values as f64 (empty for strings).
+    pub fn as_f64s(&self) -> Vec<f64> {
+        match self {
+            AttrValue::String(_) | AttrValue::Strings(_) => vec![],
+            AttrValue::I8(v) | AttrValue::I16(v) | AttrValue::I32(v) | AttrValue::I64(v) => {
+                v.iter().map(|&x| x as f64).collect()
+            }
+            AttrValue::U8(v) | AttrValue::U16(v) | AttrValue::U32(v) | AttrValue::U64(v) => {
+                v.iter().map(|&x| x as f64).collect()
+            }
+            AttrValue::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            AttrValue::F64(v) => v.clone(),
+        }
+    }
+}
+
+impl Variable {
+    /// The values CF marks as missing (`_FillValue`, `missing_value`), as f64.
+    pub fn missing_values(&self) -> Vec<f64> {
+        self.attrs
+            .iter()
+            .filter(|a| a.name == "_FillValue" || a.name == "missing_value")
+            .flat_map(|a| a.value.as_f64s())
+            .filter(|v| !v.is_nan())
+            .collect()
+    }
+}
+
 impl Manifest {
     pub fn from_json(bytes: &[u8], what: &str) -> Result<Self> {
         let value: serde_json::Value =

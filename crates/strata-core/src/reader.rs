@@ -176,12 +176,24 @@ impl StoreReader {
                 slab.index, data.slab_id, slab.id
             )));
         }
+        let data_size = self.manifest.files.iter().find(|f| f.path == slab.data).map(|f| f.size);
         let mut segments = HashMap::with_capacity(data.segments.len());
         for s in data.segments {
             if s.key.var as usize >= self.manifest.variables.len() {
                 return Err(Error::Corruption(format!("index file {} names variable #{}", slab.index, s.key.var)));
             }
-            segments.insert(s.key, s);
+            // Every segment must lie inside its data file, after the header.
+            let end = s.offset.checked_add(s.length);
+            let inside = s.offset >= crate::data_file::HEADER_LEN && end.is_some_and(|e| data_size.is_none_or(|n| e <= n));
+            if !inside {
+                return Err(Error::Corruption(format!(
+                    "index file {}: segment {:?} at {}+{} lies outside data file {}",
+                    slab.index, s.key, s.offset, s.length, slab.data
+                )));
+            }
+            if segments.insert(s.key, s).is_some() {
+                return Err(Error::Corruption(format!("index file {} lists segment {:?} twice", slab.index, s.key)));
+            }
         }
         let ix = Arc::new(SlabIndex { segments });
         self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());

@@ -434,6 +434,7 @@ impl StoreWriter {
         let n_subs: u64 = sub_grid.iter().product();
         let ndim = extent.len();
         let tasks: Vec<(u64, u64)> = (0..n_chunks).flat_map(|c| (0..n_subs).map(move |s| (c, s))).collect();
+        let missing = var.missing_values();
         let results: Vec<Option<Result<PendingSegment>>> = tasks
             .par_iter()
             .map(|&(c, s)| {
@@ -454,7 +455,7 @@ impl StoreWriter {
                 let mut raw = vec![0u8; len.iter().product::<u64>() as usize * es];
                 let ones = vec![1u64; ndim];
                 copy_block(data, extent, &start, &ones, &mut raw, &len, &vec![0; ndim], &len, es);
-                let summary = var.dtype.summarize(&raw);
+                let summary = var.dtype.summarize(&raw, &missing);
                 Some(chain.encode(&raw).map_err(Error::from).map(|bytes| PendingSegment {
                     key: SegmentKey { var: idx as u32, chunk: c, subchunk: s as u32, bin: 0, group: 0 },
                     bytes,
