@@ -184,7 +184,8 @@ impl StoreReader {
             }
             // Every segment must lie inside its data file, after the header.
             let end = s.offset.checked_add(s.length);
-            let inside = s.offset >= crate::data_file::HEADER_LEN && end.is_some_and(|e| data_size.is_none_or(|n| e <= n));
+            let inside =
+                s.offset >= crate::data_file::HEADER_LEN && end.is_some_and(|e| data_size.is_none_or(|n| e <= n));
             if !inside {
                 return Err(Error::Corruption(format!(
                     "index file {}: segment {:?} at {}+{} lies outside data file {}",
