@@ -14,7 +14,7 @@ LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1
 VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build build-release test test-rust test-python check fmt lint deny demo bench clean
+.PHONY: help sysdeps setup build build-release test test-rust test-python check fmt lint deny demo bench clean fuzz
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
@@ -76,3 +76,12 @@ bench: build-release
 
 clean:
 	rm -rf demo-out bench/work .pytest_cache
+
+# Fuzz every decoder for FUZZ_SECONDS each (cargo-fuzz; libFuzzer needs nightly-only flags,
+# which RUSTC_BOOTSTRAP enables on the stable toolchain).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := index_file manifest codec_chain
+fuzz:
+	@command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; done
