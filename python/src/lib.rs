@@ -212,10 +212,10 @@ impl Writer {
     }
 }
 
-/// Names of the codecs this build knows, with their kind.
+/// The codecs this build knows: (name, kind, option set by `name:N` in a short chain).
 #[pyfunction]
-fn known_codecs() -> Vec<(String, String)> {
-    strata_codecs::registry::KNOWN.iter().map(|(n, k)| (n.to_string(), k.to_string())).collect()
+fn known_codecs() -> Vec<(String, String, Option<String>)> {
+    strata_codecs::registry::KNOWN.iter().map(|(n, k, o)| (n.to_string(), k.to_string(), o.map(String::from))).collect()
 }
 
 #[pymodule]

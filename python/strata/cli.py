@@ -265,7 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("source", help="input file (.nc, .h5, ...)")
     s.add_argument("store", help="store directory to create (e.g. run.strata)")
-    s.add_argument("--codec", help="codec chain, e.g. 'shuffle+zstd:3' (default) or 'zstd:9' or 'raw'")
+    s.add_argument(
+        "--codec",
+        help="codec chain (default 'shuffle+zstd:3'): transforms shuffle, delta:AXIS, xor:AXIS, "
+        "bitround:KEEPBITS (lossy, floats only) then one backend zstd:LEVEL, lz4, pco:LEVEL or raw; "
+        "e.g. 'xor:0+shuffle+lz4', 'delta+pco', 'bitround:12+shuffle+zstd:5'",
+    )
     s.add_argument("--chunks", help="chunk length per dimension, e.g. 'time=16,lat=90' (others automatic)")
     s.add_argument("--subchunks", help="sub-chunk length per dimension, e.g. 'lat=30,lon=30'")
     s.add_argument("--record-dim", help="dimension to cut slabs along (default: the unlimited one)")

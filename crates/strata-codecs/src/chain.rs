@@ -28,15 +28,20 @@ impl CodecChain {
             let c = t.capabilities();
             caps.lossless &= c.lossless;
             caps.partial_decode &= c.partial_decode;
+            caps.max_relative_error = match (caps.max_relative_error, c.max_relative_error) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
         }
         caps
     }
 
-    pub fn encode(&self, input: &[u8]) -> Result<Vec<u8>> {
+    /// Encodes one segment of shape `shape` (C order).
+    pub fn encode(&self, input: &[u8], shape: &[usize]) -> Result<Vec<u8>> {
         let mut staged: Option<Vec<u8>> = None;
         for t in &self.transforms {
             let mut next = Vec::new();
-            t.encode(staged.as_deref().unwrap_or(input), &mut next)?;
+            t.encode(staged.as_deref().unwrap_or(input), shape, &mut next)?;
             staged = Some(next);
         }
         let mut out = Vec::new();
@@ -45,19 +50,19 @@ impl CodecChain {
     }
 
     /// Decodes into `out`, which ends up exactly `decoded_len` bytes long.
-    pub fn decode_into(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+    pub fn decode_into(&self, input: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         self.backend.decode(input, decoded_len, out)?;
         let mut scratch = Vec::new();
         for t in self.transforms.iter().rev() {
-            t.decode(out, &mut scratch)?;
+            t.decode(out, shape, &mut scratch)?;
             std::mem::swap(out, &mut scratch);
         }
         Ok(())
     }
 
-    pub fn decode(&self, input: &[u8], decoded_len: usize) -> Result<Vec<u8>> {
+    pub fn decode(&self, input: &[u8], decoded_len: usize, shape: &[usize]) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.decode_into(input, decoded_len, &mut out)?;
+        self.decode_into(input, decoded_len, shape, &mut out)?;
         Ok(out)
     }
 }

@@ -13,8 +13,8 @@ pub mod registry;
 mod spec;
 mod transform;
 
-pub use backend::{Backend, RawBackend, ZstdBackend};
+pub use backend::{Backend, Lz4Backend, PcoBackend, RawBackend, ZstdBackend};
 pub use chain::CodecChain;
 pub use error::{CodecError, Result};
-pub use spec::{Capabilities, CodecSpec, ElementContext};
-pub use transform::{ShuffleTransform, Transform};
+pub use spec::{Capabilities, CodecSpec, ElementContext, NumType};
+pub use transform::{BitRoundTransform, NeighbourOp, NeighbourTransform, ShuffleTransform, Transform};

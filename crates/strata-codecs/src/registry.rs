@@ -1,13 +1,22 @@
 //! Builds codecs from their [`CodecSpec`] by name.
 
-use crate::backend::{Backend, RawBackend, ZstdBackend};
+use crate::backend::{Backend, Lz4Backend, PcoBackend, RawBackend, ZstdBackend};
 use crate::chain::CodecChain;
 use crate::error::{CodecError, Result};
 use crate::spec::{CodecSpec, ElementContext};
-use crate::transform::{ShuffleTransform, Transform};
+use crate::transform::{BitRoundTransform, NeighbourOp, NeighbourTransform, ShuffleTransform, Transform};
 
-/// Every codec name this build can read, with its kind.
-pub const KNOWN: &[(&str, &str)] = &[("shuffle", "transform"), ("zstd", "backend"), ("raw", "backend")];
+/// Every codec name this build can read: (name, kind, the option a short chain's `name:N` sets).
+pub const KNOWN: &[(&str, &str, Option<&str>)] = &[
+    ("shuffle", "transform", None),
+    ("delta", "transform", Some("axis")),
+    ("xor", "transform", Some("axis")),
+    ("bitround", "transform (lossy)", Some("keepbits")),
+    ("zstd", "backend", Some("level")),
+    ("lz4", "backend", None),
+    ("pco", "backend", Some("level")),
+    ("raw", "backend", None),
+];
 
 fn reject_unknown_keys(spec: &CodecSpec, allowed: &[&str]) -> Result<()> {
     for key in spec.configuration.keys() {
@@ -21,17 +30,49 @@ fn reject_unknown_keys(spec: &CodecSpec, allowed: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// An integer option within `range`, or `default` when absent.
+fn int_option(spec: &CodecSpec, key: &str, range: std::ops::RangeInclusive<i64>, default: i64) -> Result<i64> {
+    match spec.configuration.get(key) {
+        None => Ok(default),
+        Some(v) => v.as_i64().filter(|x| range.contains(x)).ok_or_else(|| {
+            CodecError::InvalidSpec(format!(
+                "{} {key} must be an integer in {}..={}, got {v}",
+                spec.name,
+                range.start(),
+                range.end()
+            ))
+        }),
+    }
+}
+
 pub fn transform(spec: &CodecSpec, ctx: ElementContext) -> Result<Box<dyn Transform>> {
     match spec.name.as_str() {
         "shuffle" => {
             reject_unknown_keys(spec, &[])?;
-            Ok(Box::new(ShuffleTransform { element_size: ctx.element_size }))
+            Ok(Box::new(ShuffleTransform { element_size: ctx.element_size() }))
+        }
+        "delta" | "xor" => {
+            reject_unknown_keys(spec, &["axis"])?;
+            let op = if spec.name == "delta" { NeighbourOp::Delta } else { NeighbourOp::Xor };
+            let axis = int_option(spec, "axis", -32..=31, -1)?;
+            Ok(Box::new(NeighbourTransform { op, axis, element_size: ctx.element_size() }))
+        }
+        "bitround" => {
+            reject_unknown_keys(spec, &["keepbits"])?;
+            // Integers pass through unchanged (one chain serves every variable of a store);
+            // their keepbits is only checked against the f64 limit.
+            let mantissa = BitRoundTransform::mantissa_bits(ctx.dtype).unwrap_or(52);
+            if !spec.configuration.contains_key("keepbits") {
+                return Err(CodecError::InvalidSpec("bitround needs an explicit keepbits (lossy)".into()));
+            }
+            let keepbits = int_option(spec, "keepbits", 0..=mantissa as i64, mantissa as i64)? as u32;
+            Ok(Box::new(BitRoundTransform { keepbits, dtype: ctx.dtype }))
         }
         other => Err(unknown(other, "transform")),
     }
 }
 
-pub fn backend(spec: &CodecSpec) -> Result<Box<dyn Backend>> {
+pub fn backend(spec: &CodecSpec, ctx: ElementContext) -> Result<Box<dyn Backend>> {
     match spec.name.as_str() {
         "raw" => {
             reject_unknown_keys(spec, &[])?;
@@ -39,20 +80,24 @@ pub fn backend(spec: &CodecSpec) -> Result<Box<dyn Backend>> {
         }
         "zstd" => {
             reject_unknown_keys(spec, &["level"])?;
-            let level = match spec.configuration.get("level") {
-                None => ZstdBackend::DEFAULT_LEVEL,
-                Some(v) => v.as_i64().filter(|l| (-7..=22).contains(l)).ok_or_else(|| {
-                    CodecError::InvalidSpec(format!("zstd level must be an integer in -7..=22, got {v}"))
-                })? as i32,
-            };
+            let level = int_option(spec, "level", -7..=22, ZstdBackend::DEFAULT_LEVEL as i64)? as i32;
             Ok(Box::new(ZstdBackend { level }))
+        }
+        "lz4" => {
+            reject_unknown_keys(spec, &[])?;
+            Ok(Box::new(Lz4Backend))
+        }
+        "pco" => {
+            reject_unknown_keys(spec, &["level"])?;
+            let level = int_option(spec, "level", 0..=12, PcoBackend::DEFAULT_LEVEL as i64)? as usize;
+            Ok(Box::new(PcoBackend { level, dtype: ctx.dtype }))
         }
         other => Err(unknown(other, "backend")),
     }
 }
 
 fn unknown(name: &str, kind: &str) -> CodecError {
-    let names: Vec<&str> = KNOWN.iter().filter(|(_, k)| *k == kind).map(|(n, _)| *n).collect();
+    let names: Vec<&str> = KNOWN.iter().filter(|(_, k, _)| k.starts_with(kind)).map(|(n, _, _)| *n).collect();
     CodecError::InvalidSpec(format!("unknown {kind} codec '{name}' (known: {})", names.join(", ")))
 }
 
@@ -61,10 +106,11 @@ pub fn chain(specs: &[CodecSpec], ctx: ElementContext) -> Result<CodecChain> {
     let (last, init) =
         specs.split_last().ok_or_else(|| CodecError::InvalidSpec("a codec chain needs at least a backend".into()))?;
     let transforms = init.iter().map(|s| transform(s, ctx)).collect::<Result<Vec<_>>>()?;
-    Ok(CodecChain::new(transforms, backend(last)?))
+    Ok(CodecChain::new(transforms, backend(last, ctx)?))
 }
 
-/// Parses a short chain description such as `shuffle+zstd:5` or `raw`.
+/// Parses a short chain description such as `shuffle+zstd:5`, `xor:0+shuffle+lz4`,
+/// `bitround:12+pco` or `raw`. `name:N` sets the codec's main option (see [`KNOWN`]).
 pub fn parse_chain(text: &str) -> Result<Vec<CodecSpec>> {
     text.split('+')
         .map(|part| {
@@ -78,9 +124,13 @@ pub fn parse_chain(text: &str) -> Result<Vec<CodecSpec>> {
             }
             let mut spec = CodecSpec::new(name);
             if let Some(arg) = arg {
-                let level: i64 =
-                    arg.parse().map_err(|_| CodecError::InvalidSpec(format!("'{arg}' is not a level in '{text}'")))?;
-                spec = spec.with("level", level);
+                let option = KNOWN.iter().find(|(n, _, _)| *n == name).and_then(|(_, _, o)| *o).ok_or_else(|| {
+                    CodecError::InvalidSpec(format!("codec '{name}' takes no ':' option in '{text}'"))
+                })?;
+                let value: i64 = arg
+                    .parse()
+                    .map_err(|_| CodecError::InvalidSpec(format!("'{arg}' is not an integer in '{text}'")))?;
+                spec = spec.with(option, value);
             }
             Ok(spec)
         })

@@ -1,12 +1,14 @@
-use crate::error::Result;
-use crate::spec::{Capabilities, CodecSpec};
+use crate::error::{CodecError, Result};
+use crate::spec::{Capabilities, CodecSpec, NumType};
 
-/// A byte rearrangement that keeps the length: the output of `encode` is as long as its input.
+/// A byte rearrangement that keeps the length: the output of `encode` is as long as its
+/// input. `shape` is the segment's shape (C order); its product times the element size is
+/// the input length.
 pub trait Transform: Send + Sync + std::fmt::Debug {
     fn spec(&self) -> CodecSpec;
     fn capabilities(&self) -> Capabilities;
-    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()>;
-    fn decode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()>;
+    fn encode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
+    fn decode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
 }
 
 /// Byte shuffle: byte `b` of every element is gathered into the `b`-th stream.
@@ -25,20 +27,199 @@ impl Transform for ShuffleTransform {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { lossless: true, partial_decode: false }
+        Capabilities::LOSSLESS
     }
 
-    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn encode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         out.resize(input.len(), 0);
         shuffle(self.element_size, input, out);
         Ok(())
     }
 
-    fn decode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn decode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         out.resize(input.len(), 0);
         unshuffle(self.element_size, input, out);
+        Ok(())
+    }
+}
+
+/// How [`NeighbourTransform`] combines an element with its predecessor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeighbourOp {
+    /// Wrapping difference of the elements' bit patterns as unsigned integers.
+    Delta,
+    /// Bitwise XOR of the bit patterns (PStore's bwcXOR / FPC's residual).
+    Xor,
+}
+
+/// Replaces every element by its difference (or XOR) with the previous element along one
+/// axis of the segment; the first element along the axis is kept. Lossless for every type
+/// (it works on bit patterns). Along axis 0 of a record variable this is "the previous
+/// time step"; along the last axis, "the previous element in memory".
+#[derive(Debug, Clone, Copy)]
+pub struct NeighbourTransform {
+    pub op: NeighbourOp,
+    /// Axis; negative counts from the end (-1 is the last axis).
+    pub axis: i64,
+    pub element_size: usize,
+}
+
+impl NeighbourTransform {
+    fn name(&self) -> &'static str {
+        match self.op {
+            NeighbourOp::Delta => "delta",
+            NeighbourOp::Xor => "xor",
+        }
+    }
+
+    /// (distance in elements to the predecessor, length of the axis); `None` when the
+    /// segment has no such axis: then the transform is the identity, so one chain can serve
+    /// every variable of a store (a 1-d coordinate has no axis -2).
+    fn geometry(&self, shape: &[usize]) -> Option<(usize, usize)> {
+        let n = shape.len() as i64;
+        let axis = if self.axis < 0 { n + self.axis } else { self.axis };
+        if !(0..n).contains(&axis) {
+            return None;
+        }
+        let axis = axis as usize;
+        Some((shape[axis + 1..].iter().product(), shape[axis]))
+    }
+
+    fn run(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>, encode: bool) -> Result<()> {
+        out.clear();
+        out.extend_from_slice(input);
+        let Some((stride, len)) = self.geometry(shape) else { return Ok(()) };
+        let es = self.element_size;
+        if !input.len().is_multiple_of(es) || stride == 0 {
+            return Ok(());
+        }
+        macro_rules! apply {
+            ($t:ty) => {{
+                let get =
+                    |b: &[u8], i: usize| <$t>::from_le_bytes(b[i * es..(i + 1) * es].try_into().unwrap_or_default());
+                let n = input.len() / es;
+                for i in 0..n {
+                    // The element's coordinate along the axis; the first one has no predecessor.
+                    if (i / stride) % len == 0 {
+                        continue;
+                    }
+                    // Encoding reads predecessors from the input; decoding from the output
+                    // already restored (it runs in increasing order).
+                    let prev = if encode { get(input, i - stride) } else { get(out, i - stride) };
+                    let cur = get(input, i);
+                    let v = match (self.op, encode) {
+                        (NeighbourOp::Xor, _) => cur ^ prev,
+                        (NeighbourOp::Delta, true) => cur.wrapping_sub(prev),
+                        (NeighbourOp::Delta, false) => cur.wrapping_add(prev),
+                    };
+                    out[i * es..(i + 1) * es].copy_from_slice(&v.to_le_bytes());
+                }
+            }};
+        }
+        match es {
+            1 => apply!(u8),
+            2 => apply!(u16),
+            4 => apply!(u32),
+            8 => apply!(u64),
+            _ => return Err(CodecError::InvalidSpec(format!("{}: element size {es} is not supported", self.name()))),
+        }
+        Ok(())
+    }
+}
+
+impl Transform for NeighbourTransform {
+    fn spec(&self) -> CodecSpec {
+        CodecSpec::new(self.name()).with("axis", self.axis)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::LOSSLESS
+    }
+
+    fn encode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
+        self.run(input, shape, out, true)
+    }
+
+    fn decode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
+        self.run(input, shape, out, false)
+    }
+}
+
+/// Lossy: rounds floats to `keepbits` mantissa bits (round to nearest, ties to even), so
+/// the discarded low bits become zeros that the following codecs compress away. Every
+/// finite element `x` comes back within 2^-(keepbits+1) · max(|x|, smallest normal): a
+/// relative bound for normal numbers, an absolute one for subnormals. NaN, infinities and
+/// values that would round up to infinity are kept exactly. Decoding is the identity.
+#[derive(Debug, Clone, Copy)]
+pub struct BitRoundTransform {
+    pub keepbits: u32,
+    pub dtype: NumType,
+}
+
+impl BitRoundTransform {
+    pub fn mantissa_bits(dtype: NumType) -> Option<u32> {
+        match dtype {
+            NumType::F32 => Some(23),
+            NumType::F64 => Some(52),
+            _ => None,
+        }
+    }
+}
+
+impl Transform for BitRoundTransform {
+    fn spec(&self) -> CodecSpec {
+        CodecSpec::new("bitround").with("keepbits", self.keepbits)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        if !self.dtype.is_float() {
+            return Capabilities { partial_decode: true, ..Capabilities::LOSSLESS };
+        }
+        Capabilities {
+            lossless: false,
+            partial_decode: true,
+            max_relative_error: Some(2f64.powi(-(self.keepbits as i32 + 1))),
+        }
+    }
+
+    fn encode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        out.extend_from_slice(input);
+        macro_rules! round {
+            ($u:ty, $mant:expr, $exp_mask:expr) => {{
+                let drop = $mant - self.keepbits;
+                if drop == 0 {
+                    return Ok(());
+                }
+                let half: $u = 1 << (drop - 1);
+                let mask: $u = !((1 << drop) - 1);
+                for c in out.chunks_exact_mut(std::mem::size_of::<$u>()) {
+                    let bits = <$u>::from_le_bytes(c.try_into().unwrap_or_default());
+                    if bits & $exp_mask == $exp_mask {
+                        continue; // NaN or infinity
+                    }
+                    let rounded = bits.wrapping_add(half - 1 + ((bits >> drop) & 1)) & mask;
+                    // Rounding the largest finite values up would carry into the exponent
+                    // and give infinity: those elements are kept exactly instead.
+                    if rounded & $exp_mask != $exp_mask {
+                        c.copy_from_slice(&rounded.to_le_bytes());
+                    }
+                }
+            }};
+        }
+        match self.dtype {
+            NumType::F32 => round!(u32, 23u32, 0x7f80_0000u32),
+            NumType::F64 => round!(u64, 52u32, 0x7ff0_0000_0000_0000u64),
+            _ => {} // integers are kept exactly
+        }
+        Ok(())
+    }
+
+    fn decode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        out.extend_from_slice(input);
         Ok(())
     }
 }

@@ -32,6 +32,24 @@ impl DType {
         }
     }
 
+    /// The element type codecs see; `None` for inline strings.
+    pub fn num_type(self) -> Option<strata_codecs::NumType> {
+        use strata_codecs::NumType as N;
+        Some(match self {
+            DType::I8 => N::I8,
+            DType::U8 | DType::Char => N::U8,
+            DType::I16 => N::I16,
+            DType::U16 => N::U16,
+            DType::I32 => N::I32,
+            DType::U32 => N::U32,
+            DType::I64 => N::I64,
+            DType::U64 => N::U64,
+            DType::F32 => N::F32,
+            DType::F64 => N::F64,
+            DType::String => return None,
+        })
+    }
+
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)
     }

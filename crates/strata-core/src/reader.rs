@@ -116,9 +116,10 @@ impl StoreReader {
             .variables
             .iter()
             .map(|v| {
+                let Some(t) = v.dtype.num_type() else { return Ok(vec![]) };
                 v.codecs
                     .iter()
-                    .map(|specs| registry::chain(specs, ElementContext { element_size: v.dtype.size() }))
+                    .map(|specs| registry::chain(specs, ElementContext::new(t)))
                     .collect::<std::result::Result<Vec<_>, _>>()
                     .map_err(|e| Error::Compatibility(format!("variable '{}': {e}", v.name)))
             })
@@ -369,7 +370,8 @@ impl StoreReader {
             if crc32c::crc32c(stored) != t.entry.checksum {
                 return Err(Error::Corruption(format!("segment at {path}:{} fails its checksum", t.entry.offset)));
             }
-            let raw = chains[t.entry.codec as usize].decode(stored, t.entry.raw_length as usize)?;
+            let shape: Vec<usize> = t.blocks.iter().map(|b| b.len as usize).collect();
+            let raw = chains[t.entry.codec as usize].decode(stored, t.entry.raw_length as usize, &shape)?;
             self.counters.segments_decoded.fetch_add(1, Ordering::Relaxed);
             scatter(t, &raw);
             if self.cache.capacity() > 0 {

@@ -124,9 +124,9 @@ fn parse_layout(text: &str) -> Result<Vec<Level>> {
 }
 
 fn build_chain(var: &Variable) -> Result<Option<CodecChain>> {
-    match var.codecs.first() {
-        None => Ok(None),
-        Some(specs) => Ok(Some(registry::chain(specs, ElementContext { element_size: var.dtype.size() })?)),
+    match (var.codecs.first(), var.dtype.num_type()) {
+        (Some(specs), Some(t)) => Ok(Some(registry::chain(specs, ElementContext::new(t))?)),
+        _ => Ok(None),
     }
 }
 
@@ -141,8 +141,13 @@ impl StoreWriter {
             Some(text) => registry::parse_chain(text)?,
             None => registry::default_chain(),
         };
-        // Validate the chain once, up front.
-        registry::chain(&codec, ElementContext { element_size: 4 })?;
+        // Validate the chain once, up front, for every variable type it will see.
+        for v in &schema.variables {
+            if let Some(t) = v.dtype.num_type() {
+                registry::chain(&codec, ElementContext::new(t))
+                    .map_err(|e| Error::InvalidArgument(format!("codec for '{}': {e}", v.name)))?;
+            }
+        }
         let dim_size = |name: &str| schema.dims.iter().find(|d| d.name == name).map(|d| d.size);
         for (name, _) in options.chunks.iter().chain(&options.subchunks) {
             if dim_size(name).is_none() {
@@ -456,7 +461,8 @@ impl StoreWriter {
                 let ones = vec![1u64; ndim];
                 copy_block(data, extent, &start, &ones, &mut raw, &len, &vec![0; ndim], &len, es);
                 let summary = var.dtype.summarize(&raw, &missing);
-                Some(chain.encode(&raw).map_err(Error::from).map(|bytes| PendingSegment {
+                let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
+                Some(chain.encode(&raw, &shape).map_err(Error::from).map(|bytes| PendingSegment {
                     key: SegmentKey { var: idx as u32, chunk: c, subchunk: s as u32, bin: 0, group: 0 },
                     bytes,
                     raw_length: raw.len() as u64,

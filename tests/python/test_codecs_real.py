@@ -1,0 +1,55 @@
+"""Codec chains on the real data: lossless chains bit-exact, lossy ones within their bound."""
+
+import numpy as np
+import pytest
+
+import strata
+from conftest import DATA, REAL_FILES, assert_bit_equal, needs_data, raw_source
+
+LOSSLESS = ["xor:0+shuffle+lz4", "delta+pco", "lz4"]
+
+
+@needs_data
+@pytest.mark.parametrize("chain", LOSSLESS)
+@pytest.mark.parametrize("name", REAL_FILES)
+def test_lossless_chain_round_trips_every_variable(tmp_path, name, chain):
+    store = tmp_path / "s.strata"
+    strata.import_file(DATA / name, store, codec=chain)
+    ds = strata.open(store)
+    assert "+".join(c["name"] for c in ds[max(ds.data_vars, key=lambda n: ds[n].size)].codecs[0]) == "+".join(
+        part.split(":")[0] for part in chain.split("+")
+    )
+    with raw_source(DATA / name) as src:
+        for vname, sv in src.variables.items():
+            if sv.dtype is not str:
+                assert_bit_equal(ds[vname].values, sv[...], f"{name}:{vname} with {chain}")
+
+
+@needs_data
+@pytest.mark.parametrize("name", [n for n in REAL_FILES if not n.startswith(("Nor", "vmec"))])
+def test_bitround_holds_its_bound_on_every_float(tmp_path, name):
+    keep = 10
+    store = tmp_path / "s.strata"
+    strata.import_file(DATA / name, store, codec=f"bitround:{keep}+shuffle+zstd:3")
+    ds = strata.open(store)
+    with raw_source(DATA / name) as src:
+        for vname, sv in src.variables.items():
+            want = np.asarray(sv[...])
+            got = ds[vname].values
+            if want.dtype.kind != "f":
+                assert_bit_equal(got, want, vname)  # integers are untouched
+                continue
+            w = want.astype("f8")
+            finite = np.isfinite(w)
+            assert np.array_equal(np.isnan(got), np.isnan(want)), vname
+            tiny = np.finfo(want.dtype).tiny
+            err = np.abs(got.astype("f8")[finite] - w[finite])
+            assert np.all(err <= 2.0 ** -(keep + 1) * np.maximum(np.abs(w[finite]), tiny)), vname
+
+
+def test_lossy_codec_needs_an_explicit_bound(tmp_path):
+    from conftest import make_nc
+
+    nc = make_nc(tmp_path / "s.nc")
+    with pytest.raises(strata.InvalidArgumentError, match="explicit keepbits"):
+        strata.import_file(nc, tmp_path / "s.strata", codec="bitround+zstd")
