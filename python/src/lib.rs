@@ -162,9 +162,14 @@ impl Writer {
         Ok(Self { inner: Mutex::new(Some(w)) })
     }
 
+    /// `options_json` may give `variable_codecs` (chains for new slabs) and `plans`.
     #[staticmethod]
-    fn open_append(py: Python<'_>, path: &str) -> PyResult<Self> {
-        let w = py.detach(|| StoreWriter::open_append(Store::local(path))).map_err(to_py)?;
+    #[pyo3(signature = (path, options_json="{}"))]
+    fn open_append(py: Python<'_>, path: &str, options_json: &str) -> PyResult<Self> {
+        let options: WriterOptions = json_arg(options_json, "append options")?;
+        let w = py
+            .detach(|| StoreWriter::open_append_with(Store::local(path), &options.variable_codecs, &options.plans))
+            .map_err(to_py)?;
         Ok(Self { inner: Mutex::new(Some(w)) })
     }
 
@@ -218,12 +223,88 @@ fn known_codecs() -> Vec<(String, String, Option<String>)> {
     strata_codecs::registry::KNOWN.iter().map(|(n, k, o)| (n.to_string(), k.to_string(), o.map(String::from))).collect()
 }
 
+fn num_type(name: &str) -> PyResult<strata_codecs::NumType> {
+    use strata_codecs::NumType as N;
+    Ok(match name {
+        "i8" => N::I8,
+        "u8" | "char" => N::U8,
+        "i16" => N::I16,
+        "u16" => N::U16,
+        "i32" => N::I32,
+        "u32" => N::U32,
+        "i64" => N::I64,
+        "u64" => N::U64,
+        "f32" => N::F32,
+        "f64" => N::F64,
+        other => return Err(to_py(Error::InvalidArgument(format!("no codecs for type '{other}'")))),
+    })
+}
+
+/// Scores every candidate chain (or the given ones) on sample segments and picks one per
+/// objective. `samples` is a list of (flat uint8 array, shape). Returns JSON.
+#[pyfunction]
+#[pyo3(signature = (dtype, samples, candidates=None, min_seconds=0.02))]
+fn analyze_samples(
+    py: Python<'_>,
+    dtype: &str,
+    samples: Vec<(PyReadonlyArray1<'_, u8>, Vec<usize>)>,
+    candidates: Option<Vec<String>>,
+    min_seconds: f64,
+) -> PyResult<String> {
+    use strata_codecs::analyzer::{choose, objective_value, score, Objective, Sample};
+    let t = num_type(dtype)?;
+    let owned: Vec<Sample> = samples
+        .iter()
+        .map(|(a, shape)| Ok(Sample { bytes: a.as_slice()?.to_vec(), shape: shape.clone() }))
+        .collect::<Result<_, numpy::AsSliceError>>()
+        .map_err(|e| to_py(Error::InvalidArgument(format!("sample: {e}"))))?;
+    let texts: Vec<String> =
+        candidates.unwrap_or_else(|| strata_codecs::analyzer::candidates(t).into_iter().map(String::from).collect());
+    let scores = py
+        .detach(|| texts.iter().map(|c| score(c, t, &owned, min_seconds)).collect::<Result<Vec<_>, _>>())
+        .map_err(|e| to_py(e.into()))?;
+    let pick = |o| choose(&scores, o).map(|i| scores[i].chain.clone());
+    let rows: Vec<serde_json::Value> = scores
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "chain": s.chain, "ratio": s.ratio, "encode_mb_s": s.encode_mb_s, "decode_mb_s": s.decode_mb_s,
+                "value": {
+                    "ratio": objective_value(s, Objective::Ratio),
+                    "speed": objective_value(s, Objective::Speed),
+                    "balanced": objective_value(s, Objective::Balanced),
+                },
+            })
+        })
+        .collect();
+    Ok(serde_json::json!({
+        "scores": rows,
+        "choice": {"ratio": pick(Objective::Ratio), "speed": pick(Objective::Speed), "balanced": pick(Objective::Balanced)},
+    })
+    .to_string())
+}
+
+/// The analyzer's default candidate chains for a type (JSON list).
+#[pyfunction]
+fn default_candidates(dtype: &str) -> PyResult<String> {
+    Ok(serde_json::json!(strata_codecs::analyzer::candidates(num_type(dtype)?)).to_string())
+}
+
+/// The automatic block shape rule (docs/format.md, "Chunk shapes").
+#[pyfunction]
+fn auto_shape(shape: Vec<u64>, element_size: u64, target_bytes: u64) -> Vec<u64> {
+    strata_core::chunking::auto_shape(&shape, element_size, target_bytes)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<Writer>()?;
     m.add_function(wrap_pyfunction!(versions_json, m)?)?;
     m.add_function(wrap_pyfunction!(known_codecs, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_samples, m)?)?;
+    m.add_function(wrap_pyfunction!(auto_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(default_candidates, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
     Ok(())

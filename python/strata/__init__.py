@@ -8,6 +8,7 @@
 
 from . import errors
 from ._core import FORMAT_VERSION, __version__
+from .analyze import VariableAnalysis, analyze
 from .dataset import Dataset, Variable, open
 from .errors import (
     CompatibilityError,
@@ -33,7 +34,9 @@ __all__ = [
     "StrataError",
     "StrataIOError",
     "Variable",
+    "VariableAnalysis",
     "__version__",
+    "analyze",
     "append_file",
     "errors",
     "import_file",

@@ -179,7 +179,8 @@ def import_file(
     source: str | os.PathLike,
     store: str | os.PathLike,
     *,
-    codec: str | None = None,
+    codec: str | None = "auto",
+    objective: str = "balanced",
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
     record_dim: str | None = None,
@@ -187,7 +188,12 @@ def import_file(
     progress: bool = False,
 ) -> ImportReport:
     """Imports a NetCDF-3/4 or HDF5 file into a new store. Values are kept exactly as stored
-    (packed integers stay packed, NaNs and fill values stay), with every attribute."""
+    (packed integers stay packed, NaNs and fill values stay), with every attribute.
+
+    ``codec="auto"`` (the default) runs the analyzer on a sample of every variable of at
+    least 256 KiB and uses the chain best for ``objective`` (``ratio``, ``speed`` or
+    ``balanced``), recording the scores in the manifest; smaller variables use
+    ``shuffle+zstd:3``. Any other value is a chain applied to every variable."""
     source, store = os.fspath(source), os.fspath(store)
     if os.path.exists(os.path.join(store, "HEAD")):
         raise InvalidArgumentError(f"'{store}' already holds a strata store (use 'strata append')")
@@ -199,11 +205,13 @@ def import_file(
             raise InvalidArgumentError(f"--record-dim '{rec}' is not a dimension of '{source}'")
         schema = _schema(nc, rec)
         options = {
-            "codec": codec,
+            "codec": None if codec in (None, "auto") else codec,
             "chunks": parse_dims(chunks),
             "subchunks": parse_dims(subchunks),
             "slab_records": slab_records,
         }
+        if codec in (None, "auto"):
+            options["variable_codecs"], options["plans"] = _plan_codecs(nc, schema, objective)
         writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))
         dtypes = {v["name"]: v["dtype"] for v in schema["variables"]}
         record_vars = [v["name"] for v in schema["variables"] if v["dims"][:1] == [rec] and rec is not None]
@@ -224,14 +232,27 @@ def import_file(
     return _report(source, store, version, records, raw, time.perf_counter() - t0)
 
 
-def append_file(source: str | os.PathLike, store: str | os.PathLike, *, progress: bool = False) -> ImportReport:
+def append_file(
+    source: str | os.PathLike,
+    store: str | os.PathLike,
+    *,
+    recheck: bool = True,
+    objective: str | None = None,
+    progress: bool = False,
+) -> ImportReport:
     """Appends the records of ``source`` along the store's record dimension, as a new version.
-    The source must have the same record variables, with the same types and other dimensions."""
+    The source must have the same record variables, with the same types and other dimensions.
+
+    With ``recheck`` (the default) the analyzer scores the new records of every record
+    variable of at least 256 KiB: if another chain is at least 10% better than the current
+    one for the variable's recorded objective (or ``objective``, when given), new slabs use it
+    (old slabs keep theirs)."""
     source, store = os.fspath(source), os.fspath(store)
     t0 = time.perf_counter()
-    writer = _core.Writer.open_append(store)
-    manifest = json.loads(writer.manifest_json())
+    manifest = json.loads(_core.Reader.open(store).manifest_json())
     rec = manifest["record_dim"]
+    if rec is None:
+        raise InvalidArgumentError(f"'{store}' has no record dimension to append along")
     nc = _open_source(source)
     try:
         if rec not in nc.dimensions:
@@ -255,6 +276,8 @@ def append_file(source: str | os.PathLike, store: str | os.PathLike, *, progress
                     raise CompatibilityError(f"dimension '{d}' has length {n} in '{source}', {dims[d]} in the store")
         names = [v["name"] for v in record_vars]
         dtypes = {v["name"]: v["dtype"] for v in record_vars}
+        options = _recheck_codecs(nc, record_vars, objective) if recheck else {}
+        writer = _core.Writer.open_append(store, json.dumps(options))
         raw = sum(int(np.prod(nc.variables[n].shape, dtype=np.int64)) * nc.variables[n].dtype.itemsize for n in names)
         with _progress(raw, f"append {os.path.basename(source)}", progress) as bar:
             records = _write_records(writer, nc, names, dtypes, bar)
@@ -264,7 +287,77 @@ def append_file(source: str | os.PathLike, store: str | os.PathLike, *, progress
     return _report(source, store, version, records, raw, time.perf_counter() - t0)
 
 
+ANALYZE_MIN_BYTES = 256 << 10
+#: New slabs switch chains when another is at least this much better (drift threshold).
+DRIFT_THRESHOLD = 1.10
+# Import-time analysis: fewer samples and shorter timings than `strata analyze`.
+_IMPORT_SAMPLES, _IMPORT_MIN_SECONDS = 4, 0.005
+
+
+def _var_bytes(var) -> int:
+    return int(np.prod(var.shape, dtype=np.int64)) * max(np.dtype(var.dtype).itemsize, 1)
+
+
+def _plan_codecs(nc, schema: dict, objective: str) -> tuple[dict, dict]:
+    from .analyze import analyze_variable, plan_record
+
+    if objective not in ("ratio", "speed", "balanced"):
+        raise InvalidArgumentError(f"unknown objective '{objective}' (ratio, speed, balanced)")
+    chains, plans = {}, {}
+    rng = np.random.default_rng(0)
+    for v in schema["variables"]:
+        var = nc.variables[v["name"]]
+        if v["dtype"] == "string" or _var_bytes(var) < ANALYZE_MIN_BYTES:
+            continue
+        a = analyze_variable(
+            v["name"],
+            v["dtype"],
+            var.shape,
+            var.__getitem__,
+            samples=_IMPORT_SAMPLES,
+            rng=rng,
+            min_seconds=_IMPORT_MIN_SECONDS,
+        )
+        chains[v["name"]] = a.choice[objective]
+        plans[v["name"]] = plan_record(a, objective, a.choice[objective])
+    return chains, plans
+
+
+def _recheck_codecs(nc, record_vars: list[dict], objective_override: str | None = None) -> dict:
+    """Chains for new slabs of variables whose data drifted (see append_file)."""
+    from .analyze import analyze_variable, candidates_with, chain_text, plan_record
+
+    chains, plans = {}, {}
+    rng = np.random.default_rng(0)
+    for v in record_vars:
+        var = nc.variables[v["name"]]
+        if not v.get("codecs") or _var_bytes(var) < ANALYZE_MIN_BYTES:
+            continue
+        objective = objective_override or (v.get("plan") or {}).get("objective", "balanced")
+        if objective not in ("ratio", "speed", "balanced"):
+            raise InvalidArgumentError(f"unknown objective '{objective}' (ratio, speed, balanced)")
+        current = chain_text(v["codecs"][-1])
+        a = analyze_variable(
+            v["name"],
+            v["dtype"],
+            var.shape,
+            var.__getitem__,
+            samples=_IMPORT_SAMPLES,
+            rng=rng,
+            candidates=candidates_with(v["dtype"], current),
+            min_seconds=_IMPORT_MIN_SECONDS,
+        )
+        value = {s["chain"]: s["value"][objective] for s in a.scores}
+        best = a.choice[objective]
+        gain = value[best] / value[current] if value[current] > 0 else float("inf")
+        if best != current and gain >= DRIFT_THRESHOLD:
+            chains[v["name"]] = best
+            plans[v["name"]] = plan_record(a, objective, best, previous=current, gain=round(gain, 3))
+    return {"variable_codecs": chains, "plans": plans}
+
+
 def _report(source, store, version, records, raw, seconds) -> ImportReport:
+    from .analyze import chain_text
     from .dataset import open as open_store
 
     ds = open_store(store, version)
@@ -282,6 +375,7 @@ def _report(source, store, version, records, raw, seconds) -> ImportReport:
                 "subchunks": var.subchunks,
                 "raw_bytes": s.get("raw_bytes", 0),
                 "stored_bytes": s.get("stored_bytes", 0),
+                "codec": chain_text(var.codecs[-1]) if var.codecs else "inline",
             }
         )
     return ImportReport(source, store, version, records, raw, seconds, rows)

@@ -53,3 +53,29 @@ def test_lossy_codec_needs_an_explicit_bound(tmp_path):
     nc = make_nc(tmp_path / "s.nc")
     with pytest.raises(strata.InvalidArgumentError, match="explicit keepbits"):
         strata.import_file(nc, tmp_path / "s.strata", codec="bitround+zstd")
+
+
+@needs_data
+def test_analyze_scores_candidates_and_picks_per_objective(imported):
+    name = "ersst_v3b_1960-2016_concat.nc"
+    for source in (DATA / name, imported(name)):  # a file, and a store
+        (sst,) = strata.analyze(source, ["sst"], samples=4, min_seconds=0.0)
+        assert sst.dtype == "f32" and sst.sample_bytes > 100_000
+        chains = {s["chain"]: s for s in sst.scores}
+        assert {"shuffle+zstd:3", "pco:8", "lz4", "xor:0+shuffle+zstd:3"} <= set(chains)
+        best_ratio = max(chains.values(), key=lambda s: s["ratio"])
+        assert sst.choice["ratio"] == best_ratio["chain"]
+        assert set(sst.choice) == {"ratio", "speed", "balanced"}
+        assert all(s["ratio"] > 1 and s["decode_mb_s"] > 0 for s in sst.scores)
+    with pytest.raises(strata.InvalidArgumentError, match="nope"):
+        strata.analyze(DATA / name, ["nope"])
+
+
+def test_analyze_cli(tmp_path, capsys):
+    from conftest import make_nc
+    from strata.cli import main
+
+    nc = make_nc(tmp_path / "a.nc")
+    assert main(["analyze", str(nc), "temp", "--samples", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "temp (f32)" in out and "shuffle+zstd:3" in out and "ratio" in out

@@ -6,6 +6,7 @@
 //! plain JSON-serialisable values, and built through the [`registry`] by name, so the
 //! manifest records exactly what was used and a reader can rebuild it.
 
+pub mod analyzer;
 mod backend;
 mod chain;
 mod error;

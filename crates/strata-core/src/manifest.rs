@@ -136,6 +136,10 @@ pub struct Variable {
     /// Values of a `string` variable, row-major (strings never go to segments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inline_strings: Option<Vec<String>>,
+    /// How the codec was chosen: the analyzer's objective, sample scores and choice.
+    /// Informational; readers never need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

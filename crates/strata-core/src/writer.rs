@@ -63,10 +63,17 @@ pub struct WriterOptions {
     pub slab_records: Option<u64>,
     #[serde(default)]
     pub layout: Option<String>,
+    /// Codec chain per variable name (overrides `codec` for that variable).
+    #[serde(default)]
+    pub variable_codecs: BTreeMap<String, String>,
+    /// The analyzer's record per variable, stored as the variable's `plan`.
+    #[serde(default)]
+    pub plans: BTreeMap<String, serde_json::Value>,
 }
 
 struct PendingSegment {
     key: SegmentKey,
+    codec: u8,
     bytes: Vec<u8>,
     raw_length: u64,
     count: u64,
@@ -86,7 +93,8 @@ pub struct StoreWriter {
     store: Store,
     draft: Manifest,
     base_version: Option<u64>,
-    chains: Vec<Option<CodecChain>>,
+    /// Per variable: the position in its `codecs` used for new segments, and that chain.
+    chains: Vec<Option<(u8, CodecChain)>>,
     static_slab: Option<SlabBuilderBox>,
     open_slab: Option<SlabBuilderBox>,
     next_slab_id: u64,
@@ -123,9 +131,12 @@ fn parse_layout(text: &str) -> Result<Vec<Level>> {
     Ok(order)
 }
 
-fn build_chain(var: &Variable) -> Result<Option<CodecChain>> {
-    match (var.codecs.first(), var.dtype.num_type()) {
-        (Some(specs), Some(t)) => Ok(Some(registry::chain(specs, ElementContext::new(t))?)),
+/// The chain new segments of `var` use: its last listed chain (appends add chains at the end).
+fn build_chain(var: &Variable) -> Result<Option<(u8, CodecChain)>> {
+    match (var.codecs.last(), var.dtype.num_type()) {
+        (Some(specs), Some(t)) => {
+            Ok(Some(((var.codecs.len() - 1) as u8, registry::chain(specs, ElementContext::new(t))?)))
+        }
         _ => Ok(None),
     }
 }
@@ -141,12 +152,23 @@ impl StoreWriter {
             Some(text) => registry::parse_chain(text)?,
             None => registry::default_chain(),
         };
-        // Validate the chain once, up front, for every variable type it will see.
+        for name in options.variable_codecs.keys().chain(options.plans.keys()) {
+            if !schema.variables.iter().any(|v| &v.name == name) {
+                return Err(Error::InvalidArgument(format!("codec or plan given for unknown variable '{name}'")));
+            }
+        }
+        // Each variable's chain, validated up front for the variable's type.
+        let mut chain_of = BTreeMap::new();
         for v in &schema.variables {
+            let specs = match options.variable_codecs.get(&v.name) {
+                Some(text) => registry::parse_chain(text)?,
+                None => codec.clone(),
+            };
             if let Some(t) = v.dtype.num_type() {
-                registry::chain(&codec, ElementContext::new(t))
+                registry::chain(&specs, ElementContext::new(t))
                     .map_err(|e| Error::InvalidArgument(format!("codec for '{}': {e}", v.name)))?;
             }
+            chain_of.insert(v.name.clone(), specs);
         }
         let dim_size = |name: &str| schema.dims.iter().find(|d| d.name == name).map(|d| d.size);
         for (name, _) in options.chunks.iter().chain(&options.subchunks) {
@@ -188,6 +210,7 @@ impl StoreWriter {
                     chunking: None,
                     codecs: vec![],
                     inline_strings: Some(v.inline_strings.clone().unwrap_or_default()),
+                    plan: None,
                 });
                 continue;
             }
@@ -217,8 +240,9 @@ impl StoreWriter {
                 dims: v.dims.clone(),
                 attrs: v.attrs.clone(),
                 chunking: Some(Chunking { chunk, subchunk: sub }),
-                codecs: vec![codec.clone()],
+                codecs: vec![chain_of.get(&v.name).cloned().unwrap_or_else(|| codec.clone())],
                 inline_strings: None,
+                plan: options.plans.get(&v.name).cloned(),
             });
         }
         let dims = schema
@@ -256,7 +280,38 @@ impl StoreWriter {
 
     /// Continues the newest version of an existing store: new slabs along the record dimension.
     pub fn open_append(store: Store) -> Result<Self> {
-        let base = store.manifest(None)?;
+        Self::open_append_with(store, &BTreeMap::new(), &BTreeMap::new())
+    }
+
+    /// Like [`open_append`](Self::open_append), but new slabs of the named variables use the
+    /// given chains (added to the variable's `codecs` unless already listed), and their
+    /// `plan` is replaced. Old segments keep the chain they were written with.
+    pub fn open_append_with(
+        store: Store,
+        variable_codecs: &BTreeMap<String, String>,
+        plans: &BTreeMap<String, serde_json::Value>,
+    ) -> Result<Self> {
+        let mut base = store.manifest(None)?;
+        for (name, text) in variable_codecs {
+            let specs = registry::parse_chain(text)?;
+            let pos = base.variable(name)?.0;
+            let var = &mut base.variables[pos];
+            let Some(t) = var.dtype.num_type() else { continue };
+            registry::chain(&specs, ElementContext::new(t))
+                .map_err(|e| Error::InvalidArgument(format!("codec for '{name}': {e}")))?;
+            // Positions are referenced by old segments: chains are only ever added at the
+            // end, and the last one is what new segments use.
+            if var.codecs.last() != Some(&specs) {
+                if var.codecs.len() >= 255 {
+                    return Err(Error::InvalidArgument(format!("'{name}' already has 255 codec chains")));
+                }
+                var.codecs.push(specs);
+            }
+        }
+        for (name, plan) in plans {
+            let pos = base.variable(name)?.0;
+            base.variables[pos].plan = Some(plan.clone());
+        }
         if base.record_dim.is_none() {
             return Err(Error::InvalidArgument(format!("'{}' has no record dimension to append along", store.name())));
         }
@@ -430,7 +485,7 @@ impl StoreWriter {
                 data.len()
             )));
         }
-        let (Some(chunking), Some(chain)) = (&var.chunking, &self.chains[idx]) else {
+        let (Some(chunking), Some((codec_index, chain))) = (&var.chunking, &self.chains[idx]) else {
             return Err(Error::InvalidArgument(format!("'{}' is not stored in segments", var.name)));
         };
         let grid = chunk_grid(extent, &chunking.chunk);
@@ -464,6 +519,7 @@ impl StoreWriter {
                 let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
                 Some(chain.encode(&raw, &shape).map_err(Error::from).map(|bytes| PendingSegment {
                     key: SegmentKey { var: idx as u32, chunk: c, subchunk: s as u32, bin: 0, group: 0 },
+                    codec: *codec_index,
                     bytes,
                     raw_length: raw.len() as u64,
                     count: summary.count,
@@ -500,7 +556,7 @@ impl StoreWriter {
         for s in &segments {
             entries.push(SegmentEntry {
                 key: s.key,
-                codec: 0,
+                codec: s.codec,
                 offset: data.len() as u64,
                 length: s.bytes.len() as u64,
                 raw_length: s.raw_length,

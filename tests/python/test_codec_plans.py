@@ -1,0 +1,92 @@
+"""Automatic codec plans at import, recorded in the manifest, and re-checked on append."""
+
+import json
+
+import netCDF4
+import numpy as np
+import pytest
+
+import strata
+from conftest import assert_bit_equal, raw_source
+from strata.cli import main
+
+
+def big_nc(path, times, seed=0, nlat=60, nlon=80):
+    """A smooth field (compressible, like real ones), 60 x 80 per record, f32."""
+    times = list(times)
+    rng = np.random.default_rng(seed)
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("lat", nlat)
+        nc.createDimension("lon", nlon)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t[:] = times
+        nc.createVariable("lat", "f4", ("lat",))[:] = np.linspace(-60, 60, nlat)
+        v = nc.createVariable("temp", "f4", ("time", "lat", "lon"))
+        tt, yy, xx = np.meshgrid(np.asarray(times, "f8"), np.arange(nlat), np.arange(nlon), indexing="ij")
+        field = 20 * np.cos(yy / 20) + 5 * np.sin(xx / 9 + tt / 10) + rng.normal(0, 0.01, tt.shape)
+        v[:] = np.round(field, 2).astype("f4")
+    return path
+
+
+def test_auto_import_records_the_plan_and_uses_its_choice(tmp_path):
+    nc = big_nc(tmp_path / "a.nc", range(40))
+    strata.import_file(nc, tmp_path / "a.strata", objective="ratio")
+    ds = strata.open(tmp_path / "a.strata")
+    plan = ds["temp"]._meta["plan"]
+    assert plan["objective"] == "ratio"
+    assert plan["chosen"] == max(plan["scores"], key=lambda s: s["ratio"])["chain"]
+    from strata.analyze import chain_text
+
+    assert chain_text(ds["temp"].codecs[0]) == plan["chosen"]
+    assert "plan" not in ds["lat"]._meta, "small variables keep the default chain"
+    assert chain_text(ds["lat"].codecs[0]) == "shuffle+zstd:3"
+    with raw_source(nc) as src:
+        assert_bit_equal(ds["temp"][...], src["temp"][...])
+
+
+def test_append_switches_chain_when_drift_makes_another_clearly_better(tmp_path):
+    store = tmp_path / "s.strata"
+    strata.import_file(big_nc(tmp_path / "a.nc", range(40)), store, codec="raw")
+    # The ratio objective depends on no timing, so the decision is deterministic.
+    report = strata.append_file(big_nc(tmp_path / "b.nc", range(40, 80), seed=1), store, objective="ratio")
+    ds = strata.open(store)
+    codecs = ds["temp"].codecs
+    assert len(codecs) == 2 and codecs[0] == [{"name": "raw"}]
+    plan = ds["temp"]._meta["plan"]
+    assert plan["previous"] == "raw" and plan["gain"] >= 1.10
+    # Old slabs keep raw, new ones use the new chain: both read back exactly.
+    with raw_source(tmp_path / "a.nc") as a, raw_source(tmp_path / "b.nc") as b:
+        assert_bit_equal(ds["temp"][...], np.concatenate([a["temp"][...], b["temp"][...]]))
+    manifest = json.loads((store / "manifests" / "v00000002.json").read_text())
+    assert report.version == 2 and manifest["variables"][-1]["name"] == "temp"
+
+
+def test_append_keeps_the_chain_without_drift_or_when_asked(tmp_path):
+    store = tmp_path / "s.strata"
+    strata.import_file(big_nc(tmp_path / "a.nc", range(40)), store, objective="ratio")
+    before = strata.open(store)["temp"].codecs
+    # Same distribution: the ratio objective (timing-free, so deterministic) sees no 10% gain.
+    strata.append_file(big_nc(tmp_path / "b.nc", range(40, 80), seed=1), store)
+    assert strata.open(store)["temp"].codecs == before
+    raw_store = tmp_path / "r.strata"
+    strata.import_file(big_nc(tmp_path / "c.nc", range(40)), raw_store, codec="raw")
+    assert main(["append", "-q", "--keep-codecs", str(raw_store), str(tmp_path / "b.nc")]) == 0
+    assert strata.open(raw_store)["temp"].codecs == [[{"name": "raw"}]]
+
+
+def test_unknown_objective_is_rejected(tmp_path):
+    with pytest.raises(strata.InvalidArgumentError, match="unknown objective"):
+        strata.import_file(big_nc(tmp_path / "a.nc", range(3)), tmp_path / "x.strata", objective="fast")
+
+
+def test_info_shows_the_chain_in_use(tmp_path, capsys):
+    store = tmp_path / "s.strata"
+    strata.import_file(big_nc(tmp_path / "a.nc", range(40)), store, codec="raw")
+    assert (
+        main(["append", "-q", "--objective", "ratio", str(store), str(big_nc(tmp_path / "b.nc", range(40, 80)))]) == 0
+    )
+    capsys.readouterr()
+    assert main(["info", str(store)]) == 0
+    assert "(+1 earlier)" in capsys.readouterr().out
