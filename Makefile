@@ -14,7 +14,7 @@ LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1
 VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build build-release test test-rust test-python check fmt lint deny demo bench clean fuzz
+.PHONY: help sysdeps setup build build-release test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
@@ -50,7 +50,11 @@ test-rust: setup
 test-python: build
 	$(BIN)/python -m pytest -q tests/python
 
-test: test-rust test-python
+test: test-rust fuzz-smoke test-python
+
+# A short run of every fuzz target, so CI catches decoder panics (make fuzz runs longer).
+fuzz-smoke:
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
 
 fmt:
 	cargo fmt --all
@@ -84,4 +88,6 @@ FUZZ_TARGETS := index_file manifest codec_chain
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
 	cd fuzz && for t in $(FUZZ_TARGETS); do \
-	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; done
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+	    -print_final_stats=0 2>&1 | grep -E "^(Done|==|SUMMARY)|panicked|ERROR" ; \
+	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
