@@ -9,7 +9,7 @@ import numpy as np
 
 from .errors import CompatibilityError
 
-_NUMERIC = {
+NUMERIC_TYPES = {
     "i1": "i8",
     "u1": "u8",
     "i2": "i16",
@@ -21,7 +21,7 @@ _NUMERIC = {
     "f4": "f32",
     "f8": "f64",
 }
-_NUMPY = {v: k for k, v in _NUMERIC.items()}
+_NUMPY = {v: k for k, v in NUMERIC_TYPES.items()}
 
 
 def _floats_json(flat: np.ndarray, type_name: str) -> list:
@@ -53,7 +53,7 @@ def encode(name: str, value: Any) -> dict:
     if arr.dtype.kind == "b":
         arr = arr.astype("i1")
     key = arr.dtype.newbyteorder("=").str[1:] if arr.dtype.byteorder in "<>" else arr.dtype.str[1:]
-    type_name = _NUMERIC.get(key)
+    type_name = NUMERIC_TYPES.get(key)
     if type_name is None:
         raise CompatibilityError(f"attribute '{name}' has unsupported type {arr.dtype}")
     flat = arr.ravel()

@@ -17,20 +17,8 @@ from typing import Any
 import numpy as np
 
 from . import _attrs, _core
+from ._attrs import NUMERIC_TYPES
 from .errors import CompatibilityError, InvalidArgumentError, NotFoundError
-
-_DTYPES = {
-    "i1": "i8",
-    "u1": "u8",
-    "i2": "i16",
-    "u2": "u16",
-    "i4": "i32",
-    "u4": "u32",
-    "i8": "i64",
-    "u8": "u64",
-    "f4": "f32",
-    "f8": "f64",
-}
 
 
 @dataclass
@@ -80,8 +68,8 @@ def strata_dtype(dtype, name: str) -> str:
     if dt.kind == "S" and dt.itemsize == 1:
         return "char"
     key = dt.str[1:]
-    if dt.kind in "iuf" and key in _DTYPES:
-        return _DTYPES[key]
+    if dt.kind in "iuf" and key in NUMERIC_TYPES:
+        return NUMERIC_TYPES[key]
     raise CompatibilityError(f"variable '{name}' has type {dt}, which strata cannot store yet")
 
 
@@ -298,8 +286,24 @@ def _var_bytes(var) -> int:
     return int(np.prod(var.shape, dtype=np.int64)) * max(np.dtype(var.dtype).itemsize, 1)
 
 
+def _analyze_at_import(meta: dict, var, rng, candidates: list[str] | None = None):
+    """The analyzer on one source variable, with the (lighter) import-time settings."""
+    from .analyze import analyze_variable
+
+    return analyze_variable(
+        meta["name"],
+        meta["dtype"],
+        var.shape,
+        var.__getitem__,
+        samples=_IMPORT_SAMPLES,
+        rng=rng,
+        candidates=candidates,
+        min_seconds=_IMPORT_MIN_SECONDS,
+    )
+
+
 def _plan_codecs(nc, schema: dict, objective: str) -> tuple[dict, dict]:
-    from .analyze import analyze_variable, plan_record
+    from .analyze import plan_record
 
     if objective not in ("ratio", "speed", "balanced"):
         raise InvalidArgumentError(f"unknown objective '{objective}' (ratio, speed, balanced)")
@@ -309,15 +313,7 @@ def _plan_codecs(nc, schema: dict, objective: str) -> tuple[dict, dict]:
         var = nc.variables[v["name"]]
         if v["dtype"] == "string" or _var_bytes(var) < ANALYZE_MIN_BYTES:
             continue
-        a = analyze_variable(
-            v["name"],
-            v["dtype"],
-            var.shape,
-            var.__getitem__,
-            samples=_IMPORT_SAMPLES,
-            rng=rng,
-            min_seconds=_IMPORT_MIN_SECONDS,
-        )
+        a = _analyze_at_import(v, var, rng)
         chains[v["name"]] = a.choice[objective]
         plans[v["name"]] = plan_record(a, objective, a.choice[objective])
     return chains, plans
@@ -325,7 +321,7 @@ def _plan_codecs(nc, schema: dict, objective: str) -> tuple[dict, dict]:
 
 def _recheck_codecs(nc, record_vars: list[dict], objective_override: str | None = None) -> dict:
     """Chains for new slabs of variables whose data drifted (see append_file)."""
-    from .analyze import analyze_variable, candidates_with, chain_text, plan_record
+    from .analyze import candidates_with, chain_text, plan_record
 
     chains, plans = {}, {}
     rng = np.random.default_rng(0)
@@ -337,16 +333,7 @@ def _recheck_codecs(nc, record_vars: list[dict], objective_override: str | None 
         if objective not in ("ratio", "speed", "balanced"):
             raise InvalidArgumentError(f"unknown objective '{objective}' (ratio, speed, balanced)")
         current = chain_text(v["codecs"][-1])
-        a = analyze_variable(
-            v["name"],
-            v["dtype"],
-            var.shape,
-            var.__getitem__,
-            samples=_IMPORT_SAMPLES,
-            rng=rng,
-            candidates=candidates_with(v["dtype"], current),
-            min_seconds=_IMPORT_MIN_SECONDS,
-        )
+        a = _analyze_at_import(v, var, rng, candidates_with(v["dtype"], current))
         value = {s["chain"]: s["value"][objective] for s in a.scores}
         best = a.choice[objective]
         gain = value[best] / value[current] if value[current] > 0 else float("inf")
