@@ -108,6 +108,19 @@ impl NeighbourTransform {
                 CodecError::Corrupt { codec: if self.op == NeighbourOp::Xor { "xor" } else { "delta" }, detail }
             });
         }
+        if stride == 1 {
+            // Along the fastest axis each row is one element: a sequential pass per block.
+            for (blk_in, blk_out) in input.chunks_exact(block).zip(out.chunks_exact_mut(block)) {
+                match es {
+                    1 => along_fastest::<1, u8>(blk_in, blk_out, self.op, encode, u8::from_le_bytes),
+                    2 => along_fastest::<2, u16>(blk_in, blk_out, self.op, encode, u16::from_le_bytes),
+                    4 => along_fastest::<4, u32>(blk_in, blk_out, self.op, encode, u32::from_le_bytes),
+                    8 => along_fastest::<8, u64>(blk_in, blk_out, self.op, encode, u64::from_le_bytes),
+                    _ => return Err(CodecError::InvalidSpec(format!("{}: element size {es}", self.name()))),
+                }
+            }
+            return Ok(());
+        }
         for (blk_in, blk_out) in input.chunks_exact(block).zip(out.chunks_exact_mut(block)) {
             for k in 1..len {
                 let cur = &blk_in[k * row..(k + 1) * row];
@@ -150,9 +163,35 @@ where
     }
 }
 
+/// One block along the fastest axis: element k combines with element k-1 (the input's on
+/// encode, the already restored output's on decode).
+fn along_fastest<const N: usize, T: WrappingInt>(
+    blk_in: &[u8],
+    blk_out: &mut [u8],
+    op: NeighbourOp,
+    encode: bool,
+    read: fn([u8; N]) -> T,
+) {
+    let mut prev: Option<T> = None;
+    for (c, d) in blk_in.chunks_exact(N).zip(blk_out.chunks_exact_mut(N)) {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        let x = read(a);
+        let v = match (prev, op, encode) {
+            (None, _, _) => x,
+            (Some(p), NeighbourOp::Xor, _) => x.xor_(p),
+            (Some(p), NeighbourOp::Delta, true) => x.wrapping_sub_(p),
+            (Some(p), NeighbourOp::Delta, false) => x.wrapping_add_(p),
+        };
+        d.copy_from_slice(&v.le_bytes()[..N]);
+        prev = Some(if encode { x } else { v });
+    }
+}
+
 trait WrappingInt: Copy {
     fn wrapping_sub_(self, o: Self) -> Self;
     fn wrapping_add_(self, o: Self) -> Self;
+    fn xor_(self, o: Self) -> Self;
     fn le_bytes(self) -> [u8; 8];
 }
 
@@ -161,6 +200,7 @@ macro_rules! wrapping_int {
         impl WrappingInt for $t {
             fn wrapping_sub_(self, o: Self) -> Self { self.wrapping_sub(o) }
             fn wrapping_add_(self, o: Self) -> Self { self.wrapping_add(o) }
+            fn xor_(self, o: Self) -> Self { self ^ o }
             fn le_bytes(self) -> [u8; 8] {
                 let mut out = [0u8; 8];
                 out[..std::mem::size_of::<$t>()].copy_from_slice(&self.to_le_bytes());
