@@ -57,7 +57,7 @@ impl std::str::FromStr for Objective {
 pub fn candidates(dtype: NumType) -> Vec<&'static str> {
     // delta:0 is the previous element along the first axis: the previous time step for
     // record variables, which pays off most on time series.
-    let mut c = vec!["zstd:3", "lz4", "pco:8", "delta+pco:8", "delta:0+pco:8"];
+    let mut c = vec!["zstd:3", "lz4", "pco:8", "pco:12", "delta+pco:8", "delta:0+pco:8", "delta:0+pco:12"];
     if dtype.size() > 1 {
         c.extend([
             "shuffle+zstd:1",
