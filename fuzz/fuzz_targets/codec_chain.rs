@@ -7,7 +7,7 @@ use strata_codecs::registry::{chain, parse_chain};
 use strata_codecs::{ElementContext, NumType};
 
 const CHAINS: &[&str] =
-    &["shuffle+zstd:3", "zstd:1", "raw", "shuffle+raw", "lz4", "xor:0+shuffle+lz4", "delta:-1+zstd:1", "pco:4"];
+    &["shuffle+zstd:3", "zstd:1", "raw", "shuffle+raw", "lz4", "xor:0+shuffle+lz4", "delta:-1+zstd:1", "pco:4", "bytecols:1"];
 const TYPES: &[NumType] = &[NumType::U8, NumType::I16, NumType::F32, NumType::F64, NumType::I64, NumType::U32];
 
 fuzz_target!(|data: &[u8]| {

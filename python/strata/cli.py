@@ -289,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="'auto' (default: the analyzer picks per variable for --objective) or a chain for every "
         "variable: transforms shuffle, delta:AXIS, xor:AXIS, "
-        "bitround:KEEPBITS (lossy, floats only) then one backend zstd:LEVEL, lz4, pco:LEVEL or raw; "
+        "bitround:KEEPBITS (lossy, floats only) then one backend zstd:LEVEL, lz4, pco:LEVEL, bytecols:LEVEL or raw; "
         "e.g. 'xor:0+shuffle+lz4', 'delta+pco', 'bitround:12+shuffle+zstd:5'",
     )
     s.add_argument(

@@ -69,6 +69,8 @@ pub fn candidates(dtype: NumType) -> Vec<&'static str> {
             "xor:-1+shuffle+zstd:3",
             "delta:-1+shuffle+zstd:3",
             "delta:0+shuffle+zstd:9",
+            "bytecols:3",
+            "xor:0+bytecols:3",
             "xor:0+shuffle+lz4",
         ]);
     }

@@ -7,6 +7,15 @@ thread_local! {
         RefCell::new(zstd::bulk::Decompressor::new().ok());
 }
 
+/// Decompresses one zstd frame into `out`, returning its size. A decompression context per
+/// thread: creating one per call costs more than decoding a small sub-chunk.
+fn zstd_decompress(input: &[u8], out: &mut [u8]) -> std::result::Result<usize, String> {
+    DECOMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
+        Some(d) => d.decompress_to_buffer(input, out).map_err(|e| e.to_string()),
+        None => zstd::bulk::decompress_to_buffer(input, out).map_err(|e| e.to_string()),
+    })
+}
+
 /// The last stage of a chain: turns bytes into a compressed stream and back.
 ///
 /// `decode` is told the exact decoded length (stored in the segment table) and must fail,
@@ -80,12 +89,7 @@ impl Backend for ZstdBackend {
         out.clear();
         // One spare byte lets us notice a stream that decodes to more than expected.
         out.resize(decoded_len + 1, 0);
-        // A decompression context per thread: creating one per segment costs more than
-        // decoding a small sub-chunk.
-        let n = DECOMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
-            Some(d) => d.decompress_to_buffer(input, &mut out[..]).map_err(|e| corrupt(e.to_string())),
-            None => zstd::bulk::decompress_to_buffer(input, &mut out[..]).map_err(|e| corrupt(e.to_string())),
-        })?;
+        let n = zstd_decompress(input, &mut out[..]).map_err(corrupt)?;
         if n != decoded_len {
             return Err(corrupt(format!("decoded {n} bytes, {decoded_len} expected")));
         }
@@ -208,6 +212,114 @@ impl Backend for PcoBackend {
             }};
         }
         pco_dispatch!(self.dtype, dec);
+        Ok(())
+    }
+}
+
+/// Byte columns (PStore's bwc, ISOBAR): byte `b` of every element forms column `b`; each
+/// column is compressed with zstd on its own and kept only if that saves at least
+/// `1 - RAW_THRESHOLD` of it, otherwise stored raw, so the near-random low mantissa bytes of
+/// floats cost a copy, not a decompression.
+///
+/// Stream: `u8` column count C (the element size, plus one column for a tail of
+/// `len % element_size` bytes if any), then C headers of `u8` mode (0 raw, 1 zstd) and
+/// `u32` stored length, then the columns' bytes in order.
+#[derive(Debug, Clone, Copy)]
+pub struct ByteColumnsBackend {
+    pub level: i32,
+    pub element_size: usize,
+}
+
+impl ByteColumnsBackend {
+    /// A column is stored raw unless zstd makes it smaller than this fraction of itself.
+    pub const RAW_THRESHOLD: f64 = 0.95;
+}
+
+impl Backend for ByteColumnsBackend {
+    fn spec(&self) -> CodecSpec {
+        CodecSpec::new("bytecols").with("level", self.level)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::LOSSLESS
+    }
+
+    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let es = self.element_size.max(1);
+        let n = input.len() / es;
+        // Columns are the planes of a byte shuffle (a tail, if any, is its own column).
+        let mut planes = vec![0u8; input.len()];
+        crate::transform::shuffle(es, input, &mut planes);
+        let mut columns: Vec<&[u8]> = (0..es).map(|b| &planes[b * n..(b + 1) * n]).collect();
+        if input.len() > n * es {
+            columns.push(&planes[n * es..]);
+        }
+        let mut header = vec![columns.len() as u8];
+        let mut body = Vec::new();
+        for col in columns {
+            let packed = zstd::bulk::compress(col, self.level)
+                .map_err(|e| CodecError::Encode { codec: "bytecols", detail: e.to_string() })?;
+            let (mode, bytes) = if (packed.len() as f64) < Self::RAW_THRESHOLD * col.len() as f64 {
+                (1u8, &packed[..])
+            } else {
+                (0u8, col)
+            };
+            header.push(mode);
+            header.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            body.extend_from_slice(bytes);
+        }
+        out.clear();
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&body);
+        Ok(())
+    }
+
+    fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+        let corrupt = |detail: String| CodecError::Corrupt { codec: "bytecols", detail };
+        let es = self.element_size.max(1);
+        let n = decoded_len / es;
+        let tail = decoded_len - n * es;
+        let expected_cols = es + usize::from(tail > 0);
+        let count = *input.first().ok_or_else(|| corrupt("empty stream".into()))? as usize;
+        if count != expected_cols {
+            return Err(corrupt(format!("{count} columns, {expected_cols} expected")));
+        }
+        let header_len = 1 + 5 * count;
+        if input.len() < header_len {
+            return Err(corrupt("truncated header".into()));
+        }
+        // Columns are decoded into the planes of a byte shuffle, then unshuffled at once.
+        let mut planes = vec![0u8; decoded_len];
+        let mut pos = header_len;
+        for c in 0..count {
+            let h = &input[1 + 5 * c..1 + 5 * c + 5];
+            let stored = u32::from_le_bytes([h[1], h[2], h[3], h[4]]) as usize;
+            let bytes = input
+                .get(pos..pos.checked_add(stored).ok_or_else(|| corrupt("length overflow".into()))?)
+                .ok_or_else(|| corrupt(format!("column {c} runs past the end")))?;
+            pos += stored;
+            let (start, want) = if c < es { (c * n, n) } else { (n * es, tail) };
+            let dst = &mut planes[start..start + want];
+            match h[0] {
+                0 if stored == want => dst.copy_from_slice(bytes),
+                1 => {
+                    // One spare byte would reveal a column longer than expected.
+                    let mut spare = vec![0u8; want + 1];
+                    let got = zstd_decompress(bytes, &mut spare).map_err(corrupt)?;
+                    if got != want {
+                        return Err(corrupt(format!("column {c} decoded to {got} bytes, {want} expected")));
+                    }
+                    dst.copy_from_slice(&spare[..want]);
+                }
+                mode => return Err(corrupt(format!("column {c}: bad mode {mode} or length {stored}"))),
+            }
+        }
+        if pos != input.len() {
+            return Err(corrupt(format!("{} trailing bytes", input.len() - pos)));
+        }
+        out.clear();
+        out.resize(decoded_len, 0);
+        crate::transform::unshuffle(es, &planes, out);
         Ok(())
     }
 }

@@ -14,7 +14,7 @@ pub mod registry;
 mod spec;
 mod transform;
 
-pub use backend::{Backend, Lz4Backend, PcoBackend, RawBackend, ZstdBackend};
+pub use backend::{Backend, ByteColumnsBackend, Lz4Backend, PcoBackend, RawBackend, ZstdBackend};
 pub use chain::CodecChain;
 pub use error::{CodecError, Result};
 pub use spec::{Capabilities, CodecSpec, ElementContext, NumType};

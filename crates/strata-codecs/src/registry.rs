@@ -1,6 +1,6 @@
 //! Builds codecs from their [`CodecSpec`] by name.
 
-use crate::backend::{Backend, Lz4Backend, PcoBackend, RawBackend, ZstdBackend};
+use crate::backend::{Backend, ByteColumnsBackend, Lz4Backend, PcoBackend, RawBackend, ZstdBackend};
 use crate::chain::CodecChain;
 use crate::error::{CodecError, Result};
 use crate::spec::{CodecSpec, ElementContext};
@@ -15,6 +15,7 @@ pub const KNOWN: &[(&str, &str, Option<&str>)] = &[
     ("zstd", "backend", Some("level")),
     ("lz4", "backend", None),
     ("pco", "backend", Some("level")),
+    ("bytecols", "backend", Some("level")),
     ("raw", "backend", None),
 ];
 
@@ -86,6 +87,11 @@ pub fn backend(spec: &CodecSpec, ctx: ElementContext) -> Result<Box<dyn Backend>
         "lz4" => {
             reject_unknown_keys(spec, &[])?;
             Ok(Box::new(Lz4Backend))
+        }
+        "bytecols" => {
+            reject_unknown_keys(spec, &["level"])?;
+            let level = int_option(spec, "level", -7..=22, ZstdBackend::DEFAULT_LEVEL as i64)? as i32;
+            Ok(Box::new(ByteColumnsBackend { level, element_size: ctx.element_size() }))
         }
         "pco" => {
             reject_unknown_keys(spec, &["level"])?;

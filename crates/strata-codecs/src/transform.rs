@@ -306,7 +306,7 @@ impl Transform for BitRoundTransform {
     }
 }
 
-fn shuffle(es: usize, input: &[u8], out: &mut [u8]) {
+pub(crate) fn shuffle(es: usize, input: &[u8], out: &mut [u8]) {
     let n = input.len() / es.max(1);
     let body = n * es;
     match es {
@@ -325,7 +325,7 @@ fn shuffle(es: usize, input: &[u8], out: &mut [u8]) {
     out[body..].copy_from_slice(&input[body..]);
 }
 
-fn unshuffle(es: usize, input: &[u8], out: &mut [u8]) {
+pub(crate) fn unshuffle(es: usize, input: &[u8], out: &mut [u8]) {
     let n = input.len() / es.max(1);
     let body = n * es;
     match es {

@@ -19,6 +19,8 @@ const LOSSLESS: &[&str] = &[
     "pco",
     "pco:0",
     "delta:1+pco:4",
+    "bytecols:3",
+    "xor:0+bytecols:1",
 ];
 
 const TYPES: &[NumType] = &[
@@ -154,6 +156,24 @@ fn xor_along_an_axis_makes_slowly_varying_fields_compress_better() {
     };
     let (with_xor, without) = (size("xor:0+shuffle+zstd:3"), size("shuffle+zstd:3"));
     assert!(with_xor * 10 < without * 8, "{with_xor} vs {without}");
+}
+
+#[test]
+fn bytecols_stores_random_columns_raw_and_smooth_ones_compressed() {
+    // High bytes constant, low bytes pseudo-random: columns 2-3 compress, 0-1 do not.
+    let mut x = 12345u32;
+    let bytes: Vec<u8> = (0..20_000)
+        .flat_map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (0x4120_0000u32 | (x >> 16)).to_le_bytes()
+        })
+        .collect();
+    let c = chain(&parse_chain("bytecols:3").unwrap(), ElementContext::new(NumType::F32)).unwrap();
+    let enc = c.encode(&bytes, &[20_000]).unwrap();
+    let modes: Vec<u8> = (0..4).map(|col| enc[1 + 5 * col]).collect();
+    assert_eq!(modes, vec![0, 0, 1, 1], "low columns raw, high columns compressed");
+    assert!(enc.len() < bytes.len() / 2 + 1000);
+    assert_eq!(c.decode(&enc, bytes.len(), &[20_000]).unwrap(), bytes);
 }
 
 #[test]
