@@ -129,21 +129,29 @@ def _progress(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, disable=not enabled, leave=False)
 
 
-def _write_records(writer, nc, names: list[str], dtypes: dict[str, str], bar, start: int = 0) -> int:
-    """Streams every record variable of ``nc`` into new slabs; returns the records written."""
-    if not names:
-        return 0
-    total = len(nc.variables[names[0]])
+def write_record_slabs(writer, sources: dict[str, tuple[Any, str]], total: int, bar=None) -> int:
+    """Streams records ``[0, total)`` of every record variable into new slabs, one slab of
+    one variable in memory at a time. ``sources`` maps a name to (anything sliceable along
+    the record dimension: a NetCDF variable or an array, stored type). Returns ``total``."""
     slab = writer.slab_records()
-    for r0 in range(start, total, slab):
+    for r0 in range(0, total, slab):
         n = min(slab, total - r0)
         writer.begin_slab(n)
-        for name in names:
-            data = le_bytes(nc.variables[name][r0 : r0 + n], dtypes[name])
+        for name, (source, dtype) in sources.items():
+            data = le_bytes(source[r0 : r0 + n], dtype)
             writer.put_records(name, data)
-            bar.update(data.nbytes)
+            if bar is not None:
+                bar.update(data.nbytes)
         writer.finish_slab()
-    return total - start
+    return total
+
+
+def _write_records(writer, nc, names: list[str], dtypes: dict[str, str], bar) -> int:
+    """Every record variable of ``nc``, slab by slab; returns the records written."""
+    if not names:
+        return 0
+    sources = {name: (nc.variables[name], dtypes[name]) for name in names}
+    return write_record_slabs(writer, sources, len(nc.variables[names[0]]), bar)
 
 
 def parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:

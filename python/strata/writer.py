@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _attrs, _core
 from .errors import InvalidArgumentError
-from .importer import le_bytes, parse_dims, strata_dtype
+from .importer import le_bytes, parse_dims, strata_dtype, write_record_slabs
 
 
 def write_arrays(
@@ -69,17 +69,10 @@ def write_arrays(
         "slab_records": slab_records,
     }
     writer = _core.Writer.create(path, json.dumps(schema), json.dumps(options))
-    records = [(n, a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)]
+    records = {n: (a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)}
     for name, _, arr, _, dtype in prepared:
-        if dtype != "string" and all(name != r[0] for r in records):
+        if dtype != "string" and name not in records:
             writer.put_static(name, le_bytes(arr, dtype))
     if records:
-        total = sizes[record_dim]
-        step = writer.slab_records()
-        for r0 in range(0, total, step):
-            n = min(step, total - r0)
-            writer.begin_slab(n)
-            for name, arr, dtype in records:
-                writer.put_records(name, le_bytes(arr[r0 : r0 + n], dtype))
-            writer.finish_slab()
+        write_record_slabs(writer, records, sizes[record_dim])
     return writer.commit("write_arrays")

@@ -7,13 +7,21 @@ thread_local! {
         RefCell::new(zstd::bulk::Decompressor::new().ok());
 }
 
-/// Decompresses one zstd frame into `out`, returning its size. A decompression context per
+/// Decompresses one zstd frame that must hold exactly `out.len()` bytes into `out`. One
+/// spare byte of room reveals a frame longer than expected. A decompression context per
 /// thread: creating one per call costs more than decoding a small sub-chunk.
-fn zstd_decompress(input: &[u8], out: &mut [u8]) -> std::result::Result<usize, String> {
-    DECOMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
-        Some(d) => d.decompress_to_buffer(input, out).map_err(|e| e.to_string()),
-        None => zstd::bulk::decompress_to_buffer(input, out).map_err(|e| e.to_string()),
-    })
+fn zstd_decompress_exact(input: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
+    let want = out.len();
+    let mut room = vec![0u8; want + 1];
+    let got = DECOMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
+        Some(d) => d.decompress_to_buffer(input, &mut room[..]).map_err(|e| e.to_string()),
+        None => zstd::bulk::decompress_to_buffer(input, &mut room[..]).map_err(|e| e.to_string()),
+    })?;
+    if got != want {
+        return Err(format!("decoded {got} bytes, {want} expected"));
+    }
+    out.copy_from_slice(&room[..want]);
+    Ok(())
 }
 
 /// The last stage of a chain: turns bytes into a compressed stream and back.
@@ -85,16 +93,9 @@ impl Backend for ZstdBackend {
     }
 
     fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
-        let corrupt = |detail: String| CodecError::Corrupt { codec: "zstd", detail };
         out.clear();
-        // One spare byte lets us notice a stream that decodes to more than expected.
-        out.resize(decoded_len + 1, 0);
-        let n = zstd_decompress(input, &mut out[..]).map_err(corrupt)?;
-        if n != decoded_len {
-            return Err(corrupt(format!("decoded {n} bytes, {decoded_len} expected")));
-        }
-        out.truncate(decoded_len);
-        Ok(())
+        out.resize(decoded_len, 0);
+        zstd_decompress_exact(input, out).map_err(|detail| CodecError::Corrupt { codec: "zstd", detail })
     }
 }
 
@@ -302,15 +303,7 @@ impl Backend for ByteColumnsBackend {
             let dst = &mut planes[start..start + want];
             match h[0] {
                 0 if stored == want => dst.copy_from_slice(bytes),
-                1 => {
-                    // One spare byte would reveal a column longer than expected.
-                    let mut spare = vec![0u8; want + 1];
-                    let got = zstd_decompress(bytes, &mut spare).map_err(corrupt)?;
-                    if got != want {
-                        return Err(corrupt(format!("column {c} decoded to {got} bytes, {want} expected")));
-                    }
-                    dst.copy_from_slice(&spare[..want]);
-                }
+                1 => zstd_decompress_exact(bytes, dst).map_err(|e| corrupt(format!("column {c}: {e}")))?,
                 mode => return Err(corrupt(format!("column {c}: bad mode {mode} or length {stored}"))),
             }
         }
