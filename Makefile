@@ -22,11 +22,13 @@ help:
 	@echo "make check   test + rustfmt + clippy -D warnings + ruff + cargo-deny licenses"
 	@echo "make bench   run the benchmarks in bench/ (release build)"
 
-# System packages from Debian, only if missing (a C compiler for zstd-sys; venv support).
+# System packages from Debian, only if missing: a C compiler (zstd-sys), cmake and libclang
+# (zfp-sys builds the bundled zfp and generates its bindings), venv support.
 sysdeps:
-	@command -v cc >/dev/null && $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || { \
+	@command -v cc >/dev/null && command -v cmake >/dev/null && ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 \
+	  && $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || { \
 	  echo "installing system packages"; \
-	  apt-get update -qq && apt-get install -y -qq build-essential python3-venv >/dev/null; }
+	  apt-get update -qq && apt-get install -y -qq build-essential cmake libclang-dev python3-venv >/dev/null; }
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) is required" >&2; exit 1; }
 
 $(VENV_STAMP): requirements-dev.lock | sysdeps
@@ -85,7 +87,7 @@ clean:
 # Fuzz every decoder for FUZZ_SECONDS each (cargo-fuzz; libFuzzer needs nightly-only flags,
 # which RUSTC_BOOTSTRAP enables on the stable toolchain).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := index_file manifest codec_chain
+FUZZ_TARGETS := index_file manifest codec_chain lossy_codecs
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
 	cd fuzz && for t in $(FUZZ_TARGETS); do \

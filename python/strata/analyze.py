@@ -98,17 +98,28 @@ def analyze(
     seed: int = 0,
     candidates: list[str] | None = None,
     min_seconds: float = 0.02,
+    error_bound: str | None = None,
 ) -> list[VariableAnalysis]:
-    """Scores candidate chains per variable of a NetCDF/HDF5 file or a store."""
+    """Scores candidate chains per variable of a NetCDF/HDF5 file or a store. With
+    ``error_bound`` (``abs=E`` or ``rel=E``) the lossy codecs are scored too."""
     path = os.fspath(path)
+    parse_error_bound(error_bound)
     rng = np.random.default_rng(seed)
     found = []
     for name, dtype, shape, read in _variables(path):
         if (variables and name not in variables) or int(np.prod(shape, dtype=np.int64)) == 0:
             continue
+        chosen = candidates if candidates is not None or not error_bound else candidates_for(dtype, error_bound)
         found.append(
             analyze_variable(
-                name, dtype, shape, read, samples=samples, rng=rng, candidates=candidates, min_seconds=min_seconds
+                name,
+                dtype,
+                shape,
+                read,
+                samples=samples,
+                rng=rng,
+                candidates=chosen,
+                min_seconds=min_seconds,
             )
         )
     missing = set(variables or []) - {v.name for v in found}
@@ -117,20 +128,52 @@ def analyze(
     return found
 
 
-def candidates_with(dtype: str, chain: str) -> list[str]:
-    """The analyzer's candidates for ``dtype``, plus ``chain`` if it is not among them."""
+LOSSY_BACKENDS = ("sz", "zfp")
+
+
+def parse_error_bound(text: str | None) -> str | None:
+    """Checks an error bound given as ``abs=E`` or ``rel=E``; returns it normalised."""
+    if text is None:
+        return None
+    kind, _, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if kind.strip() not in ("abs", "rel") or not (number > 0 and np.isfinite(number)):
+        raise InvalidArgumentError(f"error bound '{text}' is not abs=E or rel=E with E > 0 (e.g. abs=0.01, rel=1e-4)")
+    return f"{kind.strip()}={number:g}"
+
+
+def candidates_for(dtype: str, error_bound: str | None = None) -> list[str]:
+    """The analyzer's lossless candidates for ``dtype``; with an error bound, float types also
+    get the lossy backends at that bound."""
     base = json.loads(_core.default_candidates(dtype))
+    bound = parse_error_bound(error_bound)
+    if bound and dtype in ("f32", "f64"):
+        base += [f"{b}:{bound}" for b in LOSSY_BACKENDS]
+    return base
+
+
+def candidates_with(dtype: str, chain: str, error_bound: str | None = None) -> list[str]:
+    """The analyzer's candidates for ``dtype``, plus ``chain`` if it is not among them."""
+    base = candidates_for(dtype, error_bound)
     return base if chain in base else [*base, chain]
 
 
 def chain_text(specs: list[dict]) -> str:
-    """The short form (``shuffle+zstd:3``) of a chain as stored in a manifest."""
+    """The short form (``shuffle+zstd:3``, ``sz:abs=0.01``) of a chain as stored in a manifest."""
     option = {name: opt for name, _, opt in _core.known_codecs()}
     parts = []
     for spec in specs:
         config = spec.get("configuration", {})
         main = option.get(spec["name"])
-        parts.append(f"{spec['name']}:{config[main]}" if main and main in config else spec["name"])
+        if main and set(config) == {main}:
+            parts.append(f"{spec['name']}:{config[main]}")
+        elif config:
+            parts.append(f"{spec['name']}:" + ",".join(f"{k}={v:g}" for k, v in sorted(config.items())))
+        else:
+            parts.append(spec["name"])
     return "+".join(parts)
 
 

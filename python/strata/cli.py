@@ -40,6 +40,8 @@ def cmd_import(args) -> int:
         args.source,
         args.store,
         codec=args.codec,
+        objective=args.objective,
+        error_bound=args.error_bound,
         chunks=args.chunks,
         subchunks=args.subchunks,
         record_dim=args.record_dim,
@@ -78,12 +80,8 @@ def _print_report(report, verb: str) -> None:
         print(f"  total: {_human(raw)} raw -> {_human(stored)} stored, ratio {raw / stored:.2f}")
 
 
-def _codec_name(spec: dict) -> str:
-    level = spec.get("configuration", {}).get("level")
-    return spec["name"] + (f":{level}" if level is not None else "")
-
-
 def cmd_info(args) -> int:
+    from .analyze import chain_text
     from .dataset import open as open_store
 
     ds = open_store(args.store, args.version)
@@ -118,7 +116,7 @@ def cmd_info(args) -> int:
         s = stats.get(name, {"raw_bytes": 0, "stored_bytes": 0, "count": 0, "min": None, "max": None})
         total_raw += s["raw_bytes"]
         total_stored += s["stored_bytes"]
-        chain = "+".join(_codec_name(c) for c in var.codecs[-1]) if var.codecs else "inline"
+        chain = chain_text(var.codecs[-1]) if var.codecs else "inline"
         if len(var.codecs) > 1:
             chain += f" (+{len(var.codecs) - 1} earlier)"
         ratio = f"{s['raw_bytes'] / s['stored_bytes']:.2f}" if s["stored_bytes"] else "-"
@@ -244,7 +242,9 @@ def _nc_var(out, name, dims, values, attrs) -> None:
 def cmd_analyze(args) -> int:
     from .analyze import analyze
 
-    results = analyze(args.source, args.variables or None, samples=args.samples, seed=args.seed)
+    results = analyze(
+        args.source, args.variables or None, samples=args.samples, seed=args.seed, error_bound=args.error_bound
+    )
     for r in results:
         print(f"\n{r.name} ({r.dtype}), sample {_human(r.sample_bytes)}")
         print(f"  {'chain':<26} {'ratio':>7} {'encode MB/s':>12} {'decode MB/s':>12}  chosen for")
@@ -289,8 +289,15 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="'auto' (default: the analyzer picks per variable for --objective) or a chain for every "
         "variable: transforms shuffle, delta:AXIS, xor:AXIS, "
-        "bitround:KEEPBITS (lossy, floats only) then one backend zstd:LEVEL, lz4, pco:LEVEL, bytecols:LEVEL or raw; "
-        "e.g. 'xor:0+shuffle+lz4', 'delta+pco', 'bitround:12+shuffle+zstd:5'",
+        "bitround:KEEPBITS (lossy, floats only) then one backend zstd:LEVEL, lz4, pco:LEVEL, bytecols:LEVEL, "
+        "fpc:AXIS or raw; or alone an error-bounded lossy codec sz:abs=E, sz:rel=E, zfp:abs=E, zfp:rel=E; "
+        "e.g. 'xor:0+shuffle+lz4', 'delta+pco', 'bitround:12+shuffle+zstd:5', 'sz:abs=0.01'",
+    )
+    s.add_argument(
+        "--error-bound",
+        metavar="abs=E|rel=E",
+        help="allow lossy compression of float variables within this bound (absolute, or relative to the "
+        "value range): --codec auto then also scores sz and zfp at that bound; integers stay lossless",
     )
     s.add_argument(
         "--objective",
@@ -376,6 +383,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("variables", nargs="*", help="variables to analyze (default: every numeric one)")
     s.add_argument("--samples", type=int, default=8, help="sample blocks per variable (default 8)")
     s.add_argument("--seed", type=int, default=0, help="seed for the sample positions")
+    s.add_argument(
+        "--error-bound",
+        metavar="abs=E|rel=E",
+        help="also score the error-bounded lossy codecs sz and zfp at this bound (float variables)",
+    )
     s.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("log", help="list the versions of a store")

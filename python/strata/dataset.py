@@ -174,6 +174,12 @@ class Variable:
         return self._meta.get("codecs", [])
 
     @property
+    def plan(self) -> dict | None:
+        """The analyzer's record for this variable (objective, chosen chain, sample scores,
+        error bound if lossy codecs were allowed), or None when no plan was made."""
+        return self._meta.get("plan")
+
+    @property
     def values(self) -> np.ndarray:
         return self[...]
 

@@ -177,6 +177,7 @@ def import_file(
     *,
     codec: str | None = "auto",
     objective: str = "balanced",
+    error_bound: str | None = None,
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
     record_dim: str | None = None,
@@ -189,7 +190,10 @@ def import_file(
     ``codec="auto"`` (the default) runs the analyzer on a sample of every variable of at
     least 256 KiB and uses the chain best for ``objective`` (``ratio``, ``speed`` or
     ``balanced``), recording the scores in the manifest; smaller variables use
-    ``shuffle+zstd:3``. Any other value is a chain applied to every variable."""
+    ``shuffle+zstd:3``. Any other value is a chain applied to every variable.
+
+    ``error_bound`` (``abs=E`` or ``rel=E``, relative to the value range) lets ``auto`` also
+    pick the error-bounded lossy codecs ``sz`` and ``zfp`` for float variables."""
     source, store = os.fspath(source), os.fspath(store)
     if os.path.exists(os.path.join(store, "HEAD")):
         raise InvalidArgumentError(f"'{store}' already holds a strata store (use 'strata append')")
@@ -207,7 +211,7 @@ def import_file(
             "slab_records": slab_records,
         }
         if codec in (None, "auto"):
-            options["variable_codecs"], options["plans"] = _plan_codecs(nc, schema, objective)
+            options["variable_codecs"], options["plans"] = _plan_codecs(nc, schema, objective, error_bound)
         writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))
         dtypes = {v["name"]: v["dtype"] for v in schema["variables"]}
         record_vars = [v["name"] for v in schema["variables"] if v["dims"][:1] == [rec] and rec is not None]
@@ -310,9 +314,10 @@ def _analyze_at_import(meta: dict, var, rng, candidates: list[str] | None = None
     )
 
 
-def _plan_codecs(nc, schema: dict, objective: str) -> tuple[dict, dict]:
-    from .analyze import plan_record
+def _plan_codecs(nc, schema: dict, objective: str, error_bound: str | None = None) -> tuple[dict, dict]:
+    from .analyze import candidates_for, parse_error_bound, plan_record
 
+    error_bound = parse_error_bound(error_bound)
     if objective not in ("ratio", "speed", "balanced"):
         raise InvalidArgumentError(f"unknown objective '{objective}' (ratio, speed, balanced)")
     chains, plans = {}, {}
@@ -321,9 +326,11 @@ def _plan_codecs(nc, schema: dict, objective: str) -> tuple[dict, dict]:
         var = nc.variables[v["name"]]
         if v["dtype"] == "string" or _var_bytes(var) < ANALYZE_MIN_BYTES:
             continue
-        a = _analyze_at_import(v, var, rng)
+        candidates = candidates_for(v["dtype"], error_bound) if error_bound else None
+        a = _analyze_at_import(v, var, rng, candidates)
         chains[v["name"]] = a.choice[objective]
-        plans[v["name"]] = plan_record(a, objective, a.choice[objective])
+        extra = {"error_bound": error_bound} if error_bound and v["dtype"] in ("f32", "f64") else {}
+        plans[v["name"]] = plan_record(a, objective, a.choice[objective], **extra)
     return chains, plans
 
 
@@ -341,13 +348,15 @@ def _recheck_codecs(nc, record_vars: list[dict], objective_override: str | None 
         if objective not in ("ratio", "speed", "balanced"):
             raise InvalidArgumentError(f"unknown objective '{objective}' (ratio, speed, balanced)")
         current = chain_text(v["codecs"][-1])
-        a = _analyze_at_import(v, var, rng, candidates_with(v["dtype"], current))
+        bound = (v.get("plan") or {}).get("error_bound")
+        a = _analyze_at_import(v, var, rng, candidates_with(v["dtype"], current, bound))
         value = {s["chain"]: s["value"][objective] for s in a.scores}
         best = a.choice[objective]
         gain = value[best] / value[current] if value[current] > 0 else float("inf")
         if best != current and gain >= DRIFT_THRESHOLD:
             chains[v["name"]] = best
-            plans[v["name"]] = plan_record(a, objective, best, previous=current, gain=round(gain, 3))
+            extra = {"error_bound": bound} if bound else {}
+            plans[v["name"]] = plan_record(a, objective, best, previous=current, gain=round(gain, 3), **extra)
     return {"variable_codecs": chains, "plans": plans}
 
 

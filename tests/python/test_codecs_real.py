@@ -79,3 +79,59 @@ def test_analyze_cli(tmp_path, capsys):
     assert main(["analyze", str(nc), "temp", "--samples", "2"]) == 0
     out = capsys.readouterr().out
     assert "temp (f32)" in out and "shuffle+zstd:3" in out and "ratio" in out
+
+
+def _assert_within(got: np.ndarray, want: np.ndarray, limit, what: str) -> None:
+    """Finite elements within ``limit``, the others bit for bit."""
+    got, want = np.asarray(got).reshape(-1), np.asarray(want).reshape(-1)
+    assert got.dtype == want.dtype.newbyteorder("="), what
+    want = want.astype(got.dtype)
+    w = want.astype("f8")
+    finite = np.isfinite(w)
+    bits = np.dtype(f"u{want.dtype.itemsize}")
+    assert np.array_equal(got.view(bits)[~finite], want.view(bits)[~finite]), f"{what}: non-finite values changed"
+    err = np.abs(got.astype("f8")[finite] - w[finite])
+    assert np.all(err <= limit), f"{what}: max error {err.max()} above {limit}"
+
+
+@needs_data
+@pytest.mark.parametrize("chain", ["sz:abs=0.01", "sz:rel=1e-4", "zfp:abs=0.01", "zfp:rel=1e-4"])
+@pytest.mark.parametrize("name", REAL_FILES)
+def test_error_bounded_codecs_hold_their_bound_on_every_float(tmp_path, name, chain):
+    store = tmp_path / "s.strata"
+    strata.import_file(DATA / name, store, codec=chain)
+    ds = strata.open(store)
+    kind, value = chain.split(":")[1].split("=")
+    with raw_source(DATA / name) as src:
+        for vname, sv in src.variables.items():
+            if sv.dtype is str:
+                continue
+            want = np.asarray(sv[...])
+            got = ds[vname].values
+            if want.dtype.kind != "f":
+                assert_bit_equal(got, want, vname)  # integers are kept exactly
+                continue
+            finite = want[np.isfinite(want)].astype("f8")
+            # rel: each segment's range is at most the variable's range.
+            span = float(finite.max() - finite.min()) if finite.size else 0.0
+            limit = float(value) if kind == "abs" else float(value) * span
+            _assert_within(got, want, limit, f"{name}:{vname} with {chain}")
+
+
+def test_error_bound_lets_auto_pick_a_lossy_codec(tmp_path):
+    from conftest import make_nc
+
+    nc = make_nc(tmp_path / "s.nc", times=range(40), nlat=90, nlon=180)
+    store = tmp_path / "s.strata"
+    strata.import_file(nc, store, objective="ratio", error_bound="abs=0.05")
+    ds = strata.open(store)
+    plan = ds["temp"].plan
+    assert plan["error_bound"] == "abs=0.05"
+    assert {"sz:abs=0.05", "zfp:abs=0.05"} <= {s["chain"] for s in plan["scores"]}
+    assert plan["chosen"].startswith(("sz", "zfp")), plan["chosen"]
+    with raw_source(nc) as src:
+        _assert_within(ds["temp"].values, np.asarray(src["temp"][...]), 0.05, "temp")
+        assert_bit_equal(ds["time"].values, src["time"][...], "time")  # too small to plan: lossless
+    for bad in ("abs=0", "rel=-1", "abs", "tol=0.1"):
+        with pytest.raises(strata.InvalidArgumentError, match="error bound"):
+            strata.import_file(nc, tmp_path / f"bad{bad}.strata", error_bound=bad)

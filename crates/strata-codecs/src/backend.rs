@@ -10,7 +10,7 @@ thread_local! {
 /// Decompresses one zstd frame that must hold exactly `out.len()` bytes into `out`. One
 /// spare byte of room reveals a frame longer than expected. A decompression context per
 /// thread: creating one per call costs more than decoding a small sub-chunk.
-fn zstd_decompress_exact(input: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
+pub(crate) fn zstd_decompress_exact(input: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
     let want = out.len();
     let mut room = vec![0u8; want + 1];
     let got = DECOMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
@@ -28,11 +28,13 @@ fn zstd_decompress_exact(input: &[u8], out: &mut [u8]) -> std::result::Result<()
 ///
 /// `decode` is told the exact decoded length (stored in the segment table) and must fail,
 /// not pad or truncate, when the stream does not decode to exactly that many bytes.
+/// `shape` is the segment's shape (C order); byte-oriented backends ignore it, predictive
+/// ones (`sz`, `zfp`, `fpc`) use it to find an element's neighbours.
 pub trait Backend: Send + Sync + std::fmt::Debug {
     fn spec(&self) -> CodecSpec;
     fn capabilities(&self) -> Capabilities;
-    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()>;
-    fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()>;
+    fn encode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
+    fn decode(&self, input: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
 }
 
 /// Stores bytes as they are.
@@ -48,13 +50,13 @@ impl Backend for RawBackend {
         Capabilities { partial_decode: true, ..Capabilities::LOSSLESS }
     }
 
-    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn encode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         out.extend_from_slice(input);
         Ok(())
     }
 
-    fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+    fn decode(&self, input: &[u8], decoded_len: usize, _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         if input.len() != decoded_len {
             return Err(CodecError::Corrupt {
                 codec: "raw",
@@ -86,13 +88,13 @@ impl Backend for ZstdBackend {
         Capabilities::LOSSLESS
     }
 
-    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn encode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         *out = zstd::bulk::compress(input, self.level)
             .map_err(|e| CodecError::Encode { codec: "zstd", detail: e.to_string() })?;
         Ok(())
     }
 
-    fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+    fn decode(&self, input: &[u8], decoded_len: usize, _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         out.resize(decoded_len, 0);
         zstd_decompress_exact(input, out).map_err(|detail| CodecError::Corrupt { codec: "zstd", detail })
@@ -112,12 +114,12 @@ impl Backend for Lz4Backend {
         Capabilities::LOSSLESS
     }
 
-    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn encode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         *out = lz4_flex::block::compress(input);
         Ok(())
     }
 
-    fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+    fn decode(&self, input: &[u8], decoded_len: usize, _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         let corrupt = |detail: String| CodecError::Corrupt { codec: "lz4", detail };
         out.clear();
         out.resize(decoded_len, 0);
@@ -167,7 +169,7 @@ impl Backend for PcoBackend {
         Capabilities::LOSSLESS
     }
 
-    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn encode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         // 8-bit types are rarely worth pcodec, but a chain chosen for a whole store must
         // still work on its byte and char variables.
         let config = pco::ChunkConfig::default().with_compression_level(self.level).with_enable_8_bit(true);
@@ -187,7 +189,7 @@ impl Backend for PcoBackend {
         Ok(())
     }
 
-    fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+    fn decode(&self, input: &[u8], decoded_len: usize, _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         let corrupt = |detail: String| CodecError::Corrupt { codec: "pco", detail };
         let es = self.dtype.size();
         if !decoded_len.is_multiple_of(es) {
@@ -245,7 +247,7 @@ impl Backend for ByteColumnsBackend {
         Capabilities::LOSSLESS
     }
 
-    fn encode(&self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn encode(&self, input: &[u8], _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         let es = self.element_size.max(1);
         let n = input.len() / es;
         // Columns are the planes of a byte shuffle (a tail, if any, is its own column).
@@ -275,7 +277,7 @@ impl Backend for ByteColumnsBackend {
         Ok(())
     }
 
-    fn decode(&self, input: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+    fn decode(&self, input: &[u8], decoded_len: usize, _shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         let corrupt = |detail: String| CodecError::Corrupt { codec: "bytecols", detail };
         let es = self.element_size.max(1);
         let n = decoded_len / es;

@@ -28,10 +28,8 @@ impl CodecChain {
             let c = t.capabilities();
             caps.lossless &= c.lossless;
             caps.partial_decode &= c.partial_decode;
-            caps.max_relative_error = match (caps.max_relative_error, c.max_relative_error) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
+            // The registry builds chains with at most one lossy stage.
+            caps.error_bound = caps.error_bound.or(c.error_bound);
         }
         caps
     }
@@ -45,13 +43,13 @@ impl CodecChain {
             staged = Some(next);
         }
         let mut out = Vec::new();
-        self.backend.encode(staged.as_deref().unwrap_or(input), &mut out)?;
+        self.backend.encode(staged.as_deref().unwrap_or(input), shape, &mut out)?;
         Ok(out)
     }
 
     /// Decodes into `out`, which ends up exactly `decoded_len` bytes long.
     pub fn decode_into(&self, input: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
-        self.backend.decode(input, decoded_len, out)?;
+        self.backend.decode(input, decoded_len, shape, out)?;
         let mut scratch = Vec::new();
         for t in self.transforms.iter().rev() {
             t.decode(out, shape, &mut scratch)?;

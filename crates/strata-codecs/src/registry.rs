@@ -3,8 +3,12 @@
 use crate::backend::{Backend, ByteColumnsBackend, Lz4Backend, PcoBackend, RawBackend, ZstdBackend};
 use crate::chain::CodecChain;
 use crate::error::{CodecError, Result};
+use crate::fpc::FpcBackend;
+use crate::lossy::BoundSpec;
 use crate::spec::{CodecSpec, ElementContext};
+use crate::sz::SzBackend;
 use crate::transform::{BitRoundTransform, NeighbourOp, NeighbourTransform, ShuffleTransform, Transform};
+use crate::zfp::ZfpBackend;
 
 /// Every codec name this build can read: (name, kind, the option a short chain's `name:N` sets).
 pub const KNOWN: &[(&str, &str, Option<&str>)] = &[
@@ -16,8 +20,17 @@ pub const KNOWN: &[(&str, &str, Option<&str>)] = &[
     ("lz4", "backend", None),
     ("pco", "backend", Some("level")),
     ("bytecols", "backend", Some("level")),
+    ("fpc", "backend", Some("axis")),
+    ("sz", "backend (lossy)", None),
+    ("zfp", "backend (lossy)", None),
     ("raw", "backend", None),
 ];
+
+/// Backends that model the values themselves: they must see the elements as they are, so
+/// no transform may come before them.
+const ELEMENT_BACKENDS: &[&str] = &["sz", "zfp"];
+/// Stages that may lose information; a chain holds at most one.
+const LOSSY: &[&str] = &["bitround", "sz", "zfp"];
 
 fn reject_unknown_keys(spec: &CodecSpec, allowed: &[&str]) -> Result<()> {
     for key in spec.configuration.keys() {
@@ -98,6 +111,19 @@ pub fn backend(spec: &CodecSpec, ctx: ElementContext) -> Result<Box<dyn Backend>
             let level = int_option(spec, "level", 0..=12, PcoBackend::DEFAULT_LEVEL as i64)? as usize;
             Ok(Box::new(PcoBackend { level, dtype: ctx.dtype }))
         }
+        "fpc" => {
+            reject_unknown_keys(spec, &["axis"])?;
+            let axis = int_option(spec, "axis", -32..=31, -1)?;
+            Ok(Box::new(FpcBackend { axis, element_size: ctx.element_size() }))
+        }
+        "sz" => {
+            reject_unknown_keys(spec, &["abs", "rel"])?;
+            Ok(Box::new(SzBackend { bound: BoundSpec::from_spec(spec)?, dtype: ctx.dtype }))
+        }
+        "zfp" => {
+            reject_unknown_keys(spec, &["abs", "rel"])?;
+            Ok(Box::new(ZfpBackend { bound: BoundSpec::from_spec(spec)?, dtype: ctx.dtype }))
+        }
         other => Err(unknown(other, "backend")),
     }
 }
@@ -111,12 +137,22 @@ fn unknown(name: &str, kind: &str) -> CodecError {
 pub fn chain(specs: &[CodecSpec], ctx: ElementContext) -> Result<CodecChain> {
     let (last, init) =
         specs.split_last().ok_or_else(|| CodecError::InvalidSpec("a codec chain needs at least a backend".into()))?;
+    if ELEMENT_BACKENDS.contains(&last.name.as_str()) && !init.is_empty() {
+        return Err(CodecError::InvalidSpec(format!(
+            "'{}' works on the values themselves: it must be alone",
+            last.name
+        )));
+    }
+    if specs.iter().filter(|s| LOSSY.contains(&s.name.as_str())).count() > 1 {
+        return Err(CodecError::InvalidSpec("a chain may hold at most one lossy stage".into()));
+    }
     let transforms = init.iter().map(|s| transform(s, ctx)).collect::<Result<Vec<_>>>()?;
     Ok(CodecChain::new(transforms, backend(last, ctx)?))
 }
 
 /// Parses a short chain description such as `shuffle+zstd:5`, `xor:0+shuffle+lz4`,
-/// `bitround:12+pco` or `raw`. `name:N` sets the codec's main option (see [`KNOWN`]).
+/// `bitround:12+pco`, `sz:abs=0.01` or `raw`. `name:N` sets the codec's main option (see
+/// [`KNOWN`]); `name:key=value,key=value` sets named options.
 pub fn parse_chain(text: &str) -> Result<Vec<CodecSpec>> {
     text.split('+')
         .map(|part| {
@@ -129,7 +165,25 @@ pub fn parse_chain(text: &str) -> Result<Vec<CodecSpec>> {
                 return Err(CodecError::InvalidSpec(format!("empty codec name in '{text}'")));
             }
             let mut spec = CodecSpec::new(name);
-            if let Some(arg) = arg {
+            if let Some(arg) = arg.filter(|a| a.contains('=')) {
+                for pair in arg.split(',') {
+                    let (key, value) = pair
+                        .split_once('=')
+                        .ok_or_else(|| CodecError::InvalidSpec(format!("'{pair}' is not key=value in '{text}'")))?;
+                    let value: serde_json::Value = if let Ok(i) = value.trim().parse::<i64>() {
+                        i.into()
+                    } else {
+                        let f: f64 = value
+                            .trim()
+                            .parse()
+                            .map_err(|_| CodecError::InvalidSpec(format!("'{value}' is not a number in '{text}'")))?;
+                        serde_json::Number::from_f64(f)
+                            .ok_or_else(|| CodecError::InvalidSpec(format!("'{value}' is not finite in '{text}'")))?
+                            .into()
+                    };
+                    spec = spec.with(key.trim(), value);
+                }
+            } else if let Some(arg) = arg {
                 let option = KNOWN.iter().find(|(n, _, _)| *n == name).and_then(|(_, _, o)| *o).ok_or_else(|| {
                     CodecError::InvalidSpec(format!("codec '{name}' takes no ':' option in '{text}'"))
                 })?;

@@ -19,6 +19,39 @@ impl CodecSpec {
     }
 }
 
+/// The error a lossy codec promises for every finite element `x` decoded as `y`.
+/// Non-finite elements (NaN with its payload, ±inf) are always kept exactly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ErrorBound {
+    /// `|x - y| <= e`.
+    Absolute(f64),
+    /// `|x - y| <= e * (max - min)`, the range taken over the finite values of each
+    /// segment, hence also `<= e` times the range of the whole variable.
+    RangeRelative(f64),
+    /// `|x - y| <= e * max(|x|, smallest normal)` (bit rounding).
+    PointwiseRelative(f64),
+}
+
+impl ErrorBound {
+    /// The absolute bound for one element `x` of a segment whose finite values span `range`.
+    pub fn absolute_for(&self, x: f64, range: f64, smallest_normal: f64) -> f64 {
+        match *self {
+            ErrorBound::Absolute(e) => e,
+            ErrorBound::RangeRelative(e) => e * range,
+            ErrorBound::PointwiseRelative(e) => e * x.abs().max(smallest_normal),
+        }
+    }
+
+    /// Short text as used in chain descriptions: `abs=0.01`, `rel=0.0001`, `pointwise=0.0002`.
+    pub fn describe(&self) -> String {
+        match *self {
+            ErrorBound::Absolute(e) => format!("abs={e}"),
+            ErrorBound::RangeRelative(e) => format!("rel={e}"),
+            ErrorBound::PointwiseRelative(e) => format!("pointwise={e}"),
+        }
+    }
+}
+
 /// What a codec promises. Readers use it to decide, e.g., whether a partial decode is
 /// possible; writers refuse lossy codecs unless the user asked for a bound.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,12 +60,12 @@ pub struct Capabilities {
     pub lossless: bool,
     /// A prefix of the output can be decoded without decoding the rest.
     pub partial_decode: bool,
-    /// For lossy codecs: the largest relative error of any finite element.
-    pub max_relative_error: Option<f64>,
+    /// For lossy codecs: the error every finite element is guaranteed to hold.
+    pub error_bound: Option<ErrorBound>,
 }
 
 impl Capabilities {
-    pub const LOSSLESS: Self = Self { lossless: true, partial_decode: false, max_relative_error: None };
+    pub const LOSSLESS: Self = Self { lossless: true, partial_decode: false, error_bound: None };
 }
 
 /// Element types a chain can see (NetCDF `char` is `U8`).

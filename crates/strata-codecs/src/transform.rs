@@ -1,5 +1,5 @@
 use crate::error::{CodecError, Result};
-use crate::spec::{Capabilities, CodecSpec, NumType};
+use crate::spec::{Capabilities, CodecSpec, ErrorBound, NumType};
 
 /// A byte rearrangement that keeps the length: the output of `encode` is as long as its
 /// input. `shape` is the segment's shape (C order); its product times the element size is
@@ -262,7 +262,7 @@ impl Transform for BitRoundTransform {
         Capabilities {
             lossless: false,
             partial_decode: true,
-            max_relative_error: Some(2f64.powi(-(self.keepbits as i32 + 1))),
+            error_bound: Some(ErrorBound::PointwiseRelative(2f64.powi(-(self.keepbits as i32 + 1)))),
         }
     }
 

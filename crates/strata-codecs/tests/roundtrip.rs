@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use strata_codecs::registry::{chain, default_chain, parse_chain};
-use strata_codecs::{CodecError, CodecSpec, ElementContext, NumType};
+use strata_codecs::{CodecError, CodecSpec, ElementContext, ErrorBound, NumType};
 
 const LOSSLESS: &[&str] = &[
     "shuffle+zstd:3",
@@ -21,6 +21,9 @@ const LOSSLESS: &[&str] = &[
     "delta:1+pco:4",
     "bytecols:3",
     "xor:0+bytecols:1",
+    "fpc",
+    "fpc:0",
+    "fpc:1",
 ];
 
 const TYPES: &[NumType] = &[
@@ -83,7 +86,7 @@ proptest! {
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let spec = parse_chain(&format!("bitround:{keep}+zstd:1")).unwrap();
         let c = chain(&spec, ElementContext::new(NumType::F64)).unwrap();
-        let bound = c.capabilities().max_relative_error.unwrap();
+        let Some(ErrorBound::PointwiseRelative(bound)) = c.capabilities().error_bound else { panic!("no bound") };
         prop_assert!(!c.capabilities().lossless);
         let out = c.decode(&c.encode(&bytes, &[values.len()]).unwrap(), bytes.len(), &[values.len()]).unwrap();
         for (v, o) in values.iter().zip(out.chunks_exact(8)) {
