@@ -56,7 +56,10 @@ impl Reader {
         String::from_utf8(self.inner.manifest().to_json()).unwrap_or_default()
     }
 
-    /// Reads `name[starts:stops:steps]` into `out`, a flat uint8 array of the exact size.
+    /// Reads `name[starts:stops:steps]` into `out`, a flat uint8 array of the exact size,
+    /// at precision `level` (byte groups read) when given.
+    #[pyo3(signature = (name, starts, stops, steps, out, level=None))]
+    #[allow(clippy::too_many_arguments)] // one Python call, flat arguments
     fn read_into(
         &self,
         py: Python<'_>,
@@ -65,6 +68,7 @@ impl Reader {
         stops: Vec<u64>,
         steps: Vec<u64>,
         mut out: PyReadwriteArray1<'_, u8>,
+        level: Option<usize>,
     ) -> PyResult<()> {
         if starts.len() != stops.len() || starts.len() != steps.len() {
             return Err(to_py(Error::InvalidArgument("starts, stops and steps differ in length".into())));
@@ -76,7 +80,20 @@ impl Reader {
             .map(|((&start, &stop), &step)| DimSelection { start, stop, step })
             .collect();
         let buf = out.as_slice_mut().map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
-        py.detach(|| self.inner.read_into(name, &sel, buf)).map_err(to_py)
+        py.detach(|| self.inner.read_into_at(name, &sel, level, buf)).map_err(to_py)
+    }
+
+    /// Precision levels of a variable split by level M: (level, bytes kept, worst relative
+    /// error) for each; empty when the variable is not split.
+    fn precision_levels(&self, name: &str) -> PyResult<Vec<(usize, usize, f64)>> {
+        let Some(groups) = self.inner.byte_groups(name).map_err(to_py)? else { return Ok(vec![]) };
+        let dtype = self.inner.manifest().variable(name).map_err(to_py)?.1.dtype;
+        Ok((1..=groups.len())
+            .map(|k| {
+                let kept = groups[..k].iter().sum();
+                (k, kept, strata_core::precision::relative_error(dtype, &groups, k))
+            })
+            .collect())
     }
 
     /// Counters since this reader was opened:

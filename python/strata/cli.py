@@ -42,6 +42,8 @@ def cmd_import(args) -> int:
         codec=args.codec,
         objective=args.objective,
         error_bound=args.error_bound,
+        layout=args.layout,
+        byte_groups=args.byte_groups,
         chunks=args.chunks,
         subchunks=args.subchunks,
         record_dim=args.record_dim,
@@ -176,6 +178,10 @@ def cmd_query(args) -> int:
 
     ds = open_store(args.store, args.version)
     var = ds[args.variable]
+    if args.precision is not None or args.max_rel_error is not None:
+        var = var.at_precision(args.precision, max_rel_error=args.max_rel_error)
+        if var.level is not None:
+            print(f"precision level {var.level}: worst relative error {var.max_rel_error:.3g}", file=sys.stderr)
     positions: dict = {}
     for item in args.isel or []:
         dim, rng = _parse_range(item, "--isel")
@@ -306,6 +312,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="what --codec auto optimises: smallest size, fastest decoding, or fastest delivery from "
         "storage plus decoding (default)",
     )
+    s.add_argument(
+        "--layout",
+        default="S",
+        help="priority order of the layout levels: S (space) and M (precision: floats split into byte groups, "
+        "so reduced-precision reads fetch fewer bytes), e.g. 'S-M' or 'M-S' (default S)",
+    )
+    s.add_argument(
+        "--byte-groups",
+        metavar="TYPE=W,W,...",
+        action="append",
+        help="byte groups for level M, most significant first (default f32=2,1,1 and f64=2,1,1,1,1,1,1)",
+    )
     s.add_argument("--chunks", help="chunk length per dimension, e.g. 'time=16,lat=90' (others automatic)")
     s.add_argument("--subchunks", help="sub-chunk length per dimension, e.g. 'lat=30,lon=30'")
     s.add_argument("--record-dim", help="dimension to cut slabs along (default: the unlimited one)")
@@ -366,6 +384,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--method", choices=["nearest", "pad", "backfill"], help="how a single --sel value matches (default: exactly)"
     )
     s.add_argument("-o", "--output", help="write to this .nc or .npy file instead of printing")
+    prec = s.add_mutually_exclusive_group()
+    prec.add_argument(
+        "--precision",
+        type=int,
+        metavar="K",
+        help="read only the first K byte groups of a float variable stored with layout level M",
+    )
+    prec.add_argument(
+        "--max-rel-error",
+        type=float,
+        metavar="E",
+        help="read the fewest byte groups whose worst relative error is at most E",
+    )
     s.add_argument("--at", dest="version", type=int, metavar="VERSION", help="store version to read (default: newest)")
     s.add_argument("--max-print", type=int, default=200, help="print arrays up to this many elements in full")
     s.set_defaults(func=cmd_query)

@@ -142,6 +142,39 @@ class Variable:
         self.dtype: np.dtype = numpy_dtype(meta["dtype"])
         #: The stored type name (``f32``, ``i16``, ``char``, ``string``, ...).
         self.dtype_name: str = meta["dtype"]
+        #: Precision level this view reads (byte groups), None for full precision.
+        self.level: int | None = None
+
+    @cached_property
+    def precision_levels(self) -> list[tuple[int, int, float]]:
+        """For a float variable split into byte groups (layout level M): ``(level, bytes kept,
+        worst relative error)`` per level; empty otherwise."""
+        return [tuple(x) for x in self._ds._reader.precision_levels(self.name)]
+
+    def at_precision(self, level: int | None = None, *, max_rel_error: float | None = None) -> Variable:
+        """A view of this variable that reads only the first ``level`` byte groups, or the
+        fewest groups whose worst relative error is at most ``max_rel_error``. Missing bytes
+        are filled to the middle of the possible interval; zeros, infinities and quiet NaNs
+        are kept. Variables without level M are read at full precision."""
+        if (level is None) == (max_rel_error is None):
+            raise InvalidArgumentError("give exactly one of level and max_rel_error")
+        levels = self.precision_levels
+        if max_rel_error is not None:
+            if not max_rel_error >= 0:
+                raise InvalidArgumentError(f"max_rel_error must be >= 0, got {max_rel_error}")
+            level = next((k for k, _, err in levels if err <= max_rel_error), None)
+        elif not isinstance(level, int | np.integer) or level < 1:
+            raise InvalidArgumentError(f"precision level must be an integer >= 1, got {level!r}")
+        view = Variable(self._ds, self._meta)
+        view.level = None if level is None or not levels or level >= len(levels) else int(level)
+        return view
+
+    @property
+    def max_rel_error(self) -> float:
+        """The worst relative error of reads through this view (0.0 at full precision)."""
+        if self.level is None:
+            return 0.0
+        return self.precision_levels[self.level - 1][2]
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -205,7 +238,7 @@ class Variable:
             full = np.array(self._meta.get("inline_strings", []), dtype=object).reshape(self.shape)
             return full[tuple(slice(a, b, s) for a, b, s in zip(starts, stops, steps, strict=True))]
         out = np.empty(int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize, dtype=np.uint8)
-        self._ds._reader.read_into(self.name, list(starts), list(stops), list(steps), out)
+        self._ds._reader.read_into(self.name, list(starts), list(stops), list(steps), out, self.level)
         arr = out.view(self.dtype).reshape(shape)
         return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
 

@@ -178,6 +178,8 @@ def import_file(
     codec: str | None = "auto",
     objective: str = "balanced",
     error_bound: str | None = None,
+    layout: str = "S",
+    byte_groups: dict[str, list[int]] | list[str] | None = None,
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
     record_dim: str | None = None,
@@ -193,7 +195,12 @@ def import_file(
     ``shuffle+zstd:3``. Any other value is a chain applied to every variable.
 
     ``error_bound`` (``abs=E`` or ``rel=E``, relative to the value range) lets ``auto`` also
-    pick the error-bounded lossy codecs ``sz`` and ``zfp`` for float variables."""
+    pick the error-bounded lossy codecs ``sz`` and ``zfp`` for float variables.
+
+    ``layout`` orders the levels by priority: ``"S"`` (space only), ``"S-M"`` or ``"M-S"``
+    (level M splits floats into ``byte_groups``, most significant first, so reads at reduced
+    precision fetch only the first groups). Under M, float variables are compressed group by
+    group with ``zstd:3`` unless ``codec`` names a chain."""
     source, store = os.fspath(source), os.fspath(store)
     if os.path.exists(os.path.join(store, "HEAD")):
         raise InvalidArgumentError(f"'{store}' already holds a strata store (use 'strata append')")
@@ -209,9 +216,17 @@ def import_file(
             "chunks": parse_dims(chunks),
             "subchunks": parse_dims(subchunks),
             "slab_records": slab_records,
+            "layout": layout,
+            "byte_groups": _parse_byte_groups(byte_groups),
         }
         if codec in (None, "auto"):
             options["variable_codecs"], options["plans"] = _plan_codecs(nc, schema, objective, error_bound)
+            if "M" in layout.split("-"):
+                # Group segments are byte planes: the value-level plans do not apply to them.
+                for v in schema["variables"]:
+                    if v["dtype"] in ("f32", "f64"):
+                        options["variable_codecs"][v["name"]] = "zstd:3"
+                        options["plans"].pop(v["name"], None)
         writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))
         dtypes = {v["name"]: v["dtype"] for v in schema["variables"]}
         record_vars = [v["name"] for v in schema["variables"] if v["dims"][:1] == [rec] and rec is not None]
@@ -292,6 +307,26 @@ ANALYZE_MIN_BYTES = 256 << 10
 DRIFT_THRESHOLD = 1.10
 # Import-time analysis: fewer samples and shorter timings than `strata analyze`.
 _IMPORT_SAMPLES, _IMPORT_MIN_SECONDS = 4, 0.005
+# The ratio objective re-compares its best few chains on a larger sample.
+_REFINE_TOP = 3
+
+
+def _parse_byte_groups(spec) -> dict[str, list[int]]:
+    """``{"f64": [2, 1, ...]}``, or CLI items ``"f64=2,1,1,1,1,1,1"``."""
+    if spec is None:
+        return {}
+    if isinstance(spec, dict):
+        return {k: [int(x) for x in v] for k, v in spec.items()}
+    out = {}
+    for item in spec:
+        dtype, _, widths = item.partition("=")
+        try:
+            out[dtype.strip()] = [int(x) for x in widths.split(",")]
+        except ValueError:
+            raise InvalidArgumentError(f"byte groups '{item}' are not TYPE=W,W,... (e.g. f64=2,2,2,2)") from None
+        if dtype.strip() not in ("f32", "f64"):
+            raise InvalidArgumentError(f"byte groups are for f32 or f64, not '{dtype}'")
+    return out
 
 
 def _var_bytes(var) -> int:
@@ -328,10 +363,36 @@ def _plan_codecs(nc, schema: dict, objective: str, error_bound: str | None = Non
             continue
         candidates = candidates_for(v["dtype"], error_bound) if error_bound else None
         a = _analyze_at_import(v, var, rng, candidates)
-        chains[v["name"]] = a.choice[objective]
+        chosen = a.choice[objective]
         extra = {"error_bound": error_bound} if error_bound and v["dtype"] in ("f32", "f64") else {}
-        plans[v["name"]] = plan_record(a, objective, a.choice[objective], **extra)
+        if objective in ("ratio", "speed"):
+            chosen, extra["refined"] = _refine(v, var, rng, a, objective)
+        chains[v["name"]] = chosen
+        plans[v["name"]] = plan_record(a, objective, chosen, **extra)
     return chains, plans
+
+
+def _refine(meta: dict, var, rng, first, objective: str) -> tuple[str, dict]:
+    """For the ratio and speed objectives: the few best chains of the first sample, compared
+    again on a sample four times larger (and, for speed, with 10x longer timings), since
+    candidates within a few percent of each other often swap places between a small sample
+    and the whole variable."""
+    from .analyze import analyze_variable
+
+    top = sorted(first.scores, key=lambda s: -s["value"][objective])[:_REFINE_TOP]
+    second = analyze_variable(
+        meta["name"],
+        meta["dtype"],
+        var.shape,
+        var.__getitem__,
+        samples=4 * _IMPORT_SAMPLES,
+        rng=rng,
+        candidates=[s["chain"] for s in top],
+        min_seconds=0.0 if objective == "ratio" else 10 * _IMPORT_MIN_SECONDS,
+    )
+    best = max(second.scores, key=lambda s: s["value"][objective])
+    values = {s["chain"]: round(s["value"][objective], 4) for s in second.scores}
+    return best["chain"], {"sample_bytes": second.sample_bytes, objective: values}
 
 
 def _recheck_codecs(nc, record_vars: list[dict], objective_override: str | None = None) -> dict:

@@ -24,12 +24,20 @@ def write_arrays(
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
     slab_records: int | None = None,
+    layout: str = "S",
+    byte_groups: dict[str, list[int]] | None = None,
 ) -> int:
     """Creates a store from arrays: ``{"sst": (("time", "lat", "lon"), array, {"units": "degC"})}``.
 
     Variables whose first dimension is ``record_dim`` are cut into slabs along it; the rest
-    are written whole. Returns the committed version (1).
+    are written whole. ``layout`` and ``byte_groups`` are as for :func:`strata.import_file`
+    (under level M, ``codec`` defaults to ``zstd:3`` for the byte-group segments). Returns the
+    committed version (1).
     """
+    from .importer import _parse_byte_groups
+
+    if codec is None and "M" in layout.split("-"):
+        codec = "zstd:3"
     path = os.fspath(path)
     sizes: dict[str, int] = {}
     prepared = []
@@ -67,6 +75,8 @@ def write_arrays(
         "chunks": parse_dims(chunks),
         "subchunks": parse_dims(subchunks),
         "slab_records": slab_records,
+        "layout": layout,
+        "byte_groups": _parse_byte_groups(byte_groups),
     }
     writer = _core.Writer.create(path, json.dumps(schema), json.dumps(options))
     records = {n: (a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)}

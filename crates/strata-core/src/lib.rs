@@ -12,6 +12,7 @@ pub mod grid;
 pub mod hilbert;
 pub mod index_file;
 pub mod manifest;
+pub mod precision;
 pub mod reader;
 pub mod segment;
 pub mod storage;

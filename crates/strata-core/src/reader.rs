@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::grid::{axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection};
 use crate::index_file;
 use crate::manifest::{Manifest, Slab, Variable};
+use crate::precision;
 use crate::segment::{SegmentEntry, SegmentKey};
 use crate::store::Store;
 use rayon::prelude::*;
@@ -84,10 +85,11 @@ fn missing_is_corruption(e: Error, path: &str) -> Error {
     }
 }
 
-/// One sub-chunk to decode and where its selected elements go.
+/// One sub-chunk to decode (one segment, or one per byte group read) and where its
+/// selected elements go.
 struct Task {
     slab: usize,
-    entry: SegmentEntry,
+    entries: Vec<SegmentEntry>,
     blocks: Vec<AxisBlock>,
 }
 
@@ -116,7 +118,7 @@ impl StoreReader {
             .variables
             .iter()
             .map(|v| {
-                let Some(t) = v.dtype.num_type() else { return Ok(vec![]) };
+                let Some(t) = precision::chain_type(&manifest.layout, v)? else { return Ok(vec![]) };
                 v.codecs
                     .iter()
                     .map(|specs| registry::chain(specs, ElementContext::new(t)))
@@ -242,8 +244,29 @@ impl StoreReader {
 
     /// Reads the selection of variable `name` into `out` (C order, little-endian).
     pub fn read_into(&self, name: &str, sel: &[DimSelection], out: &mut [u8]) -> Result<()> {
+        self.read_into_at(name, sel, None, out)
+    }
+
+    /// The byte groups of a variable split by level M, or None.
+    pub fn byte_groups(&self, name: &str) -> Result<Option<Vec<usize>>> {
+        precision::byte_groups(&self.manifest.layout, self.manifest.variable(name)?.1)
+    }
+
+    /// Like [`read_into`](Self::read_into), at precision `level` (the number of byte groups
+    /// read, see [`precision`]): only those groups' segments are fetched and decoded, and
+    /// the missing bytes are filled. `None`, or a level of at least the number of groups,
+    /// reads everything; variables not split by level M are always read whole.
+    pub fn read_into_at(&self, name: &str, sel: &[DimSelection], level: Option<usize>, out: &mut [u8]) -> Result<()> {
         let out_shape = self.check_selection(name, sel)?;
         let (var_idx, var) = self.manifest.variable(name)?;
+        if level == Some(0) {
+            return Err(Error::InvalidArgument("precision level must be at least 1".into()));
+        }
+        let groups = precision::byte_groups(&self.manifest.layout, var)?;
+        let widths: Vec<usize> = match &groups {
+            Some(g) => g[..level.unwrap_or(g.len()).min(g.len())].to_vec(),
+            None => vec![var.dtype.size()],
+        };
         let es = var.dtype.size();
         let expected = out_shape.iter().product::<u64>() as usize * es;
         if out.len() != expected {
@@ -288,27 +311,42 @@ impl StoreReader {
                     bin: 0,
                     group: 0,
                 };
-                let entry = *index.segments.get(&key).ok_or_else(|| {
-                    Error::Corruption(format!(
-                        "slab {} has no segment for '{name}' chunk {chunk_coords:?} sub-chunk {sub_coords:?}",
-                        slab.id
-                    ))
-                })?;
-                let raw_expected = blocks.iter().map(|b| b.len).product::<u64>() * es as u64;
-                if entry.raw_length != raw_expected || entry.codec as usize >= self.chains[var_idx].len() {
-                    return Err(Error::Corruption(format!(
-                        "slab {}: segment {key:?} does not match the variable",
-                        slab.id
-                    )));
+                let elements = blocks.iter().map(|b| b.len).product::<u64>();
+                let mut entries = Vec::with_capacity(widths.len());
+                for (g, &w) in widths.iter().enumerate() {
+                    let key = SegmentKey { group: g as u8, ..key };
+                    let entry = *index.segments.get(&key).ok_or_else(|| {
+                        Error::Corruption(format!(
+                            "slab {} has no segment for '{name}' chunk {chunk_coords:?} sub-chunk {sub_coords:?} group {g}",
+                            slab.id
+                        ))
+                    })?;
+                    if entry.raw_length != elements * w as u64 || entry.codec as usize >= self.chains[var_idx].len() {
+                        return Err(Error::Corruption(format!(
+                            "slab {}: segment {key:?} does not match the variable",
+                            slab.id
+                        )));
+                    }
+                    entries.push(entry);
                 }
-                tasks.push(Task { slab: slab_pos, entry, blocks });
+                tasks.push(Task { slab: slab_pos, entries, blocks });
             }
         }
-        self.execute(var_idx, &tasks, &out_shape, out)
+        let split = groups.map(|g| (g, widths.len()));
+        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)
     }
 
-    fn execute(&self, var_idx: usize, tasks: &[Task], out_shape: &[u64], out: &mut [u8]) -> Result<()> {
-        let es = self.manifest.variables[var_idx].dtype.size();
+    /// `split`: the variable's byte groups and how many of them the tasks read.
+    fn execute(
+        &self,
+        var_idx: usize,
+        tasks: &[Task],
+        split: Option<&(Vec<usize>, usize)>,
+        out_shape: &[u64],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let dtype = self.manifest.variables[var_idx].dtype;
+        let es = dtype.size();
         let out_len = out.len();
         let out_ptr = SendPtr(out.as_mut_ptr());
         let scatter = |t: &Task, raw: &[u8]| {
@@ -334,74 +372,101 @@ impl StoreReader {
                 )
             };
         };
-        let segment_id = |t: &Task| (self.manifest.slabs[t.slab].id, t.entry.offset);
-        // Segments already decoded are served from the cache; only the rest are read.
-        let mut order = Vec::with_capacity(tasks.len());
+        let level = split.map_or(0, |(_, k)| *k as u8);
+        let segment_id = |t: &Task| (self.manifest.slabs[t.slab].id, t.entries[0].offset, level);
+        // Sub-chunks already decoded are served from the cache; only the rest are read.
+        let mut pending = Vec::with_capacity(tasks.len());
         for (i, t) in tasks.iter().enumerate() {
             match self.cache.get(segment_id(t)) {
                 Some(raw) => {
                     self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                     scatter(t, &raw);
                 }
-                None => order.push(i),
+                None => pending.push(i),
             }
         }
-        // Coalesce reads per data file, in file order.
-        order.sort_by_key(|&i| (tasks[i].slab, tasks[i].entry.offset));
-        let mut runs: Vec<(usize, u64, u64, Vec<usize>)> = Vec::new(); // slab, start, end, tasks
-        for i in order {
-            let t = &tasks[i];
-            let (start, end) = (t.entry.offset, t.entry.offset + t.entry.length);
+        // Coalesce the segment reads per data file, in file order.
+        let mut wanted: Vec<(usize, u64, u64)> = pending
+            .iter()
+            .flat_map(|&i| tasks[i].entries.iter().map(move |e| (tasks[i].slab, e.offset, e.offset + e.length)))
+            .collect();
+        wanted.sort_unstable();
+        let mut runs: Vec<(usize, u64, u64)> = Vec::new(); // slab, start, end
+        for (slab, start, end) in wanted {
             if let Some(last) = runs.last_mut() {
-                if last.0 == t.slab && start >= last.2 && start - last.2 <= COALESCE_GAP && end - last.1 <= COALESCE_MAX
-                {
-                    last.2 = end;
-                    last.3.push(i);
+                if last.0 == slab && start >= last.2 && start - last.2 <= COALESCE_GAP && end - last.1 <= COALESCE_MAX {
+                    last.2 = last.2.max(end);
                     continue;
                 }
             }
-            runs.push((t.slab, start, end, vec![i]));
+            runs.push((slab, start, end));
         }
-        let chains = &self.chains[var_idx];
         let storage = self.store.storage();
-        let decode = |t: &Task, bytes: &[u8], run_start: u64, path: &str| -> Result<()> {
-            let lo = (t.entry.offset - run_start) as usize;
-            let stored = &bytes[lo..lo + t.entry.length as usize];
-            if crc32c::crc32c(stored) != t.entry.checksum {
-                return Err(Error::Corruption(format!("segment at {path}:{} fails its checksum", t.entry.offset)));
+        let fetch = |&(slab, start, end): &(usize, u64, u64)| -> Result<Vec<u8>> {
+            let path = self.manifest.slabs[slab].data.as_str();
+            let bytes = storage.read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;
+            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
+            Ok(bytes)
+        };
+        // Handing work to the thread pool costs tens of microseconds of wake-up: small reads
+        // run on the caller's thread, larger ones fan out.
+        let raw_total: u64 = pending.iter().flat_map(|&i| &tasks[i].entries).map(|e| e.raw_length).sum();
+        let parallel = raw_total > SEQUENTIAL_BYTES;
+        let fetched: Vec<Vec<u8>> = if parallel {
+            runs.par_iter().map(fetch).collect::<Result<_>>()?
+        } else {
+            runs.iter().map(fetch).collect::<Result<_>>()?
+        };
+        let chains = &self.chains[var_idx];
+        // The stored bytes of one segment, out of the run that holds it.
+        let stored = |slab: usize, e: &SegmentEntry| -> Result<&[u8]> {
+            let r = runs.partition_point(|run| (run.0, run.1) <= (slab, e.offset)) - 1;
+            let lo = (e.offset - runs[r].1) as usize;
+            let bytes = &fetched[r][lo..lo + e.length as usize];
+            if crc32c::crc32c(bytes) != e.checksum {
+                let path = &self.manifest.slabs[slab].data;
+                return Err(Error::Corruption(format!("segment at {path}:{} fails its checksum", e.offset)));
             }
+            Ok(bytes)
+        };
+        let decode = |i: usize| -> Result<()> {
+            let t = &tasks[i];
             let shape: Vec<usize> = t.blocks.iter().map(|b| b.len as usize).collect();
-            let raw = chains[t.entry.codec as usize].decode(stored, t.entry.raw_length as usize, &shape)?;
-            self.counters.segments_decoded.fetch_add(1, Ordering::Relaxed);
+            let raw = match split {
+                None => {
+                    let e = &t.entries[0];
+                    chains[e.codec as usize].decode(stored(t.slab, e)?, e.raw_length as usize, &shape)?
+                }
+                Some((groups, _)) => {
+                    let mut parts = Vec::with_capacity(t.entries.len());
+                    for (e, &w) in t.entries.iter().zip(groups) {
+                        let group_shape = [vec![w], shape.clone()].concat();
+                        parts.push(chains[e.codec as usize].decode(
+                            stored(t.slab, e)?,
+                            e.raw_length as usize,
+                            &group_shape,
+                        )?);
+                    }
+                    let n = shape.iter().product::<usize>();
+                    let mut raw = vec![0u8; n * es];
+                    let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+                    precision::assemble(&refs, n, dtype, groups, &mut raw);
+                    raw
+                }
+            };
+            self.counters.segments_decoded.fetch_add(t.entries.len() as u64, Ordering::Relaxed);
             scatter(t, &raw);
             if self.cache.capacity() > 0 {
                 self.cache.insert(segment_id(t), Arc::new(raw));
             }
             Ok(())
         };
-        let fetch = |slab: usize, start: u64, end: u64| -> Result<(Vec<u8>, &str)> {
-            let path = self.manifest.slabs[slab].data.as_str();
-            let bytes = storage.read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
-            Ok((bytes, path))
-        };
-        // Handing work to the thread pool costs tens of microseconds of wake-up: small reads
-        // run on the caller's thread, larger ones fan out over runs and segments.
-        let raw_total: u64 = runs.iter().flat_map(|r| &r.3).map(|&i| tasks[i].entry.raw_length).sum();
-        if raw_total <= SEQUENTIAL_BYTES {
-            for (slab, start, end, members) in &runs {
-                let (bytes, path) = fetch(*slab, *start, *end)?;
-                for &i in members {
-                    decode(&tasks[i], &bytes, *start, path)?;
-                }
-            }
-            return Ok(());
+        if parallel {
+            pending.par_iter().try_for_each(|&i| decode(i))
+        } else {
+            pending.iter().try_for_each(|&i| decode(i))
         }
-        runs.par_iter().try_for_each(|(slab, start, end, members)| -> Result<()> {
-            let (bytes, path) = fetch(*slab, *start, *end)?;
-            members.par_iter().try_for_each(|&i| decode(&tasks[i], &bytes, *start, path))
-        })
     }
 
     /// Raw and stored bytes per variable, from the index files only.

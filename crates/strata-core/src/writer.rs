@@ -11,6 +11,7 @@ use crate::index_file::{self, SlabIndexData};
 use crate::manifest::{
     Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
 };
+use crate::precision;
 use crate::segment::{layout_key, SegmentEntry, SegmentKey};
 use crate::store::{now_ms, random_suffix, Store};
 use rayon::prelude::*;
@@ -63,6 +64,9 @@ pub struct WriterOptions {
     pub slab_records: Option<u64>,
     #[serde(default)]
     pub layout: Option<String>,
+    /// Byte groups per float type for level M (`{"f64": [2,1,1,1,1,1,1]}`); defaults otherwise.
+    #[serde(default)]
+    pub byte_groups: BTreeMap<String, Vec<usize>>,
     /// Codec chain per variable name (overrides `codec` for that variable).
     #[serde(default)]
     pub variable_codecs: BTreeMap<String, String>,
@@ -123,17 +127,20 @@ fn parse_layout(text: &str) -> Result<Vec<Level>> {
         }
         order.push(level);
     }
-    if order != [Level::S] {
+    if !order.contains(&Level::S) {
+        return Err(Error::InvalidArgument(format!("layout '{text}' must include S (space)")));
+    }
+    if order.contains(&Level::V) {
         return Err(Error::InvalidArgument(format!(
-            "layout '{text}': this build writes layout S only (V and M levels are not implemented yet)"
+            "layout '{text}': this build writes levels S and M (value bins, V, are not implemented yet)"
         )));
     }
     Ok(order)
 }
 
 /// The chain new segments of `var` use: its last listed chain (appends add chains at the end).
-fn build_chain(var: &Variable) -> Result<Option<(u8, CodecChain)>> {
-    match (var.codecs.last(), var.dtype.num_type()) {
+fn build_chain(layout: &Layout, var: &Variable) -> Result<Option<(u8, CodecChain)>> {
+    match (var.codecs.last(), precision::chain_type(layout, var)?) {
         (Some(specs), Some(t)) => {
             Ok(Some(((var.codecs.len() - 1) as u8, registry::chain(specs, ElementContext::new(t))?)))
         }
@@ -148,6 +155,19 @@ impl StoreWriter {
             return Err(Error::InvalidArgument(format!("'{}' already holds a strata store", store.name())));
         }
         let order = parse_layout(options.layout.as_deref().unwrap_or("S"))?;
+        let mut layout = Layout { order, ..Layout::space_only() };
+        if layout.order.contains(&Level::M) {
+            let mut groups = serde_json::Map::new();
+            for dtype in [DType::F32, DType::F64] {
+                let g = match options.byte_groups.get(dtype.name()) {
+                    Some(g) => g.clone(),
+                    None => precision::default_groups(dtype).unwrap_or_default(),
+                };
+                precision::check_groups(dtype, &g)?;
+                groups.insert(dtype.name().to_string(), serde_json::json!(g));
+            }
+            layout.byte_groups = Some(serde_json::Value::Object(groups));
+        }
         let codec: Vec<CodecSpec> = match &options.codec {
             Some(text) => registry::parse_chain(text)?,
             None => registry::default_chain(),
@@ -164,7 +184,9 @@ impl StoreWriter {
                 Some(text) => registry::parse_chain(text)?,
                 None => codec.clone(),
             };
-            if let Some(t) = v.dtype.num_type() {
+            let split = layout.order.contains(&Level::M) && precision::default_groups(v.dtype).is_some();
+            let chain_type = if split { Some(strata_codecs::NumType::U8) } else { v.dtype.num_type() };
+            if let Some(t) = chain_type {
                 registry::chain(&specs, ElementContext::new(t))
                     .map_err(|e| Error::InvalidArgument(format!("codec for '{}': {e}", v.name)))?;
             }
@@ -266,12 +288,12 @@ impl StoreWriter {
             slab_records,
             attrs: schema.attrs,
             variables,
-            layout: Layout { order, ..Layout::space_only() },
+            layout,
             slabs: vec![],
             files: vec![],
         };
         draft.validate()?;
-        let chains = draft.variables.iter().map(build_chain).collect::<Result<Vec<_>>>()?;
+        let chains = draft.variables.iter().map(|v| build_chain(&draft.layout, v)).collect::<Result<Vec<_>>>()?;
         let has_static = draft.variables.iter().any(|v| v.chunking.is_some() && !draft.is_record_var(v));
         let static_slab = has_static
             .then(|| SlabBuilderBox(SlabBuilder { id: 0, records: None, segments: vec![], done: BTreeSet::new() }));
@@ -296,7 +318,7 @@ impl StoreWriter {
             let specs = registry::parse_chain(text)?;
             let pos = base.variable(name)?.0;
             let var = &mut base.variables[pos];
-            let Some(t) = var.dtype.num_type() else { continue };
+            let Some(t) = precision::chain_type(&base.layout, var)? else { continue };
             registry::chain(&specs, ElementContext::new(t))
                 .map_err(|e| Error::InvalidArgument(format!("codec for '{name}': {e}")))?;
             // Positions are referenced by old segments: chains are only ever added at the
@@ -315,7 +337,7 @@ impl StoreWriter {
         if base.record_dim.is_none() {
             return Err(Error::InvalidArgument(format!("'{}' has no record dimension to append along", store.name())));
         }
-        let chains = base.variables.iter().map(build_chain).collect::<Result<Vec<_>>>()?;
+        let chains = base.variables.iter().map(|v| build_chain(&base.layout, v)).collect::<Result<Vec<_>>>()?;
         let next_slab_id = base.slabs.iter().map(|s| s.id + 1).max().unwrap_or(1);
         let base_version = Some(base.version);
         let mut draft = base;
@@ -495,7 +517,8 @@ impl StoreWriter {
         let ndim = extent.len();
         let tasks: Vec<(u64, u64)> = (0..n_chunks).flat_map(|c| (0..n_subs).map(move |s| (c, s))).collect();
         let missing = var.missing_values();
-        let results: Vec<Option<Result<PendingSegment>>> = tasks
+        let groups = precision::byte_groups(&self.draft.layout, var)?;
+        let results: Vec<Option<Result<Vec<PendingSegment>>>> = tasks
             .par_iter()
             .map(|&(c, s)| {
                 let cc = unravel(c, &grid);
@@ -517,18 +540,38 @@ impl StoreWriter {
                 copy_block(data, extent, &start, &ones, &mut raw, &len, &vec![0; ndim], &len, es);
                 let summary = var.dtype.summarize(&raw, &missing);
                 let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
-                Some(chain.encode(&raw, &shape).map_err(Error::from).map(|bytes| PendingSegment {
-                    key: SegmentKey { var: idx as u32, chunk: c, subchunk: s as u32, bin: 0, group: 0 },
-                    codec: *codec_index,
-                    bytes,
-                    raw_length: raw.len() as u64,
-                    count: summary.count,
-                    min: summary.min,
-                    max: summary.max,
-                }))
+                let key = SegmentKey { var: idx as u32, chunk: c, subchunk: s as u32, bin: 0, group: 0 };
+                let parts = match &groups {
+                    None => vec![(0u8, shape, raw)],
+                    Some(g) => precision::split(&raw, es, g)
+                        .into_iter()
+                        .zip(g)
+                        .enumerate()
+                        .map(|(i, (bytes, &w))| (i as u8, [vec![w], shape.clone()].concat(), bytes))
+                        .collect(),
+                };
+                // The element summary goes with group 0 only, so statistics count each element once.
+                Some(
+                    parts
+                        .into_iter()
+                        .map(|(group, shape, bytes)| {
+                            let encoded = chain.encode(&bytes, &shape)?;
+                            let first = group == 0;
+                            Ok(PendingSegment {
+                                key: SegmentKey { group, ..key },
+                                codec: *codec_index,
+                                bytes: encoded,
+                                raw_length: bytes.len() as u64,
+                                count: if first { summary.count } else { 0 },
+                                min: if first { summary.min } else { f64::NAN },
+                                max: if first { summary.max } else { f64::NAN },
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>(),
+                )
             })
             .collect();
-        results.into_iter().flatten().collect()
+        Ok(results.into_iter().flatten().collect::<Result<Vec<Vec<_>>>>()?.into_iter().flatten().collect())
     }
 
     fn write_slab(&mut self, slab: SlabBuilder) -> Result<()> {

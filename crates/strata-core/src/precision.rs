@@ -1,0 +1,184 @@
+//! Level M: floats split into byte groups, most significant first, each group its own
+//! segment, so a read at precision level k fetches and decodes only the first k groups.
+//!
+//! A group segment holds the byte planes of its bytes (plane = that byte of every element,
+//! in the sub-chunk's C order), most significant plane first: it is a `u8` segment of shape
+//! `[width, ...sub-chunk shape]`. A reader that keeps the top `B` bytes of an element fills
+//! the rest by the rule of [`fill`], which halves the worst error of filling zeros.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::manifest::{Layout, Level, Variable};
+
+/// Default groups: the top two bytes (sign, exponent, the first mantissa bits), then one
+/// byte per group.
+pub fn default_groups(dtype: DType) -> Option<Vec<usize>> {
+    match dtype {
+        DType::F32 => Some(vec![2, 1, 1]),
+        DType::F64 => Some(vec![2, 1, 1, 1, 1, 1, 1]),
+        _ => None,
+    }
+}
+
+/// The byte groups of `var` under `layout`, or None when the variable is not split (no M
+/// level, not a float, or not stored in segments).
+pub fn byte_groups(layout: &Layout, var: &Variable) -> Result<Option<Vec<usize>>> {
+    if !layout.order.contains(&Level::M) || var.chunking.is_none() {
+        return Ok(None);
+    }
+    let Some(default) = default_groups(var.dtype) else { return Ok(None) };
+    let key = var.dtype.name();
+    let groups = match layout.byte_groups.as_ref().and_then(|g| g.get(key)) {
+        None => default,
+        Some(v) => serde_json::from_value::<Vec<usize>>(v.clone())
+            .map_err(|e| Error::Corruption(format!("layout byte_groups for {key}: {e}")))?,
+    };
+    check_groups(var.dtype, &groups)?;
+    Ok(Some(groups))
+}
+
+/// The element type a variable's codec chains see: `u8` for split variables (each group
+/// segment is bytes), else the variable's own type.
+pub fn chain_type(layout: &Layout, var: &Variable) -> Result<Option<strata_codecs::NumType>> {
+    Ok(if byte_groups(layout, var)?.is_some() { Some(strata_codecs::NumType::U8) } else { var.dtype.num_type() })
+}
+
+/// Groups must be positive widths that add up to the element size.
+pub fn check_groups(dtype: DType, groups: &[usize]) -> Result<()> {
+    let es = dtype.size();
+    if groups.is_empty() || groups.contains(&0) || groups.iter().sum::<usize>() != es || groups.len() > 8 {
+        return Err(Error::InvalidArgument(format!(
+            "byte groups {groups:?} for {} must be positive widths adding up to {es}",
+            dtype.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The elements' bytes split into group segments (planes, most significant first).
+pub fn split(raw: &[u8], es: usize, groups: &[usize]) -> Vec<Vec<u8>> {
+    let n = raw.len() / es;
+    let mut top = es;
+    groups
+        .iter()
+        .map(|&w| {
+            let mut out = Vec::with_capacity(n * w);
+            for b in (top - w..top).rev() {
+                out.extend(raw.chunks_exact(es).map(|e| e[b]));
+            }
+            top -= w;
+            out
+        })
+        .collect()
+}
+
+/// Rebuilds `n` elements from the first `parts.len()` groups; missing bytes are filled.
+pub fn assemble(parts: &[&[u8]], n: usize, dtype: DType, groups: &[usize], out: &mut [u8]) {
+    let es = dtype.size();
+    let mut top = es;
+    for (part, &w) in parts.iter().zip(groups) {
+        for (p, b) in (top - w..top).rev().enumerate() {
+            let plane = &part[p * n..(p + 1) * n];
+            for (e, &v) in out.chunks_exact_mut(es).zip(plane) {
+                e[b] = v;
+            }
+        }
+        top -= w;
+    }
+    if top > 0 {
+        for e in out.chunks_exact_mut(es) {
+            fill(e, top, dtype);
+        }
+    }
+}
+
+/// Fills the low `missing` bytes of one little-endian float whose high bytes are known.
+///
+/// Rule: when the known bits say zero (exponent and known mantissa all zero), infinity or
+/// NaN (exponent all ones), the missing bytes are zero, so ±0 and ±inf come back exactly
+/// and a NaN stays NaN whenever its known mantissa bits are not all zero (quiet NaNs).
+/// Otherwise the missing bits become `100…0`, the middle of the interval of values that
+/// share the known bits, which halves the worst error of truncation.
+#[inline]
+pub fn fill(e: &mut [u8], missing: usize, dtype: DType) {
+    let (exp_mask, bits) = match dtype {
+        DType::F32 => (0x7f80_0000u64, 32),
+        _ => (0x7ff0_0000_0000_0000u64, 64),
+    };
+    let mut word = [0u8; 8];
+    word[..e.len()].copy_from_slice(e);
+    let known_mask = !0u64 << (8 * missing);
+    let known = u64::from_le_bytes(word) & known_mask;
+    let magnitude = known & !(1u64 << (bits - 1)) & (if bits == 64 { !0 } else { (1u64 << bits) - 1 });
+    let exponent = known & exp_mask;
+    let value = if magnitude == 0 || exponent == exp_mask { known } else { known | (1u64 << (8 * missing - 1)) };
+    e.copy_from_slice(&value.to_le_bytes()[..e.len()]);
+}
+
+/// The worst relative error of a read at `level` groups: `2^-(m+1)` with `m` the mantissa
+/// bits kept, for normal numbers (for subnormals the same bound holds relative to the
+/// smallest normal); 0 when every group is read.
+pub fn relative_error(dtype: DType, groups: &[usize], level: usize) -> f64 {
+    let kept: usize = groups.iter().take(level).sum();
+    if kept >= dtype.size() {
+        return 0.0;
+    }
+    let exponent_bits = if dtype == DType::F32 { 8 } else { 11 };
+    let mantissa_kept = (8 * kept) as i32 - 1 - exponent_bits;
+    2f64.powi(-(mantissa_kept + 1))
+}
+
+/// The smallest level whose worst relative error is at most `max_rel_error`.
+pub fn level_for(dtype: DType, groups: &[usize], max_rel_error: f64) -> usize {
+    (1..=groups.len()).find(|&k| relative_error(dtype, groups, k) <= max_rel_error).unwrap_or(groups.len())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn roundtrip32(values: &[f32], groups: &[usize], level: usize) -> Vec<f32> {
+        let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let parts = split(&raw, 4, groups);
+        let refs: Vec<&[u8]> = parts.iter().take(level).map(|p| &p[..]).collect();
+        let mut out = vec![0u8; raw.len()];
+        assemble(&refs, values.len(), DType::F32, groups, &mut out);
+        out.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+
+    #[test]
+    fn every_level_holds_its_bound_and_full_is_exact() {
+        let values: Vec<f32> = (0..2000)
+            .map(|i| ((i as f32) * 0.37).sin() * 10f32.powi(i % 9 - 4))
+            .chain([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-40, -3e-39, f32::MAX, f32::MIN_POSITIVE])
+            .collect();
+        let groups = [2, 1, 1];
+        for level in 1..=3 {
+            let got = roundtrip32(&values, &groups, level);
+            let bound = relative_error(DType::F32, &groups, level);
+            for (x, y) in values.iter().zip(&got) {
+                if x.is_nan() {
+                    assert!(y.is_nan());
+                } else if x.is_infinite() || *x == 0.0 {
+                    assert_eq!(x.to_bits(), y.to_bits());
+                } else {
+                    let scale = (x.abs() as f64).max(f32::MIN_POSITIVE as f64);
+                    assert!(((x - y) as f64).abs() <= bound * scale, "level {level}: {x} -> {y}");
+                }
+            }
+        }
+        let exact = roundtrip32(&values, &groups, 4);
+        assert!(values.iter().zip(&exact).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert_eq!(relative_error(DType::F32, &groups, 1), 2f64.powi(-8));
+        assert_eq!(relative_error(DType::F64, &[2, 1, 1, 1, 1, 1, 1], 2), 2f64.powi(-13));
+        assert_eq!(level_for(DType::F64, &[2, 1, 1, 1, 1, 1, 1], 1e-4), 3);
+    }
+
+    #[test]
+    fn bad_groups_are_refused() {
+        assert!(check_groups(DType::F32, &[2, 2, 1]).is_err());
+        assert!(check_groups(DType::F64, &[0, 8]).is_err());
+        assert!(check_groups(DType::F64, &[4, 4]).is_ok());
+    }
+}
