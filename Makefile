@@ -80,6 +80,7 @@ demo: build-release
 bench: build-release
 	$(BIN)/python bench/bench_hyperslab.py
 	$(BIN)/python bench/bench_codecs.py
+	$(BIN)/python bench/bench_precision.py
 
 clean:
 	rm -rf demo-out bench/work .pytest_cache
