@@ -220,13 +220,11 @@ def import_file(
             "byte_groups": _parse_byte_groups(byte_groups),
         }
         if codec in (None, "auto"):
-            options["variable_codecs"], options["plans"] = _plan_codecs(nc, schema, objective, error_bound)
-            if "M" in layout.split("-"):
-                # Group segments are byte planes: the value-level plans do not apply to them.
-                for v in schema["variables"]:
-                    if v["dtype"] in ("f32", "f64"):
-                        options["variable_codecs"][v["name"]] = "zstd:3"
-                        options["plans"].pop(v["name"], None)
+            # Under level M, float segments are byte planes: value-level plans do not apply.
+            m_level = "M" in layout.split("-")
+            split = {v["name"] for v in schema["variables"] if m_level and v["dtype"] in ("f32", "f64")}
+            options["variable_codecs"], options["plans"] = _plan_codecs(nc, schema, objective, error_bound, split)
+            options["variable_codecs"].update(dict.fromkeys(split, "zstd:3"))
         writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))
         dtypes = {v["name"]: v["dtype"] for v in schema["variables"]}
         record_vars = [v["name"] for v in schema["variables"] if v["dims"][:1] == [rec] and rec is not None]
@@ -349,7 +347,9 @@ def _analyze_at_import(meta: dict, var, rng, candidates: list[str] | None = None
     )
 
 
-def _plan_codecs(nc, schema: dict, objective: str, error_bound: str | None = None) -> tuple[dict, dict]:
+def _plan_codecs(
+    nc, schema: dict, objective: str, error_bound: str | None = None, skip: set[str] = frozenset()
+) -> tuple[dict, dict]:
     from .analyze import candidates_for, parse_error_bound, plan_record
 
     error_bound = parse_error_bound(error_bound)
@@ -359,7 +359,7 @@ def _plan_codecs(nc, schema: dict, objective: str, error_bound: str | None = Non
     rng = np.random.default_rng(0)
     for v in schema["variables"]:
         var = nc.variables[v["name"]]
-        if v["dtype"] == "string" or _var_bytes(var) < ANALYZE_MIN_BYTES:
+        if v["dtype"] == "string" or v["name"] in skip or _var_bytes(var) < ANALYZE_MIN_BYTES:
             continue
         candidates = candidates_for(v["dtype"], error_bound) if error_bound else None
         a = _analyze_at_import(v, var, rng, candidates)

@@ -1,9 +1,9 @@
 //! What the error-bounded codecs (`sz`, `zfp`) share: the bound the user asked for, the
 //! segment's geometry, element conversion and the lossless fallback stream.
 
-use crate::backend::zstd_decompress_exact;
+use crate::backend::{zstd_decompress_exact, Backend};
 use crate::error::{CodecError, Result};
-use crate::spec::{CodecSpec, ErrorBound, NumType};
+use crate::spec::{Capabilities, CodecSpec, ErrorBound, NumType};
 
 /// The bound as configured: absolute, or relative to the value range of each segment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -125,7 +125,7 @@ pub fn put(dtype: NumType, v: f64, out: &mut Vec<u8>) {
 pub const MODE_LOSSLESS: u8 = 0;
 
 /// The lossless fallback: integer variables, and segments with nothing to lose.
-pub fn encode_lossless(codec: &'static str, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+fn encode_lossless(codec: &'static str, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
     out.clear();
     out.push(MODE_LOSSLESS);
     let packed = zstd::bulk::compress(input, 3).map_err(|e| CodecError::Encode { codec, detail: e.to_string() })?;
@@ -133,10 +133,70 @@ pub fn encode_lossless(codec: &'static str, input: &[u8], out: &mut Vec<u8>) -> 
     Ok(())
 }
 
-pub fn decode_lossless(codec: &'static str, body: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
+fn decode_lossless(codec: &'static str, body: &[u8], decoded_len: usize, out: &mut Vec<u8>) -> Result<()> {
     out.clear();
     out.resize(decoded_len, 0);
     zstd_decompress_exact(body, out).map_err(|detail| CodecError::Corrupt { codec, detail })
+}
+
+/// An error-bounded codec of float elements. The [`Backend`] implementation shared by all
+/// of them writes the mode byte, falls back to the lossless mode 0 for integers, partial
+/// elements, unusable sizes and segments with nothing to lose, and declares the bound.
+pub trait BoundedCodec: Send + Sync + std::fmt::Debug {
+    const NAME: &'static str;
+    /// This codec's stream mode byte (never [`MODE_LOSSLESS`]).
+    const MODE: u8;
+    fn bound(&self) -> BoundSpec;
+    fn dtype(&self) -> NumType;
+    /// Whether a segment of `n` elements can be coded (counts are stored as `u32`).
+    fn usable(n: usize) -> bool {
+        n <= u32::MAX as usize
+    }
+    /// Appends the stream after the mode byte, for absolute bound `eb`.
+    fn encode_values(&self, input: &[u8], shape: &[usize], eb: f64, values: &[f64], out: &mut Vec<u8>) -> Result<()>;
+    /// Decodes the stream after the mode byte into exactly `decoded_len` bytes.
+    fn decode_values(&self, body: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
+}
+
+impl<T: BoundedCodec> Backend for T {
+    fn spec(&self) -> CodecSpec {
+        self.bound().to_spec(T::NAME)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        if !self.dtype().is_float() {
+            return Capabilities::LOSSLESS;
+        }
+        Capabilities { lossless: false, partial_decode: false, error_bound: Some(self.bound().error_bound()) }
+    }
+
+    fn encode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
+        let (dtype, es) = (self.dtype(), self.dtype().size());
+        if !dtype.is_float() || !input.len().is_multiple_of(es) || !T::usable(input.len() / es) {
+            return encode_lossless(T::NAME, input, out);
+        }
+        let values = to_f64(dtype, input);
+        match self.bound().absolute(&values) {
+            Some(eb) => {
+                out.clear();
+                out.push(T::MODE);
+                self.encode_values(input, shape, eb, &values, out)
+            }
+            None => encode_lossless(T::NAME, input, out),
+        }
+    }
+
+    fn decode(&self, input: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
+        let (dtype, es) = (self.dtype(), self.dtype().size());
+        let corrupt = |detail: String| CodecError::Corrupt { codec: T::NAME, detail };
+        let mode = *input.first().ok_or_else(|| corrupt("empty stream".into()))?;
+        let whole = dtype.is_float() && decoded_len.is_multiple_of(es) && T::usable(decoded_len / es);
+        match mode {
+            MODE_LOSSLESS => decode_lossless(T::NAME, &input[1..], decoded_len, out),
+            m if m == T::MODE && whole => self.decode_values(&input[1..], decoded_len, shape, out),
+            m => Err(corrupt(format!("bad mode {m}"))),
+        }
+    }
 }
 
 /// A little-endian cursor that reports truncation as corruption.

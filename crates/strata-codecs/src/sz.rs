@@ -13,13 +13,12 @@
 //! `u32 codes length`, codes (zstd of `n` codes of that width), then the unpredictable
 //! elements' bytes (zstd).
 
-use crate::backend::{zstd_decompress_exact, Backend};
+use crate::backend::zstd_decompress_exact;
 use crate::error::{CodecError, Result};
-use crate::lossy::{self, BoundSpec, Cursor};
-use crate::spec::{Capabilities, CodecSpec, NumType};
+use crate::lossy::{self, BoundSpec, BoundedCodec, Cursor};
+use crate::spec::NumType;
 
 const NAME: &str = "sz";
-const MODE_SZ: u8 = 1;
 /// Quantization codes are `q + RADIUS` in 16 bits; 0 marks an unpredictable element.
 const RADIUS: i64 = 32768;
 /// When every code fits in one byte, codes are `q + RADIUS8`.
@@ -74,8 +73,19 @@ fn stand_in(x: f64, pred: f64) -> f64 {
     }
 }
 
-impl SzBackend {
-    fn encode_sz(&self, input: &[u8], shape: &[usize], eb: f64, values: &[f64], out: &mut Vec<u8>) -> Result<()> {
+impl BoundedCodec for SzBackend {
+    const NAME: &'static str = NAME;
+    const MODE: u8 = 1;
+
+    fn bound(&self) -> BoundSpec {
+        self.bound
+    }
+
+    fn dtype(&self) -> NumType {
+        self.dtype
+    }
+
+    fn encode_values(&self, input: &[u8], shape: &[usize], eb: f64, values: &[f64], out: &mut Vec<u8>) -> Result<()> {
         let es = self.dtype.size();
         let d = lossy::fold_shape(NAME, shape, values.len())?;
         let two_eb = 2.0 * eb;
@@ -117,8 +127,6 @@ impl SzBackend {
         let zerr = |e: std::io::Error| CodecError::Encode { codec: NAME, detail: e.to_string() };
         let packed_codes = zstd::bulk::compress(&code_bytes, ZSTD_LEVEL).map_err(zerr)?;
         let packed_unpred = zstd::bulk::compress(&unpredictable, ZSTD_LEVEL).map_err(zerr)?;
-        out.clear();
-        out.push(MODE_SZ);
         out.extend_from_slice(&eb.to_le_bytes());
         out.push(if narrow { 1 } else { 2 });
         out.extend_from_slice(&((unpredictable.len() / es) as u32).to_le_bytes());
@@ -128,7 +136,7 @@ impl SzBackend {
         Ok(())
     }
 
-    fn decode_sz(&self, body: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
+    fn decode_values(&self, body: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         let corrupt = |detail: String| CodecError::Corrupt { codec: NAME, detail };
         let es = self.dtype.size();
         let n = decoded_len / es;
@@ -193,40 +201,5 @@ impl SzBackend {
             return Err(corrupt(format!("{n_unpred} unpredictable values stored, {next_unpred} used")));
         }
         Ok(())
-    }
-}
-
-impl Backend for SzBackend {
-    fn spec(&self) -> CodecSpec {
-        self.bound.to_spec(NAME)
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        if !self.dtype.is_float() {
-            return Capabilities::LOSSLESS;
-        }
-        Capabilities { lossless: false, partial_decode: false, error_bound: Some(self.bound.error_bound()) }
-    }
-
-    fn encode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
-        if !self.dtype.is_float() || !input.len().is_multiple_of(self.dtype.size()) {
-            return lossy::encode_lossless(NAME, input, out);
-        }
-        let values = lossy::to_f64(self.dtype, input);
-        match self.bound.absolute(&values) {
-            Some(eb) => self.encode_sz(input, shape, eb, &values, out),
-            None => lossy::encode_lossless(NAME, input, out),
-        }
-    }
-
-    fn decode(&self, input: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
-        let mode = *input.first().ok_or_else(|| CodecError::Corrupt { codec: NAME, detail: "empty stream".into() })?;
-        match mode {
-            lossy::MODE_LOSSLESS => lossy::decode_lossless(NAME, &input[1..], decoded_len, out),
-            MODE_SZ if self.dtype.is_float() && decoded_len.is_multiple_of(self.dtype.size()) => {
-                self.decode_sz(&input[1..], decoded_len, shape, out)
-            }
-            m => Err(CodecError::Corrupt { codec: NAME, detail: format!("bad mode {m}") }),
-        }
     }
 }

@@ -7,14 +7,13 @@
 //! `u8 2`, `f64 tolerance`, `u32 zfp length`, the zfp stream, `u32 exception count`, then
 //! zstd of the exceptions (`u32` indices, strictly increasing, then their exact bytes).
 
-use crate::backend::{zstd_decompress_exact, Backend};
+use crate::backend::zstd_decompress_exact;
 use crate::error::{CodecError, Result};
-use crate::lossy::{self, BoundSpec, Cursor};
-use crate::spec::{Capabilities, CodecSpec, NumType};
+use crate::lossy::{self, BoundSpec, BoundedCodec, Cursor};
+use crate::spec::NumType;
 use std::ffi::c_void;
 
 const NAME: &str = "zfp";
-const MODE_ZFP: u8 = 2;
 /// Spare bytes after a stream handed to the decoder: zfp reads whole 64-bit words and
 /// does not check the end of its buffer.
 const READ_SLACK: usize = 64;
@@ -88,13 +87,72 @@ fn element_bytes(dtype: NumType, values: &[f64]) -> Vec<u8> {
 }
 
 impl ZfpBackend {
-    fn encode_zfp(&self, input: &[u8], shape: &[usize], tol: f64, values: &[f64], out: &mut Vec<u8>) -> Result<()> {
+    /// Decodes `n` elements from the zfp stream in `buffer[..len]`; `buffer` holds at least
+    /// zfp's maximum stream size for this field and tolerance plus [`READ_SLACK`] (zfp reads
+    /// whole words up to that far, whatever the stream says).
+    fn decompress_padded(
+        &self,
+        buffer: &mut [u8],
+        len: usize,
+        dims: [usize; 3],
+        tol: f64,
+        n: usize,
+    ) -> Result<Vec<u8>> {
+        let mut decoded = vec![0u8; n * self.dtype.size()];
+        let used = {
+            let s = ZfpSession::new(self.dtype, decoded.as_mut_ptr() as *mut c_void, dims, tol, buffer)?;
+            // SAFETY: the field names `decoded` (n elements); the stream buffer is large
+            // enough for everything zfp reads for this field and tolerance (see above).
+            unsafe { zfp_sys::zfp_decompress(s.stream, s.field) }
+        };
+        if used == 0 || used > len {
+            return Err(CodecError::Corrupt {
+                codec: NAME,
+                detail: format!("zfp stream of {len} bytes is truncated or garbled"),
+            });
+        }
+        Ok(decoded)
+    }
+
+    /// Decodes a stored zfp stream of `n` elements; the bytes of the decoded elements.
+    fn run_decompress(&self, zfp_stream: &[u8], dims: [usize; 3], tol: f64, n: usize) -> Result<Vec<u8>> {
+        let max = ZfpSession::maximum_size(self.dtype, dims, tol)?;
+        if zfp_stream.len() > max {
+            return Err(CodecError::Corrupt {
+                codec: NAME,
+                detail: format!("stream of {} bytes, at most {max} possible", zfp_stream.len()),
+            });
+        }
+        let mut buffer = vec![0u8; max + READ_SLACK];
+        buffer[..zfp_stream.len()].copy_from_slice(zfp_stream);
+        self.decompress_padded(&mut buffer, zfp_stream.len(), dims, tol, n)
+    }
+}
+
+impl BoundedCodec for ZfpBackend {
+    const NAME: &'static str = NAME;
+    const MODE: u8 = 2;
+
+    fn bound(&self) -> BoundSpec {
+        self.bound
+    }
+
+    fn dtype(&self) -> NumType {
+        self.dtype
+    }
+
+    /// zfp needs at least one element.
+    fn usable(n: usize) -> bool {
+        n > 0 && n <= u32::MAX as usize
+    }
+
+    fn encode_values(&self, input: &[u8], shape: &[usize], tol: f64, values: &[f64], out: &mut Vec<u8>) -> Result<()> {
         let es = self.dtype.size();
         let n = values.len();
         let dims = lossy::fold_shape(NAME, shape, n)?;
         // zfp cannot hold NaN or infinity: they become the mean (exceptions restore them).
-        let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-        let mean = if finite.is_empty() { 0.0 } else { finite.iter().sum::<f64>() / finite.len() as f64 };
+        let (sum, count) = values.iter().filter(|v| v.is_finite()).fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
+        let mean = if count == 0 { 0.0 } else { sum / count as f64 };
         let cleaned: Vec<f64> = values.iter().map(|&v| if v.is_finite() { v } else { mean }).collect();
         let mut field_bytes = element_bytes(self.dtype, &cleaned);
         let max = ZfpSession::maximum_size(self.dtype, dims, tol)?;
@@ -109,7 +167,7 @@ impl ZfpBackend {
             return Err(CodecError::Encode { codec: NAME, detail: "zfp_compress failed".into() });
         }
         // Decode what was written and keep, exactly, every element that misses the bound.
-        let decoded = self.run_decompress(&stream[..written], dims, tol, n)?;
+        let decoded = self.decompress_padded(&mut stream, written, dims, tol, n)?;
         let mut indices = Vec::new();
         let mut exact = Vec::new();
         for (i, (&x, y)) in values.iter().zip(decoded.chunks_exact(es)).enumerate() {
@@ -122,8 +180,6 @@ impl ZfpBackend {
         indices.extend_from_slice(&exact);
         let packed =
             zstd::bulk::compress(&indices, 3).map_err(|e| CodecError::Encode { codec: NAME, detail: e.to_string() })?;
-        out.clear();
-        out.push(MODE_ZFP);
         out.extend_from_slice(&tol.to_le_bytes());
         out.extend_from_slice(&(written as u32).to_le_bytes());
         out.extend_from_slice(&stream[..written]);
@@ -132,30 +188,7 @@ impl ZfpBackend {
         Ok(())
     }
 
-    /// Decodes a zfp stream of `n` elements; the bytes of the decoded elements.
-    fn run_decompress(&self, zfp_stream: &[u8], dims: [usize; 3], tol: f64, n: usize) -> Result<Vec<u8>> {
-        let corrupt = |detail: String| CodecError::Corrupt { codec: NAME, detail };
-        let max = ZfpSession::maximum_size(self.dtype, dims, tol)?;
-        if zfp_stream.len() > max {
-            return Err(corrupt(format!("stream of {} bytes, at most {max} possible", zfp_stream.len())));
-        }
-        // The decoder may read up to `max` bytes whatever the stream says: give it that much.
-        let mut buffer = vec![0u8; max + READ_SLACK];
-        buffer[..zfp_stream.len()].copy_from_slice(zfp_stream);
-        let mut decoded = vec![0u8; n * self.dtype.size()];
-        let used = {
-            let s = ZfpSession::new(self.dtype, decoded.as_mut_ptr() as *mut c_void, dims, tol, &mut buffer)?;
-            // SAFETY: the field names `decoded` (n elements); the stream buffer holds `max`
-            // bytes plus slack, more than zfp reads for this field and tolerance.
-            unsafe { zfp_sys::zfp_decompress(s.stream, s.field) }
-        };
-        if used == 0 || used > zfp_stream.len() {
-            return Err(corrupt(format!("zfp stream of {} bytes is truncated or garbled", zfp_stream.len())));
-        }
-        Ok(decoded)
-    }
-
-    fn decode_zfp(&self, body: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
+    fn decode_values(&self, body: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
         let corrupt = |detail: String| CodecError::Corrupt { codec: NAME, detail };
         let es = self.dtype.size();
         let n = decoded_len / es;
@@ -185,41 +218,5 @@ impl ZfpBackend {
             out[i * es..(i + 1) * es].copy_from_slice(value);
         }
         Ok(())
-    }
-}
-
-impl Backend for ZfpBackend {
-    fn spec(&self) -> CodecSpec {
-        self.bound.to_spec(NAME)
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        if !self.dtype.is_float() {
-            return Capabilities::LOSSLESS;
-        }
-        Capabilities { lossless: false, partial_decode: false, error_bound: Some(self.bound.error_bound()) }
-    }
-
-    fn encode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
-        let es = self.dtype.size();
-        if !self.dtype.is_float() || !input.len().is_multiple_of(es) || input.len() / es > u32::MAX as usize {
-            return lossy::encode_lossless(NAME, input, out);
-        }
-        let values = lossy::to_f64(self.dtype, input);
-        match self.bound.absolute(&values) {
-            Some(tol) if !values.is_empty() => self.encode_zfp(input, shape, tol, &values, out),
-            _ => lossy::encode_lossless(NAME, input, out),
-        }
-    }
-
-    fn decode(&self, input: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()> {
-        let mode = *input.first().ok_or_else(|| CodecError::Corrupt { codec: NAME, detail: "empty stream".into() })?;
-        match mode {
-            lossy::MODE_LOSSLESS => lossy::decode_lossless(NAME, &input[1..], decoded_len, out),
-            MODE_ZFP if self.dtype.is_float() && decoded_len.is_multiple_of(self.dtype.size()) && decoded_len > 0 => {
-                self.decode_zfp(&input[1..], decoded_len, shape, out)
-            }
-            m => Err(CodecError::Corrupt { codec: NAME, detail: format!("bad mode {m}") }),
-        }
     }
 }

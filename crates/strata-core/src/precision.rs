@@ -4,7 +4,7 @@
 //! A group segment holds the byte planes of its bytes (plane = that byte of every element,
 //! in the sub-chunk's C order), most significant plane first: it is a `u8` segment of shape
 //! `[width, ...sub-chunk shape]`. A reader that keeps the top `B` bytes of an element fills
-//! the rest by the rule of [`fill`], which halves the worst error of filling zeros.
+//! the rest by the rule of [`fill_all`], which halves the worst error of filling zeros.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -20,10 +20,15 @@ pub fn default_groups(dtype: DType) -> Option<Vec<usize>> {
     }
 }
 
+/// Whether `layout` splits values of `dtype` into byte groups (level M, float types).
+pub fn splits(layout: &Layout, dtype: DType) -> bool {
+    layout.order.contains(&Level::M) && default_groups(dtype).is_some()
+}
+
 /// The byte groups of `var` under `layout`, or None when the variable is not split (no M
 /// level, not a float, or not stored in segments).
 pub fn byte_groups(layout: &Layout, var: &Variable) -> Result<Option<Vec<usize>>> {
-    if !layout.order.contains(&Level::M) || var.chunking.is_none() {
+    if !splits(layout, var.dtype) || var.chunking.is_none() {
         return Ok(None);
     }
     let Some(default) = default_groups(var.dtype) else { return Ok(None) };
@@ -72,7 +77,8 @@ pub fn split(raw: &[u8], es: usize, groups: &[usize]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Rebuilds `n` elements from the first `parts.len()` groups; missing bytes are filled.
+/// Rebuilds `n` elements from the first `parts.len()` groups; missing bytes are filled
+/// (see [`fill_all`]).
 pub fn assemble(parts: &[&[u8]], n: usize, dtype: DType, groups: &[usize], out: &mut [u8]) {
     let es = dtype.size();
     let mut top = es;
@@ -99,52 +105,34 @@ fn scatter_plane<const ES: usize>(plane: &[u8], b: usize, out: &mut [u8]) {
     }
 }
 
-/// [`fill`] over every element, with the element size known to the compiler.
-fn fill_all(out: &mut [u8], missing: usize, dtype: DType) {
-    match dtype {
-        DType::F32 => {
-            let (known_mask, half) = (!0u32 << (8 * missing), 1u32 << (8 * missing - 1));
-            for e in out.chunks_exact_mut(4) {
-                let known = u32::from_le_bytes([e[0], e[1], e[2], e[3]]) & known_mask;
-                let (magnitude, exponent) = (known & 0x7fff_ffff, known & 0x7f80_0000);
-                let v = if magnitude == 0 || exponent == 0x7f80_0000 { known } else { known | half };
-                e.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        _ => {
-            let (known_mask, half) = (!0u64 << (8 * missing), 1u64 << (8 * missing - 1));
-            const EXP: u64 = 0x7ff0_0000_0000_0000;
-            for e in out.chunks_exact_mut(8) {
-                let known = u64::from_le_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]]) & known_mask;
-                let (magnitude, exponent) = (known & !(1u64 << 63), known & EXP);
-                let v = if magnitude == 0 || exponent == EXP { known } else { known | half };
-                e.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-    }
-}
-
-/// Fills the low `missing` bytes of one little-endian float whose high bytes are known.
+/// Fills the low `missing` bytes of every little-endian float in `out`, whose high bytes
+/// are known.
 ///
 /// Rule: when the known bits say zero (exponent and known mantissa all zero), infinity or
 /// NaN (exponent all ones), the missing bytes are zero, so ±0 and ±inf come back exactly
 /// and a NaN stays NaN whenever its known mantissa bits are not all zero (quiet NaNs).
 /// Otherwise the missing bits become `100…0`, the middle of the interval of values that
 /// share the known bits, which halves the worst error of truncation.
-#[inline]
-pub fn fill(e: &mut [u8], missing: usize, dtype: DType) {
-    let (exp_mask, bits) = match dtype {
-        DType::F32 => (0x7f80_0000u64, 32),
-        _ => (0x7ff0_0000_0000_0000u64, 64),
-    };
-    let mut word = [0u8; 8];
-    word[..e.len()].copy_from_slice(e);
-    let known_mask = !0u64 << (8 * missing);
-    let known = u64::from_le_bytes(word) & known_mask;
-    let magnitude = known & !(1u64 << (bits - 1)) & (if bits == 64 { !0 } else { (1u64 << bits) - 1 });
-    let exponent = known & exp_mask;
-    let value = if magnitude == 0 || exponent == exp_mask { known } else { known | (1u64 << (8 * missing - 1)) };
-    e.copy_from_slice(&value.to_le_bytes()[..e.len()]);
+fn fill_all(out: &mut [u8], missing: usize, dtype: DType) {
+    // One loop per element width, so the compiler knows it.
+    macro_rules! fill {
+        ($word:ty, $exponent:expr) => {{
+            const SIZE: usize = std::mem::size_of::<$word>();
+            let (known_mask, half) = (<$word>::MAX << (8 * missing), (1 as $word) << (8 * missing - 1));
+            let sign = (1 as $word) << (8 * SIZE - 1);
+            for e in out.chunks_exact_mut(SIZE) {
+                let mut word = [0u8; SIZE];
+                word.copy_from_slice(e);
+                let known = <$word>::from_le_bytes(word) & known_mask;
+                let special = known & !sign == 0 || known & $exponent == $exponent;
+                e.copy_from_slice(&(if special { known } else { known | half }).to_le_bytes());
+            }
+        }};
+    }
+    match dtype {
+        DType::F32 => fill!(u32, 0x7f80_0000u32),
+        _ => fill!(u64, 0x7ff0_0000_0000_0000u64),
+    }
 }
 
 /// The worst relative error of a read at `level` groups: `2^-(m+1)` with `m` the mantissa

@@ -184,8 +184,8 @@ impl StoreWriter {
                 Some(text) => registry::parse_chain(text)?,
                 None => codec.clone(),
             };
-            let split = layout.order.contains(&Level::M) && precision::default_groups(v.dtype).is_some();
-            let chain_type = if split { Some(strata_codecs::NumType::U8) } else { v.dtype.num_type() };
+            let chain_type =
+                if precision::splits(&layout, v.dtype) { Some(strata_codecs::NumType::U8) } else { v.dtype.num_type() };
             if let Some(t) = chain_type {
                 registry::chain(&specs, ElementContext::new(t))
                     .map_err(|e| Error::InvalidArgument(format!("codec for '{}': {e}", v.name)))?;
