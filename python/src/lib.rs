@@ -36,6 +36,13 @@ fn json_arg<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> PyResult<
     serde_json::from_str(text).map_err(|e| to_py(Error::InvalidArgument(format!("bad {what}: {e}"))))
 }
 
+fn selection(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Vec<DimSelection>> {
+    if starts.len() != stops.len() || starts.len() != steps.len() {
+        return Err(to_py(Error::InvalidArgument("starts, stops and steps differ in length".into())));
+    }
+    Ok(starts.iter().zip(stops).zip(steps).map(|((&start, &stop), &step)| DimSelection { start, stop, step }).collect())
+}
+
 /// A pinned version of a store, open for reading.
 #[pyclass(frozen, module = "strata._core")]
 struct Reader {
@@ -70,17 +77,46 @@ impl Reader {
         mut out: PyReadwriteArray1<'_, u8>,
         level: Option<usize>,
     ) -> PyResult<()> {
-        if starts.len() != stops.len() || starts.len() != steps.len() {
-            return Err(to_py(Error::InvalidArgument("starts, stops and steps differ in length".into())));
-        }
-        let sel: Vec<DimSelection> = starts
-            .iter()
-            .zip(&stops)
-            .zip(&steps)
-            .map(|((&start, &stop), &step)| DimSelection { start, stop, step })
-            .collect();
+        let sel = selection(&starts, &stops, &steps)?;
         let buf = out.as_slice_mut().map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
         py.detach(|| self.inner.read_into_at(name, &sel, level, buf)).map_err(to_py)
+    }
+
+    /// Where the constraint `predicate` (JSON, see `strata_core::query::Predicate`) holds
+    /// in the region: (flat indices as a uint64 array, count, stats). With `count_only`
+    /// the indices are not collected. Stats: (sub-chunks, full, empty, boundary segments).
+    #[pyo3(signature = (predicate, starts, stops, steps, count_only=false))]
+    #[allow(clippy::type_complexity)]
+    fn select<'py>(
+        &self,
+        py: Python<'py>,
+        predicate: &str,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        count_only: bool,
+    ) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, u64, (u64, u64, u64, u64))> {
+        let pred: strata_core::query::Predicate = json_arg(predicate, "value constraint")?;
+        let sel = selection(&starts, &stops, &steps)?;
+        let (selection, count, stats) = py.detach(|| self.inner.select(&pred, &sel, count_only)).map_err(to_py)?;
+        let flat = numpy::PyArray1::from_vec(py, selection.flat);
+        Ok((flat, count, (stats.subchunks, stats.full, stats.empty, stats.boundary)))
+    }
+
+    /// The values of `name` at the flat indices `flat` into `out` (flat uint8 array of
+    /// `len(flat) * itemsize` bytes), at precision `level` when given.
+    #[pyo3(signature = (name, flat, out, level=None))]
+    fn gather(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        flat: PyReadonlyArray1<'_, u64>,
+        mut out: PyReadwriteArray1<'_, u8>,
+        level: Option<usize>,
+    ) -> PyResult<()> {
+        let flat = flat.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("indices: {e}"))))?;
+        let buf = out.as_slice_mut().map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
+        py.detach(|| self.inner.gather(name, flat, level, buf)).map_err(to_py)
     }
 
     /// Precision levels of a variable split by level M: (level, bytes kept, worst relative

@@ -20,6 +20,7 @@ from .errors import (
     StrataIOError,
 )
 from .importer import ImportReport, append_file, import_file
+from .query import parse_where
 from .writer import write_arrays
 
 __all__ = [
@@ -41,5 +42,6 @@ __all__ = [
     "errors",
     "import_file",
     "open",
+    "parse_where",
     "write_arrays",
 ]

@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import json
 import sys
+import time
 
 import numpy as np
 
@@ -44,6 +45,8 @@ def cmd_import(args) -> int:
         error_bound=args.error_bound,
         layout=args.layout,
         byte_groups=args.byte_groups,
+        bins=args.bins,
+        binning=args.binning,
         chunks=args.chunks,
         subchunks=args.subchunks,
         record_dim=args.record_dim,
@@ -82,6 +85,17 @@ def _print_report(report, verb: str) -> None:
         print(f"  total: {_human(raw)} raw -> {_human(stored)} stored, ratio {raw / stored:.2f}")
 
 
+def _layout_text(layout: dict) -> str:
+    text = "-".join(layout["order"])
+    bins = layout.get("bins")
+    if bins:
+        rule = bins.get("count", len(bins.get("edges", [])) + 1)
+        text += f", {rule} {bins['method']} bins"
+    if layout.get("byte_groups"):
+        text += ", byte groups " + " ".join(f"{t}={','.join(map(str, g))}" for t, g in layout["byte_groups"].items())
+    return text
+
+
 def cmd_info(args) -> int:
     from .analyze import chain_text
     from .dataset import open as open_store
@@ -91,7 +105,7 @@ def cmd_info(args) -> int:
     stats = ds.stats()
     print(
         f"store {args.store} {{  // version {ds.version}, format v{m['format_version']}, "
-        f"layout {'-'.join(m['layout']['order'])}"
+        f"layout {_layout_text(m['layout'])}"
     )
     print("dimensions:")
     for name, size in ds.dims.items():
@@ -177,6 +191,8 @@ def cmd_query(args) -> int:
     from .dataset import open as open_store
 
     ds = open_store(args.store, args.version)
+    if args.where is None and (args.output is not None or args.variables is not None):
+        raise InvalidArgumentError("--output and --variables go with --where")
     var = ds[args.variable]
     if args.precision is not None or args.max_rel_error is not None:
         var = var.at_precision(args.precision, max_rel_error=args.max_rel_error)
@@ -201,15 +217,74 @@ def cmd_query(args) -> int:
         else:
             label = _label(rng, index)
         positions[dim] = label_to_positions(index, label, dim, args.method)
+    if args.where is not None:
+        return _value_query(args, ds, var, positions)
     data = var.isel(**positions)
     kept_dims = [d for d in var.dims if not isinstance(positions.get(d), int)]
-    if args.output:
-        _write_output(args.output, ds, var, positions, kept_dims, data)
-        print(f"wrote {var.name}{tuple(data.shape)} {data.dtype} to {args.output}")
+    if args.file:
+        _write_output(args.file, ds, var, positions, kept_dims, data)
+        print(f"wrote {var.name}{tuple(data.shape)} {data.dtype} to {args.file}")
         return 0
     print(f"{var.name}({', '.join(kept_dims)}) shape={tuple(data.shape)} dtype={data.dtype}")
     with np.printoptions(threshold=args.max_print, edgeitems=3):
         print(data)
+    return 0
+
+
+def _value_query(args, ds, var, positions) -> int:
+    import pandas as pd
+
+    output = args.output or "dense"
+    names = [n.strip() for n in args.variables.split(",")] if args.variables else [var.name]
+    # A single index keeps its dimension here: value queries return whole-dimension results.
+    isel = {d: slice(p, p + 1) if isinstance(p, int) else p for d, p in positions.items()}
+    t0 = time.perf_counter()
+    result, stats = ds.query(
+        args.where,
+        isel=isel,
+        variables=names,
+        output=output,
+        precision=args.precision,
+        max_rel_error=args.max_rel_error,
+        with_stats=True,
+    )
+    elapsed = time.perf_counter() - t0
+    print(
+        f"{stats['subchunks']} sub-chunks: {stats['full']} segments answered from the index, "
+        f"{stats['empty']} skipped, {stats['boundary']} read ({elapsed * 1e3:.1f} ms)",
+        file=sys.stderr,
+    )
+    if output == "count":
+        print(result)
+        return 0
+    if output == "positions":
+        from .query import _variables, parse_where
+
+        driver = ds[_variables(parse_where(args.where))[0]]
+        result = pd.DataFrame(dict(zip(driver.dims, result, strict=True)))
+    if isinstance(result, pd.DataFrame):
+        if args.file:
+            if args.file.endswith(".parquet"):
+                result.to_parquet(args.file, index=False)
+            elif args.file.endswith(".csv"):
+                result.to_csv(args.file, index=False)
+            else:
+                raise InvalidArgumentError(f"output '{args.file}' must end in .csv or .parquet for {output}")
+            print(f"wrote {len(result)} rows to {args.file}")
+        else:
+            print(f"{len(result)} points")
+            with pd.option_context("display.max_rows", args.max_print):
+                print(result.to_string(max_rows=args.max_print))
+        return 0
+    if args.file:
+        if not args.file.endswith(".npy"):
+            raise InvalidArgumentError(f"output '{args.file}' must end in .npy for dense value queries")
+        np.save(args.file, np.ma.filled(result, 0) if np.ma.isMaskedArray(result) else result)
+        print(f"wrote {names[0]}{tuple(result.shape)} {result.dtype} to {args.file}")
+        return 0
+    print(f"{names[0]}({', '.join(var.dims)}) shape={tuple(result.shape)} dtype={result.dtype}")
+    with np.printoptions(threshold=args.max_print, edgeitems=3):
+        print(result)
     return 0
 
 
@@ -315,8 +390,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--layout",
         default="S",
-        help="priority order of the layout levels: S (space) and M (precision: floats split into byte groups, "
-        "so reduced-precision reads fetch fewer bytes), e.g. 'S-M' or 'M-S' (default S)",
+        help="priority order of the layout levels, any permutation of those used: S (space), V (value bins: "
+        "value queries answered from the index) and M (precision: floats split into byte groups, so "
+        "reduced-precision reads fetch fewer bytes), e.g. 'V-M-S', 'S-V', 'M-S' (default S)",
+    )
+    s.add_argument(
+        "--bins",
+        type=int,
+        metavar="N",
+        help="value bins per slab and variable for level V (default 16; with --binning equal-width or equal-frequency)",
+    )
+    s.add_argument(
+        "--binning",
+        metavar="RULE",
+        help="level V binning: equal-frequency (default, from a sample of each slab), equal-width (between "
+        "each slab's min and max), or comma-separated boundaries, e.g. '0,10,20,25,28,30'",
     )
     s.add_argument(
         "--byte-groups",
@@ -359,11 +447,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser(
         "query",
-        help="read a selection of a variable",
-        description="Read a selection of one variable, by position (--isel) or by "
-        "coordinate value (--sel), and print it or write it to .nc or .npy.",
+        help="read a selection of a variable, or where a value constraint holds",
+        description="Read a selection of one variable, by position (--isel) or by coordinate value (--sel), "
+        "and print it or write it to .nc or .npy. With --where, answer a value query inside that region: "
+        "the count, positions or points where the constraint holds, or the region with the rest masked.",
         epilog="examples:\n  strata query sst.strata sst --isel time=0 --sel lat=-10:10\n"
-        "  strata query sst.strata sst --sel time=2000-01:2000-06 -o sub.nc",
+        "  strata query sst.strata sst --sel time=2000-01:2000-06 -o sub.nc\n"
+        "  strata query sst.strata sst --where 'sst >= 28' --output count\n"
+        "  strata query ocean.strata temp --where 'temp > 25 and salt < 35' --output points -o hot.csv",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("store")
@@ -383,7 +474,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--method", choices=["nearest", "pad", "backfill"], help="how a single --sel value matches (default: exactly)"
     )
-    s.add_argument("-o", "--output", help="write to this .nc or .npy file instead of printing")
+    s.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="value constraint, e.g. 'sst >= 28' or 'temp > 25 and (salt < 34 or salt > 36)': comparisons "
+        "(< <= > >= == !=) of variables on the same dimensions with numbers, joined by and/or",
+    )
+    s.add_argument(
+        "--output",
+        choices=["dense", "points", "positions", "count"],
+        default=None,
+        help="with --where: dense (the region, NaN/masked where the constraint fails; default), points (a "
+        "table of coordinates and values), positions (indices per dimension) or count",
+    )
+    s.add_argument(
+        "--variables",
+        metavar="A,B",
+        help="with --where: variables whose values are returned (default: VARIABLE)",
+    )
+    s.add_argument(
+        "-o",
+        "--file",
+        help="write the result to this file instead of printing: .nc or .npy (dense), .csv or .parquet "
+        "(points, positions)",
+    )
     prec = s.add_mutually_exclusive_group()
     prec.add_argument(
         "--precision",

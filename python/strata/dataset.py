@@ -124,6 +124,48 @@ class Dataset:
             self._indexes[key] = coordinate_index(coord.values, coord.attrs, decode_times)
         return self._indexes[key]
 
+    def query(
+        self,
+        where: str,
+        *,
+        isel: dict | None = None,
+        sel: dict | None = None,
+        variables: list[str] | None = None,
+        output: str = "points",
+        precision: int | None = None,
+        max_rel_error: float | None = None,
+        with_stats: bool = False,
+    ):
+        """Where the constraint ``where`` (``"sst > 28"``, ``"t >= 25 and (s < 30 or s > 35)"``)
+        holds inside a region (``isel`` by position, ``sel`` by coordinate label, per dimension).
+
+        ``output``:
+
+        - ``"count"``: the number of points (from the index alone where bins are covered);
+        - ``"positions"``: a tuple of index arrays, one per dimension, as ``np.nonzero`` gives;
+        - ``"points"``: a pandas DataFrame with one row per point: the dimensions' coordinates
+          and the values of ``variables`` (default: the constraint's variables);
+        - ``"dense"``: the region of the first of ``variables``, NaN (floats) or masked
+          (integers) where the constraint fails.
+
+        ``precision``/``max_rel_error`` read the returned values at reduced precision (layout
+        level M); the selection itself is always exact. With ``with_stats`` returns
+        ``(result, stats)``, stats counting segments answered from the index (``full``),
+        skipped (``empty``) and read (``boundary``)."""
+        from .query import run_query
+
+        return run_query(
+            self,
+            where,
+            isel=isel,
+            sel=sel,
+            variables=variables,
+            output=output,
+            precision=precision,
+            max_rel_error=max_rel_error,
+            with_stats=with_stats,
+        )
+
     def to_xarray(self, **kwargs):
         """This version as an ``xarray.Dataset`` with lazy, indexed reads (CF decoding applied)."""
         import xarray as xr

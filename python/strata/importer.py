@@ -180,6 +180,8 @@ def import_file(
     error_bound: str | None = None,
     layout: str = "S",
     byte_groups: dict[str, list[int]] | list[str] | None = None,
+    bins: int | None = None,
+    binning: str | None = None,
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
     record_dim: str | None = None,
@@ -218,6 +220,8 @@ def import_file(
             "slab_records": slab_records,
             "layout": layout,
             "byte_groups": _parse_byte_groups(byte_groups),
+            "bins": bins,
+            "binning": binning,
         }
         if codec in (None, "auto"):
             # Under level M, float segments are byte planes: value-level plans do not apply.

@@ -26,6 +26,8 @@ def write_arrays(
     slab_records: int | None = None,
     layout: str = "S",
     byte_groups: dict[str, list[int]] | None = None,
+    bins: int | None = None,
+    binning: str | None = None,
 ) -> int:
     """Creates a store from arrays: ``{"sst": (("time", "lat", "lon"), array, {"units": "degC"})}``.
 
@@ -77,6 +79,8 @@ def write_arrays(
         "slab_records": slab_records,
         "layout": layout,
         "byte_groups": _parse_byte_groups(byte_groups),
+        "bins": bins,
+        "binning": binning,
     }
     writer = _core.Writer.create(path, json.dumps(schema), json.dumps(options))
     records = {n: (a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)}

@@ -71,44 +71,52 @@ impl DType {
         }
     }
 
+    /// Calls `f` with every element of little-endian `bytes` as f64 (64-bit integers beyond
+    /// 2^53 are rounded to the nearest f64).
+    pub fn for_each_f64(self, bytes: &[u8], mut f: impl FnMut(f64)) {
+        fn each<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> f64, f: &mut impl FnMut(f64)) {
+            for c in bytes.chunks_exact(N) {
+                let mut a = [0u8; N];
+                a.copy_from_slice(c);
+                f(conv(a));
+            }
+        }
+        match self {
+            DType::I8 => each::<1>(bytes, |a| i8::from_le_bytes(a) as f64, &mut f),
+            DType::U8 | DType::Char => each::<1>(bytes, |a| a[0] as f64, &mut f),
+            DType::I16 => each::<2>(bytes, |a| i16::from_le_bytes(a) as f64, &mut f),
+            DType::U16 => each::<2>(bytes, |a| u16::from_le_bytes(a) as f64, &mut f),
+            DType::I32 => each::<4>(bytes, |a| i32::from_le_bytes(a) as f64, &mut f),
+            DType::U32 => each::<4>(bytes, |a| u32::from_le_bytes(a) as f64, &mut f),
+            DType::F32 => each::<4>(bytes, |a| f32::from_le_bytes(a) as f64, &mut f),
+            DType::F64 => each::<8>(bytes, f64::from_le_bytes, &mut f),
+            DType::I64 => each::<8>(bytes, |a| i64::from_le_bytes(a) as f64, &mut f),
+            DType::U64 => each::<8>(bytes, |a| u64::from_le_bytes(a) as f64, &mut f),
+            DType::String => {}
+        }
+    }
+
+    /// The elements of `bytes` as f64 (see [`for_each_f64`](Self::for_each_f64)).
+    pub fn to_f64s(self, bytes: &[u8]) -> Vec<f64> {
+        let mut out = Vec::with_capacity(bytes.len() / self.size().max(1));
+        self.for_each_f64(bytes, |v| out.push(v));
+        out
+    }
+
     /// Minimum, maximum and count of the valid elements of little-endian `bytes`, as f64:
     /// NaN and the values in `missing` (fill values) are not valid. Integers beyond 2^53 are
     /// rounded outward so the range still bounds every value.
     pub fn summarize(self, bytes: &[u8], missing: &[f64]) -> ValueSummary {
-        fn fold<const N: usize>(bytes: &[u8], missing: &[f64], f: impl Fn([u8; N]) -> f64) -> ValueSummary {
-            let mut s = ValueSummary::empty();
-            for c in bytes.chunks_exact(N) {
-                let mut a = [0u8; N];
-                a.copy_from_slice(c);
-                let v = f(a);
-                if missing.is_empty() || !missing.contains(&v) {
-                    s.add(v);
-                }
+        let mut s = ValueSummary::empty();
+        self.for_each_f64(bytes, |v| {
+            if missing.is_empty() || !missing.contains(&v) {
+                s.add(v);
             }
-            s
+        });
+        if matches!(self, DType::I64 | DType::U64) {
+            s.widen_for_rounding();
         }
-        let m = missing;
-        match self {
-            DType::I8 => fold::<1>(bytes, m, |a| i8::from_le_bytes(a) as f64),
-            DType::U8 | DType::Char => fold::<1>(bytes, m, |a| a[0] as f64),
-            DType::I16 => fold::<2>(bytes, m, |a| i16::from_le_bytes(a) as f64),
-            DType::U16 => fold::<2>(bytes, m, |a| u16::from_le_bytes(a) as f64),
-            DType::I32 => fold::<4>(bytes, m, |a| i32::from_le_bytes(a) as f64),
-            DType::U32 => fold::<4>(bytes, m, |a| u32::from_le_bytes(a) as f64),
-            DType::F32 => fold::<4>(bytes, m, |a| f32::from_le_bytes(a) as f64),
-            DType::F64 => fold::<8>(bytes, m, f64::from_le_bytes),
-            DType::I64 => {
-                let mut s = fold::<8>(bytes, m, |a| i64::from_le_bytes(a) as f64);
-                s.widen_for_rounding();
-                s
-            }
-            DType::U64 => {
-                let mut s = fold::<8>(bytes, m, |a| u64::from_le_bytes(a) as f64);
-                s.widen_for_rounding();
-                s
-            }
-            DType::String => ValueSummary::empty(),
-        }
+        s
     }
 }
 

@@ -1,8 +1,10 @@
 //! Index files (`.sidx`): a header, a section directory, sections, and a checksummed trailer.
 //! Layout in docs/format.md, "Index files". All integers little-endian.
 
+use crate::bins::BinSummary;
 use crate::error::{Error, Result};
 use crate::segment::{SegmentEntry, SegmentKey};
+use roaring::RoaringBitmap;
 
 pub const MAGIC: &[u8; 8] = b"STRATAIX";
 pub const TRAILER_MAGIC: &[u8; 4] = b"XEND";
@@ -14,12 +16,82 @@ pub const TRAILER_LEN: usize = 8;
 
 /// Section kinds. A section whose `required` flag is set must be understood by the reader.
 pub const SECTION_SEGMENT_TABLE: u32 = 1;
+pub const SECTION_BIN_POSITIONS: u32 = 2;
+pub const SECTION_BIN_SUMMARY: u32 = 3;
 const FLAG_REQUIRED: u32 = 1;
+/// The section body is `u64 raw length` + one zstd frame of the raw body.
+const FLAG_ZSTD: u32 = 2;
+/// Decompressed bitmap sections larger than this are refused as corrupt.
+const MAX_SECTION_BYTES: u64 = 1 << 32;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlabIndexData {
     pub slab_id: u64,
     pub segments: Vec<SegmentEntry>,
+    /// Level V: the element positions of every (sub-chunk, bin) that has elements.
+    pub bitmaps: Vec<BinPositions>,
+    /// Level V: per variable, the slab's bin boundaries and counts.
+    pub bins: Vec<BinSummary>,
+}
+
+/// The positions (row-major offsets inside the sub-chunk) of one bin's elements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinPositions {
+    pub var: u32,
+    pub chunk: u64,
+    pub subchunk: u32,
+    pub bin: u32,
+    pub positions: RoaringBitmap,
+}
+
+fn encode_bitmaps(bitmaps: &[BinPositions]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    raw.extend_from_slice(&(bitmaps.len() as u64).to_le_bytes());
+    for b in bitmaps {
+        raw.extend_from_slice(&b.var.to_le_bytes());
+        raw.extend_from_slice(&b.subchunk.to_le_bytes());
+        raw.extend_from_slice(&b.chunk.to_le_bytes());
+        raw.extend_from_slice(&b.bin.to_le_bytes());
+        raw.extend_from_slice(&(b.positions.serialized_size() as u32).to_le_bytes());
+        // Writing into a Vec cannot fail.
+        let _ = b.positions.serialize_into(&mut raw);
+    }
+    raw
+}
+
+fn compress_section(raw: &[u8]) -> Vec<u8> {
+    let mut body = (raw.len() as u64).to_le_bytes().to_vec();
+    body.extend_from_slice(&zstd::bulk::compress(raw, 3).unwrap_or_default());
+    body
+}
+
+fn decompress_section(buf: &[u8], kind: u32, what: &str) -> Result<Vec<u8>> {
+    let corrupt = |m: &str| Error::Corruption(format!("{what}: section {kind}: {m}"));
+    let mut c = Cursor { buf, pos: 0, what };
+    let raw_len = c.u64()?;
+    if raw_len > MAX_SECTION_BYTES {
+        return Err(corrupt("implausible size"));
+    }
+    let raw = zstd::bulk::decompress(&buf[8..], raw_len as usize).map_err(|_| corrupt("bad zstd frame"))?;
+    if raw.len() as u64 != raw_len {
+        return Err(corrupt("size does not match"));
+    }
+    Ok(raw)
+}
+
+fn encode_bin_summaries(bins: &[BinSummary]) -> Vec<u8> {
+    let mut out = (bins.len() as u64).to_le_bytes().to_vec();
+    for b in bins {
+        out.extend_from_slice(&b.var.to_le_bytes());
+        out.extend_from_slice(&(b.boundaries.len() as u32).to_le_bytes());
+        for x in &b.boundaries {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        for c in &b.counts {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+    }
+    out
 }
 
 pub fn encode(data: &SlabIndexData) -> Vec<u8> {
@@ -42,7 +114,21 @@ pub fn encode(data: &SlabIndexData) -> Vec<u8> {
         table.extend_from_slice(&s.min.to_le_bytes());
         table.extend_from_slice(&s.max.to_le_bytes());
     }
-    let sections = [(SECTION_SEGMENT_TABLE, FLAG_REQUIRED, table)];
+    let mut sections = Vec::new();
+    if data.bitmaps.is_empty() {
+        sections.push((SECTION_SEGMENT_TABLE, FLAG_REQUIRED, table));
+    } else {
+        // Level V: positions are required (binned segments cannot be placed without them)
+        // and listed first, so a reader that predates V reports it as incompatible before
+        // it meets the compressed segment table. With a segment per (sub-chunk, bin, group)
+        // the table is large and regular: zstd shrinks it several times.
+        let flags = FLAG_REQUIRED | FLAG_ZSTD;
+        sections.push((SECTION_BIN_POSITIONS, flags, compress_section(&encode_bitmaps(&data.bitmaps))));
+        sections.push((SECTION_SEGMENT_TABLE, flags, compress_section(&table)));
+    }
+    if !data.bins.is_empty() {
+        sections.push((SECTION_BIN_SUMMARY, 0, encode_bin_summaries(&data.bins)));
+    }
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
@@ -125,6 +211,7 @@ pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
     let slab_id = c.u64()?;
     let _reserved = c.u64()?;
     let mut segments = None;
+    let (mut bitmaps, mut bins) = (vec![], vec![]);
     for _ in 0..n_sections {
         let kind = c.u32()?;
         let flags = c.u32()?;
@@ -134,8 +221,22 @@ pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
         let Some(end) = end else {
             return Err(corrupt(format!("section {kind} lies outside the file")));
         };
+        let known = matches!(kind, SECTION_SEGMENT_TABLE | SECTION_BIN_POSITIONS | SECTION_BIN_SUMMARY);
+        if flags & !(FLAG_REQUIRED | FLAG_ZSTD) != 0 && known {
+            return Err(Error::Compatibility(format!("{what}: section {kind} has unknown flags {flags:#x}")));
+        }
+        let stored = &body[offset..end];
+        let decompressed;
+        let section = if flags & FLAG_ZSTD != 0 && known {
+            decompressed = decompress_section(stored, kind, what)?;
+            &decompressed[..]
+        } else {
+            stored
+        };
         match kind {
-            SECTION_SEGMENT_TABLE => segments = Some(decode_segments(&body[offset..end], what)?),
+            SECTION_SEGMENT_TABLE => segments = Some(decode_segments(section, what)?),
+            SECTION_BIN_POSITIONS => bitmaps = decode_bitmaps(section, what)?,
+            SECTION_BIN_SUMMARY => bins = decode_bin_summaries(section, what)?,
             _ if flags & FLAG_REQUIRED != 0 => {
                 return Err(Error::Compatibility(format!(
                     "{what}: required index section kind {kind} is not supported by this build"
@@ -145,7 +246,51 @@ pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
         }
     }
     let segments = segments.ok_or_else(|| corrupt("no segment table".into()))?;
-    Ok(SlabIndexData { slab_id, segments })
+    Ok(SlabIndexData { slab_id, segments, bitmaps, bins })
+}
+
+fn decode_bitmaps(buf: &[u8], what: &str) -> Result<Vec<BinPositions>> {
+    let corrupt = |m: &str| Error::Corruption(format!("{what}: bin positions: {m}"));
+    let raw = buf;
+    let mut c = Cursor { buf: raw, pos: 0, what };
+    let n = c.u64()?;
+    let mut out = Vec::with_capacity(n.min(1 << 20) as usize);
+    for _ in 0..n {
+        let var = c.u32()?;
+        let subchunk = c.u32()?;
+        let chunk = c.u64()?;
+        let bin = c.u32()?;
+        let len = c.u32()? as usize;
+        let end = c.pos.checked_add(len).filter(|&e| e <= raw.len()).ok_or_else(|| corrupt("truncated"))?;
+        let positions =
+            RoaringBitmap::deserialize_from(&raw[c.pos..end]).map_err(|e| corrupt(&format!("bad bitmap: {e}")))?;
+        c.pos = end;
+        out.push(BinPositions { var, chunk, subchunk, bin, positions });
+    }
+    if c.pos != raw.len() {
+        return Err(corrupt("trailing bytes"));
+    }
+    Ok(out)
+}
+
+fn decode_bin_summaries(buf: &[u8], what: &str) -> Result<Vec<BinSummary>> {
+    let mut c = Cursor { buf, pos: 0, what };
+    let n = c.u64()?;
+    let mut out = Vec::with_capacity(n.min(1 << 16) as usize);
+    for _ in 0..n {
+        let var = c.u32()?;
+        let nb = c.u32()? as usize;
+        if nb >= crate::bins::MAX_BINS as usize {
+            return Err(Error::Corruption(format!("{what}: {nb} bin boundaries")));
+        }
+        let boundaries = (0..nb).map(|_| c.f64()).collect::<Result<Vec<_>>>()?;
+        let counts = (0..nb + 2).map(|_| c.u64()).collect::<Result<Vec<_>>>()?;
+        out.push(BinSummary { var, boundaries, counts });
+    }
+    if c.pos != buf.len() {
+        return Err(Error::Corruption(format!("{what}: trailing bytes in the bin summary")));
+    }
+    Ok(out)
 }
 
 fn decode_segments(buf: &[u8], what: &str) -> Result<Vec<SegmentEntry>> {
@@ -204,7 +349,12 @@ mod tests {
                 max: f64::from(i),
             })
             .collect();
-        SlabIndexData { slab_id: 9, segments }
+        let mut positions = RoaringBitmap::new();
+        positions.insert_range(3..900);
+        positions.insert(70_000);
+        let bitmaps = vec![BinPositions { var: 1, chunk: 3, subchunk: 2, bin: 4, positions }];
+        let bins = vec![BinSummary { var: 1, boundaries: vec![0.5, 2.0], counts: vec![1, 2, 3, 4] }];
+        SlabIndexData { slab_id: 9, segments, bitmaps, bins }
     }
 
     #[test]

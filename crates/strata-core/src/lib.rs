@@ -3,6 +3,7 @@
 //!
 //! The format is specified in `docs/format.md`; this crate is its reference implementation.
 
+pub mod bins;
 pub mod cache;
 pub mod chunking;
 mod data_file;
@@ -13,6 +14,7 @@ pub mod hilbert;
 pub mod index_file;
 pub mod manifest;
 pub mod precision;
+pub mod query;
 pub mod reader;
 pub mod segment;
 pub mod storage;

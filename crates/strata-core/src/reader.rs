@@ -1,6 +1,7 @@
 //! The read path: map a selection to the sub-chunks it touches, read them with coalesced
 //! range reads, decode in parallel, and scatter the selected elements into the output.
 
+use crate::bins::{self, BinSummary};
 use crate::cache::{SegmentCache, DEFAULT_CACHE_BYTES};
 use crate::error::{Error, Result};
 use crate::grid::{axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection};
@@ -10,6 +11,7 @@ use crate::precision;
 use crate::segment::{SegmentEntry, SegmentKey};
 use crate::store::Store;
 use rayon::prelude::*;
+use roaring::RoaringBitmap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,10 +27,31 @@ const SEQUENTIAL_BYTES: u64 = 256 << 10;
 /// Selection along one dimension: `start, start+step, ... < stop`.
 pub type DimSelection = AxisSelection;
 
-/// The segment table of one slab, keyed for lookups.
+/// (variable, chunk, sub-chunk): one sub-chunk of one variable in a slab.
+pub type SubchunkId = (u32, u64, u32);
+
+/// The segment table of one slab, keyed for lookups, with level V's positions.
 #[derive(Debug)]
 pub struct SlabIndex {
     pub segments: HashMap<SegmentKey, SegmentEntry>,
+    /// Level V: the positions of each (sub-chunk, bin), keyed by sub-chunk then bin.
+    pub positions: HashMap<SubchunkId, Vec<(u32, RoaringBitmap)>>,
+    /// Level V: per variable, the slab's bin boundaries and counts.
+    pub bins: HashMap<u32, BinSummary>,
+}
+
+impl SlabIndex {
+    /// The bins present in a sub-chunk, ascending, with their positions (None without V).
+    pub fn bins_of(&self, id: SubchunkId) -> Option<&[(u32, RoaringBitmap)]> {
+        self.positions.get(&id).map(|v| &v[..])
+    }
+}
+
+/// The segments of one bin of a sub-chunk to decode: one per byte group read.
+#[derive(Debug, Clone)]
+pub(crate) struct BinRead {
+    pub bin: u32,
+    pub entries: Vec<SegmentEntry>,
 }
 
 /// Stored and raw bytes of one variable, summed over its segments.
@@ -89,19 +112,45 @@ fn missing_is_corruption(e: Error, path: &str) -> Error {
 /// selected elements go.
 struct Task {
     slab: usize,
-    entries: Vec<SegmentEntry>,
+    index: Arc<SlabIndex>,
+    id: SubchunkId,
+    reads: Vec<BinRead>,
     blocks: Vec<AxisBlock>,
 }
 
-struct SendPtr(*mut u8);
+/// Data-file bytes fetched as coalesced runs, handed out per segment with its CRC checked.
+pub(crate) struct Fetched<'a> {
+    manifest: &'a Manifest,
+    runs: Vec<(usize, u64, u64)>,
+    bytes: Vec<Vec<u8>>,
+}
+
+impl Fetched<'_> {
+    pub(crate) fn get(&self, slab: usize, e: &SegmentEntry) -> Result<&[u8]> {
+        let r = self.runs.partition_point(|run| (run.0, run.1) <= (slab, e.offset)) - 1;
+        let lo = (e.offset - self.runs[r].1) as usize;
+        let bytes = &self.bytes[r][lo..lo + e.length as usize];
+        if crc32c::crc32c(bytes) != e.checksum {
+            let path = &self.manifest.slabs[slab].data;
+            return Err(Error::Corruption(format!("segment at {path}:{} fails its checksum", e.offset)));
+        }
+        Ok(bytes)
+    }
+}
+
+pub(crate) struct SendPtr(*mut u8);
 // SAFETY: tasks write disjoint parts of the output buffer (each output element belongs to
 // exactly one sub-chunk), and the buffer outlives the parallel loop.
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
 
 impl SendPtr {
+    pub(crate) fn new(p: *mut u8) -> Self {
+        Self(p)
+    }
+
     // A method, so closures capture the whole wrapper rather than its raw-pointer field.
-    fn get(&self) -> *mut u8 {
+    pub(crate) fn get(&self) -> *mut u8 {
         self.0
     }
 }
@@ -199,13 +248,24 @@ impl StoreReader {
                 return Err(Error::Corruption(format!("index file {} lists segment {:?} twice", slab.index, s.key)));
             }
         }
-        let ix = Arc::new(SlabIndex { segments });
+        let mut positions: HashMap<SubchunkId, Vec<(u32, RoaringBitmap)>> = HashMap::new();
+        for b in data.bitmaps {
+            positions.entry((b.var, b.chunk, b.subchunk)).or_default().push((b.bin, b.positions));
+        }
+        for list in positions.values_mut() {
+            list.sort_unstable_by_key(|(bin, _)| *bin);
+            if list.windows(2).any(|w| w[0].0 == w[1].0) {
+                return Err(Error::Corruption(format!("index file {} lists a bin's positions twice", slab.index)));
+            }
+        }
+        let bins = data.bins.into_iter().map(|b| (b.var, b)).collect();
+        let ix = Arc::new(SlabIndex { segments, positions, bins });
         self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
         Ok(ix)
     }
 
     /// The slabs holding a variable, with the record offset of each.
-    fn parts(&self, var: &Variable) -> Vec<(usize, u64, u64)> {
+    pub(crate) fn parts_of(&self, var: &Variable) -> Vec<(usize, u64, u64)> {
         let record = self.manifest.is_record_var(var);
         self.manifest
             .slabs
@@ -281,7 +341,7 @@ impl StoreReader {
         let full_shape = self.manifest.shape(var);
         let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
         let mut tasks = Vec::new();
-        for (slab_pos, offset, count) in self.parts(var) {
+        for (slab_pos, offset, count) in self.parts_of(var) {
             let slab = &self.manifest.slabs[slab_pos];
             let mut extent = full_shape.clone();
             let mut offsets = vec![0u64; extent.len()];
@@ -304,36 +364,165 @@ impl StoreReader {
                 let blocks: Vec<AxisBlock> = pick.iter().zip(&per_axis).map(|(&i, b)| b[i as usize]).collect();
                 let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
                 let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
-                let key = SegmentKey {
-                    var: var_idx as u32,
-                    chunk: ravel(&chunk_coords, &grid),
-                    subchunk: ravel(&sub_coords, &sub_grid) as u32,
-                    bin: 0,
-                    group: 0,
-                };
+                let id = (var_idx as u32, ravel(&chunk_coords, &grid), ravel(&sub_coords, &sub_grid) as u32);
                 let elements = blocks.iter().map(|b| b.len).product::<u64>();
-                let mut entries = Vec::with_capacity(widths.len());
-                for (g, &w) in widths.iter().enumerate() {
-                    let key = SegmentKey { group: g as u8, ..key };
-                    let entry = *index.segments.get(&key).ok_or_else(|| {
-                        Error::Corruption(format!(
-                            "slab {} has no segment for '{name}' chunk {chunk_coords:?} sub-chunk {sub_coords:?} group {g}",
-                            slab.id
-                        ))
-                    })?;
-                    if entry.raw_length != elements * w as u64 || entry.codec as usize >= self.chains[var_idx].len() {
-                        return Err(Error::Corruption(format!(
-                            "slab {}: segment {key:?} does not match the variable",
-                            slab.id
-                        )));
-                    }
-                    entries.push(entry);
-                }
-                tasks.push(Task { slab: slab_pos, entries, blocks });
+                let reads = self.bin_reads(&index, slab, id, elements, &widths, &|_| true)?;
+                tasks.push(Task { slab: slab_pos, index: index.clone(), id, reads, blocks });
             }
         }
         let split = groups.map(|g| (g, widths.len()));
         self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)
+    }
+
+    /// The segments to decode for a sub-chunk of `elements` elements: per bin (only bin 0
+    /// without level V) accepted by `want`, one segment per byte group width in `widths`.
+    /// Everything is checked against the variable so that decoding cannot misplace bytes.
+    pub(crate) fn bin_reads(
+        &self,
+        index: &SlabIndex,
+        slab: &Slab,
+        id: SubchunkId,
+        elements: u64,
+        widths: &[usize],
+        want: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<BinRead>> {
+        let (var, chunk, subchunk) = id;
+        let var_idx = var as usize;
+        let binned = self.manifest.layout.order.contains(&crate::manifest::Level::V);
+        let bins: Vec<(u32, u64)> = if binned {
+            let list = index
+                .bins_of(id)
+                .ok_or_else(|| Error::Corruption(format!("slab {}: no bin positions for segment {id:?}", slab.id)))?;
+            if list.iter().map(|(_, p)| p.len()).sum::<u64>() != elements
+                || list.iter().any(|(_, p)| p.max().is_some_and(|m| m as u64 >= elements))
+            {
+                return Err(Error::Corruption(format!(
+                    "slab {}: bin positions of sub-chunk {id:?} do not cover its {elements} elements",
+                    slab.id
+                )));
+            }
+            list.iter().filter(|(b, _)| want(*b)).map(|(b, p)| (*b, p.len())).collect()
+        } else {
+            vec![(0, elements)]
+        };
+        let mut reads = Vec::with_capacity(bins.len());
+        for (bin, n) in bins {
+            let mut entries = Vec::with_capacity(widths.len());
+            for (g, &w) in widths.iter().enumerate() {
+                let key = SegmentKey { var, chunk, subchunk, bin, group: g as u8 };
+                let entry = *index.segments.get(&key).ok_or_else(|| {
+                    Error::Corruption(format!(
+                        "slab {} has no segment for '{}' {key:?}",
+                        slab.id, self.manifest.variables[var_idx].name
+                    ))
+                })?;
+                if entry.raw_length != n * w as u64 || entry.codec as usize >= self.chains[var_idx].len() {
+                    return Err(Error::Corruption(format!(
+                        "slab {}: segment {key:?} does not match the variable",
+                        slab.id
+                    )));
+                }
+                entries.push(entry);
+            }
+            reads.push(BinRead { bin, entries });
+        }
+        Ok(reads)
+    }
+
+    /// Fetches the given segments with coalesced range reads, in file order.
+    pub(crate) fn fetch<'a>(
+        &'a self,
+        segments: impl Iterator<Item = (usize, &'a SegmentEntry)>,
+        parallel: bool,
+    ) -> Result<Fetched<'a>> {
+        let mut wanted: Vec<(usize, u64, u64)> =
+            segments.map(|(slab, e)| (slab, e.offset, e.offset + e.length)).collect();
+        wanted.sort_unstable();
+        let mut runs: Vec<(usize, u64, u64)> = Vec::new(); // slab, start, end
+        for (slab, start, end) in wanted {
+            if let Some(last) = runs.last_mut() {
+                if last.0 == slab && start >= last.1 && start <= last.2 + COALESCE_GAP && end - last.1 <= COALESCE_MAX {
+                    last.2 = last.2.max(end);
+                    continue;
+                }
+            }
+            runs.push((slab, start, end));
+        }
+        let storage = self.store.storage();
+        let fetch = |&(slab, start, end): &(usize, u64, u64)| -> Result<Vec<u8>> {
+            let path = self.manifest.slabs[slab].data.as_str();
+            let bytes = storage.read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;
+            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
+            Ok(bytes)
+        };
+        let bytes = if parallel {
+            runs.par_iter().map(fetch).collect::<Result<_>>()?
+        } else {
+            runs.iter().map(fetch).collect::<Result<_>>()?
+        };
+        Ok(Fetched { manifest: &self.manifest, runs, bytes })
+    }
+
+    /// Decodes the bins of one sub-chunk of `shape` into its raw bytes (C order). Without
+    /// level V the one read is the whole sub-chunk; with it, each bin's values go to its
+    /// positions, and elements of bins not read stay as they are in `out`.
+    /// `split`: the variable's byte groups and how many of them were read.
+    pub(crate) fn decode_subchunk(
+        &self,
+        (slab, index, id): (usize, &SlabIndex, SubchunkId),
+        reads: &[BinRead],
+        shape: &[usize],
+        split: Option<&(Vec<usize>, usize)>,
+        fetched: &Fetched,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let var_idx = id.0 as usize;
+        let dtype = self.manifest.variables[var_idx].dtype;
+        let es = dtype.size();
+        let chains = &self.chains[var_idx];
+        let positions = index.bins_of(id);
+        for r in reads {
+            let bin_positions = match positions {
+                Some(list) => Some(
+                    list.binary_search_by_key(&r.bin, |(b, _)| *b)
+                        .map(|i| &list[i].1)
+                        .map_err(|_| Error::Corruption(format!("no positions for bin {} of {id:?}", r.bin)))?,
+                ),
+                None => None,
+            };
+            let n = bin_positions.map_or(shape.iter().product::<usize>(), |p| p.len() as usize);
+            let seg_shape: Vec<usize> = if bin_positions.is_some() { vec![n] } else { shape.to_vec() };
+            let direct = bin_positions.is_none();
+            let mut values = if direct { Vec::new() } else { vec![0u8; n * es] };
+            let target: &mut [u8] = if direct { &mut *out } else { &mut values };
+            match split {
+                None => {
+                    let e = &r.entries[0];
+                    let raw =
+                        chains[e.codec as usize].decode(fetched.get(slab, e)?, e.raw_length as usize, &seg_shape)?;
+                    target.copy_from_slice(&raw);
+                }
+                Some((groups, _)) => {
+                    let mut parts = Vec::with_capacity(r.entries.len());
+                    for (e, &w) in r.entries.iter().zip(groups) {
+                        let group_shape = [vec![w], seg_shape.clone()].concat();
+                        parts.push(chains[e.codec as usize].decode(
+                            fetched.get(slab, e)?,
+                            e.raw_length as usize,
+                            &group_shape,
+                        )?);
+                    }
+                    let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+                    precision::assemble(&refs, n, dtype, groups, target);
+                }
+            }
+            if let Some(p) = bin_positions {
+                bins::scatter(&values, p, es, out);
+            }
+            self.counters.segments_decoded.fetch_add(r.entries.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// `split`: the variable's byte groups and how many of them the tasks read.
@@ -373,7 +562,7 @@ impl StoreReader {
             };
         };
         let level = split.map_or(0, |(_, k)| *k as u8);
-        let segment_id = |t: &Task| (self.manifest.slabs[t.slab].id, t.entries[0].offset, level);
+        let segment_id = |t: &Task| (self.manifest.slabs[t.slab].id, t.reads[0].entries[0].offset, level);
         // Sub-chunks already decoded are served from the cache; only the rest are read.
         let mut pending = Vec::with_capacity(tasks.len());
         for (i, t) in tasks.iter().enumerate() {
@@ -385,77 +574,21 @@ impl StoreReader {
                 None => pending.push(i),
             }
         }
-        // Coalesce the segment reads per data file, in file order.
-        let mut wanted: Vec<(usize, u64, u64)> = pending
-            .iter()
-            .flat_map(|&i| tasks[i].entries.iter().map(move |e| (tasks[i].slab, e.offset, e.offset + e.length)))
-            .collect();
-        wanted.sort_unstable();
-        let mut runs: Vec<(usize, u64, u64)> = Vec::new(); // slab, start, end
-        for (slab, start, end) in wanted {
-            if let Some(last) = runs.last_mut() {
-                if last.0 == slab && start >= last.2 && start - last.2 <= COALESCE_GAP && end - last.1 <= COALESCE_MAX {
-                    last.2 = last.2.max(end);
-                    continue;
-                }
-            }
-            runs.push((slab, start, end));
-        }
-        let storage = self.store.storage();
-        let fetch = |&(slab, start, end): &(usize, u64, u64)| -> Result<Vec<u8>> {
-            let path = self.manifest.slabs[slab].data.as_str();
-            let bytes = storage.read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
-            Ok(bytes)
-        };
         // Handing work to the thread pool costs tens of microseconds of wake-up: small reads
         // run on the caller's thread, larger ones fan out.
-        let raw_total: u64 = pending.iter().flat_map(|&i| &tasks[i].entries).map(|e| e.raw_length).sum();
+        let entries = || {
+            pending.iter().flat_map(|&i| {
+                tasks[i].reads.iter().flat_map(move |r| r.entries.iter().map(move |e| (tasks[i].slab, e)))
+            })
+        };
+        let raw_total: u64 = entries().map(|(_, e)| e.raw_length).sum();
         let parallel = raw_total > SEQUENTIAL_BYTES;
-        let fetched: Vec<Vec<u8>> = if parallel {
-            runs.par_iter().map(fetch).collect::<Result<_>>()?
-        } else {
-            runs.iter().map(fetch).collect::<Result<_>>()?
-        };
-        let chains = &self.chains[var_idx];
-        // The stored bytes of one segment, out of the run that holds it.
-        let stored = |slab: usize, e: &SegmentEntry| -> Result<&[u8]> {
-            let r = runs.partition_point(|run| (run.0, run.1) <= (slab, e.offset)) - 1;
-            let lo = (e.offset - runs[r].1) as usize;
-            let bytes = &fetched[r][lo..lo + e.length as usize];
-            if crc32c::crc32c(bytes) != e.checksum {
-                let path = &self.manifest.slabs[slab].data;
-                return Err(Error::Corruption(format!("segment at {path}:{} fails its checksum", e.offset)));
-            }
-            Ok(bytes)
-        };
+        let fetched = self.fetch(entries(), parallel)?;
         let decode = |i: usize| -> Result<()> {
             let t = &tasks[i];
             let shape: Vec<usize> = t.blocks.iter().map(|b| b.len as usize).collect();
-            let raw = match split {
-                None => {
-                    let e = &t.entries[0];
-                    chains[e.codec as usize].decode(stored(t.slab, e)?, e.raw_length as usize, &shape)?
-                }
-                Some((groups, _)) => {
-                    let mut parts = Vec::with_capacity(t.entries.len());
-                    for (e, &w) in t.entries.iter().zip(groups) {
-                        let group_shape = [vec![w], shape.clone()].concat();
-                        parts.push(chains[e.codec as usize].decode(
-                            stored(t.slab, e)?,
-                            e.raw_length as usize,
-                            &group_shape,
-                        )?);
-                    }
-                    let n = shape.iter().product::<usize>();
-                    let mut raw = vec![0u8; n * es];
-                    let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
-                    precision::assemble(&refs, n, dtype, groups, &mut raw);
-                    raw
-                }
-            };
-            self.counters.segments_decoded.fetch_add(t.entries.len() as u64, Ordering::Relaxed);
+            let mut raw = vec![0u8; shape.iter().product::<usize>() * es];
+            self.decode_subchunk((t.slab, &t.index, t.id), &t.reads, &shape, split, &fetched, &mut raw)?;
             scatter(t, &raw);
             if self.cache.capacity() > 0 {
                 self.cache.insert(segment_id(t), Arc::new(raw));

@@ -1,13 +1,14 @@
 //! The write path: slabs are chunked, compressed in parallel and ordered in memory, then
 //! written as one data file and one index file each; `commit` publishes a new version.
 
+use crate::bins::{BinRule, BinSummary, Bins};
 use crate::chunking::{auto_shape, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES};
 use crate::data_file;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grid::{chunk_grid, copy_block, subchunk_grid, unravel};
 use crate::hilbert;
-use crate::index_file::{self, SlabIndexData};
+use crate::index_file::{self, BinPositions, SlabIndexData};
 use crate::manifest::{
     Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
 };
@@ -64,6 +65,12 @@ pub struct WriterOptions {
     pub slab_records: Option<u64>,
     #[serde(default)]
     pub layout: Option<String>,
+    /// Level V binning: `equal-width`, `equal-frequency` or comma-separated boundaries.
+    #[serde(default)]
+    pub binning: Option<String>,
+    /// Number of bins for `equal-width` and `equal-frequency` (default 16).
+    #[serde(default)]
+    pub bins: Option<u32>,
     /// Byte groups per float type for level M (`{"f64": [2,1,1,1,1,1,1]}`); defaults otherwise.
     #[serde(default)]
     pub byte_groups: BTreeMap<String, Vec<usize>>,
@@ -89,7 +96,31 @@ struct SlabBuilder {
     id: u64,
     records: Option<[u64; 2]>,
     segments: Vec<PendingSegment>,
+    bitmaps: Vec<BinPositions>,
+    bins: Vec<BinSummary>,
     done: BTreeSet<usize>,
+}
+
+impl SlabBuilder {
+    fn new(id: u64, records: Option<[u64; 2]>) -> Self {
+        Self { id, records, segments: vec![], bitmaps: vec![], bins: vec![], done: BTreeSet::new() }
+    }
+
+    fn add(&mut self, part: EncodedPart) {
+        self.segments.extend(part.segments);
+        self.bitmaps.extend(part.bitmaps);
+        self.bins.extend(part.bins);
+    }
+}
+
+/// A bin of a sub-chunk: its number, positions (level V only), bytes and segment shape.
+type BinnedPart = (u32, Option<roaring::RoaringBitmap>, Vec<u8>, Vec<usize>);
+
+/// One variable's share of a slab, encoded.
+struct EncodedPart {
+    segments: Vec<PendingSegment>,
+    bitmaps: Vec<BinPositions>,
+    bins: Option<BinSummary>,
 }
 
 #[derive(Debug)]
@@ -99,6 +130,8 @@ pub struct StoreWriter {
     base_version: Option<u64>,
     /// Per variable: the position in its `codecs` used for new segments, and that chain.
     chains: Vec<Option<(u8, CodecChain)>>,
+    /// Level V's rule, when the layout has it.
+    bin_rule: Option<BinRule>,
     static_slab: Option<SlabBuilderBox>,
     open_slab: Option<SlabBuilderBox>,
     next_slab_id: u64,
@@ -129,11 +162,6 @@ fn parse_layout(text: &str) -> Result<Vec<Level>> {
     }
     if !order.contains(&Level::S) {
         return Err(Error::InvalidArgument(format!("layout '{text}' must include S (space)")));
-    }
-    if order.contains(&Level::V) {
-        return Err(Error::InvalidArgument(format!(
-            "layout '{text}': this build writes levels S and M (value bins, V, are not implemented yet)"
-        )));
     }
     Ok(order)
 }
@@ -167,6 +195,15 @@ impl StoreWriter {
                 groups.insert(dtype.name().to_string(), serde_json::json!(g));
             }
             layout.byte_groups = Some(serde_json::Value::Object(groups));
+        }
+        if layout.order.contains(&Level::V) {
+            let rule =
+                BinRule::parse(options.binning.as_deref().unwrap_or("equal-frequency"), options.bins.unwrap_or(16))?;
+            layout.bins = Some(serde_json::to_value(&rule).map_err(|e| Error::InvalidArgument(e.to_string()))?);
+        } else if options.binning.is_some() || options.bins.is_some() {
+            return Err(Error::InvalidArgument(
+                "bins and binning need level V in the layout (e.g. --layout V-S)".into(),
+            ));
         }
         let codec: Vec<CodecSpec> = match &options.codec {
             Some(text) => registry::parse_chain(text)?,
@@ -295,9 +332,9 @@ impl StoreWriter {
         draft.validate()?;
         let chains = draft.variables.iter().map(|v| build_chain(&draft.layout, v)).collect::<Result<Vec<_>>>()?;
         let has_static = draft.variables.iter().any(|v| v.chunking.is_some() && !draft.is_record_var(v));
-        let static_slab = has_static
-            .then(|| SlabBuilderBox(SlabBuilder { id: 0, records: None, segments: vec![], done: BTreeSet::new() }));
-        Ok(Self { store, draft, base_version: None, chains, static_slab, open_slab: None, next_slab_id: 1 })
+        let static_slab = has_static.then(|| SlabBuilderBox(SlabBuilder::new(0, None)));
+        let bin_rule = BinRule::of_layout(&draft.layout)?;
+        Ok(Self { store, draft, base_version: None, chains, bin_rule, static_slab, open_slab: None, next_slab_id: 1 })
     }
 
     /// Continues the newest version of an existing store: new slabs along the record dimension.
@@ -340,10 +377,11 @@ impl StoreWriter {
         let chains = base.variables.iter().map(|v| build_chain(&base.layout, v)).collect::<Result<Vec<_>>>()?;
         let next_slab_id = base.slabs.iter().map(|s| s.id + 1).max().unwrap_or(1);
         let base_version = Some(base.version);
+        let bin_rule = BinRule::of_layout(&base.layout)?;
         let mut draft = base;
         draft.parent = base_version;
         draft.version += 1;
-        Ok(Self { store, draft, base_version, chains, static_slab: None, open_slab: None, next_slab_id })
+        Ok(Self { store, draft, base_version, chains, bin_rule, static_slab: None, open_slab: None, next_slab_id })
     }
 
     /// The manifest as it will be committed (dimension sizes grow as slabs finish).
@@ -370,14 +408,14 @@ impl StoreWriter {
             return Err(Error::InvalidArgument(format!("'{name}' is a string variable, stored in the manifest")));
         }
         let extent = self.draft.shape(var);
-        let segments = self.encode_part(idx, &extent, data)?;
+        let part = self.encode_part(idx, &extent, data)?;
         let slab = self.static_slab.as_mut().ok_or_else(|| {
             Error::InvalidArgument("static variables can only be written when creating a store".into())
         })?;
         if !slab.0.done.insert(idx) {
             return Err(Error::InvalidArgument(format!("'{name}' was already written")));
         }
-        slab.0.segments.extend(segments);
+        slab.0.add(part);
         Ok(())
     }
 
@@ -396,12 +434,7 @@ impl StoreWriter {
             )));
         }
         let start = self.record_count();
-        self.open_slab = Some(SlabBuilderBox(SlabBuilder {
-            id: self.next_slab_id,
-            records: Some([start, records]),
-            segments: vec![],
-            done: BTreeSet::new(),
-        }));
+        self.open_slab = Some(SlabBuilderBox(SlabBuilder::new(self.next_slab_id, Some([start, records]))));
         self.next_slab_id += 1;
         Ok(())
     }
@@ -421,10 +454,10 @@ impl StoreWriter {
         }
         let mut extent = self.draft.shape(var);
         extent[0] = count;
-        let segments = self.encode_part(idx, &extent, data)?;
+        let part = self.encode_part(idx, &extent, data)?;
         if let Some(slab) = self.open_slab.as_mut() {
             slab.0.done.insert(idx);
-            slab.0.segments.extend(segments);
+            slab.0.add(part);
         }
         Ok(())
     }
@@ -495,7 +528,7 @@ impl StoreWriter {
 
     /// Cuts one part (a slab of a record variable, or a whole static variable) into
     /// sub-chunks and compresses them in parallel.
-    fn encode_part(&self, idx: usize, extent: &[u64], data: &[u8]) -> Result<Vec<PendingSegment>> {
+    fn encode_part(&self, idx: usize, extent: &[u64], data: &[u8]) -> Result<EncodedPart> {
         let var = &self.draft.variables[idx];
         let es = var.dtype.size();
         let expected = extent.iter().product::<u64>() as usize * es;
@@ -518,7 +551,10 @@ impl StoreWriter {
         let tasks: Vec<(u64, u64)> = (0..n_chunks).flat_map(|c| (0..n_subs).map(move |s| (c, s))).collect();
         let missing = var.missing_values();
         let groups = precision::byte_groups(&self.draft.layout, var)?;
-        let results: Vec<Option<Result<Vec<PendingSegment>>>> = tasks
+        // Level V: this slab's bins, from this slab's values.
+        let bins: Option<Bins> = self.bin_rule.as_ref().map(|r| r.resolve(var.dtype, data, &missing));
+        type SubchunkOut = (Vec<PendingSegment>, Vec<BinPositions>);
+        let results: Vec<Option<Result<SubchunkOut>>> = tasks
             .par_iter()
             .map(|&(c, s)| {
                 let cc = unravel(c, &grid);
@@ -538,44 +574,76 @@ impl StoreWriter {
                 let mut raw = vec![0u8; len.iter().product::<u64>() as usize * es];
                 let ones = vec![1u64; ndim];
                 copy_block(data, extent, &start, &ones, &mut raw, &len, &vec![0; ndim], &len, es);
-                let summary = var.dtype.summarize(&raw, &missing);
                 let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
-                let key = SegmentKey { var: idx as u32, chunk: c, subchunk: s as u32, bin: 0, group: 0 };
-                let parts = match &groups {
-                    None => vec![(0u8, shape, raw)],
-                    Some(g) => precision::split(&raw, es, g)
+                // Without level V the sub-chunk is one bin (0) in its spatial shape; with it,
+                // each bin's elements form a 1-D run in position order.
+                let binned: Vec<BinnedPart> = match &bins {
+                    None => vec![(0, None, raw, shape)],
+                    Some(b) => b
+                        .split(&raw, var.dtype, &missing)
                         .into_iter()
-                        .zip(g)
-                        .enumerate()
-                        .map(|(i, (bytes, &w))| (i as u8, [vec![w], shape.clone()].concat(), bytes))
+                        .map(|(bin, positions, bytes)| {
+                            let n = positions.len() as usize;
+                            (bin, Some(positions), bytes, vec![n])
+                        })
                         .collect(),
                 };
-                // The element summary goes with group 0 only, so statistics count each element once.
-                Some(
-                    parts
-                        .into_iter()
-                        .map(|(group, shape, bytes)| {
-                            let encoded = chain.encode(&bytes, &shape)?;
-                            let first = group == 0;
-                            Ok(PendingSegment {
-                                key: SegmentKey { group, ..key },
-                                codec: *codec_index,
-                                bytes: encoded,
-                                raw_length: bytes.len() as u64,
-                                count: if first { summary.count } else { 0 },
-                                min: if first { summary.min } else { f64::NAN },
-                                max: if first { summary.max } else { f64::NAN },
-                            })
-                        })
-                        .collect::<Result<Vec<_>>>(),
-                )
+                let mut segments = Vec::new();
+                let mut bitmaps = Vec::new();
+                for (bin, positions, bytes, shape) in binned {
+                    let summary = var.dtype.summarize(&bytes, &missing);
+                    let key = SegmentKey { var: idx as u32, chunk: c, subchunk: s as u32, bin, group: 0 };
+                    let parts = match &groups {
+                        None => vec![(0u8, shape, bytes)],
+                        Some(g) => precision::split(&bytes, es, g)
+                            .into_iter()
+                            .zip(g)
+                            .enumerate()
+                            .map(|(i, (part, &w))| (i as u8, [vec![w], shape.clone()].concat(), part))
+                            .collect(),
+                    };
+                    // The element summary goes with group 0 only, so statistics count each element once.
+                    for (group, shape, bytes) in parts {
+                        let encoded = match chain.encode(&bytes, &shape) {
+                            Ok(e) => e,
+                            Err(e) => return Some(Err(e.into())),
+                        };
+                        let first = group == 0;
+                        segments.push(PendingSegment {
+                            key: SegmentKey { group, ..key },
+                            codec: *codec_index,
+                            bytes: encoded,
+                            raw_length: bytes.len() as u64,
+                            count: if first { summary.count } else { 0 },
+                            min: if first { summary.min } else { f64::NAN },
+                            max: if first { summary.max } else { f64::NAN },
+                        });
+                    }
+                    if let Some(positions) = positions {
+                        bitmaps.push(BinPositions { var: idx as u32, chunk: c, subchunk: s as u32, bin, positions });
+                    }
+                }
+                Some(Ok((segments, bitmaps)))
             })
             .collect();
-        Ok(results.into_iter().flatten().collect::<Result<Vec<Vec<_>>>>()?.into_iter().flatten().collect())
+        let mut part = EncodedPart { segments: vec![], bitmaps: vec![], bins: None };
+        for r in results.into_iter().flatten() {
+            let (segments, bitmaps) = r?;
+            part.segments.extend(segments);
+            part.bitmaps.extend(bitmaps);
+        }
+        if let Some(b) = bins {
+            let mut counts = vec![0u64; b.missing_bin() as usize + 1];
+            for p in &part.bitmaps {
+                counts[p.bin as usize] += p.positions.len();
+            }
+            part.bins = Some(BinSummary { var: idx as u32, boundaries: b.boundaries().to_vec(), counts });
+        }
+        Ok(part)
     }
 
     fn write_slab(&mut self, slab: SlabBuilder) -> Result<()> {
-        let SlabBuilder { id, records, mut segments, .. } = slab;
+        let SlabBuilder { id, records, mut segments, bitmaps, bins, .. } = slab;
         // Hilbert rank of every chunk, per variable (chunk grids differ between variables).
         let mut ranks: HashMap<u32, HashMap<u64, u64>> = HashMap::new();
         for var_idx in segments.iter().map(|s| s.key.var).collect::<BTreeSet<_>>() {
@@ -611,7 +679,7 @@ impl StoreWriter {
             data.extend_from_slice(&s.bytes);
         }
         drop(segments);
-        let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries });
+        let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries, bitmaps, bins });
         let storage = self.store.storage();
         storage.write_atomic(&data_path, &data)?;
         storage.write_atomic(&index_path, &index)?;

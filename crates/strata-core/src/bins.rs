@@ -1,0 +1,252 @@
+//! Level V: value bins. Per slab and variable, the valid values are cut into bins by interior
+//! boundaries; invalid elements (NaN, fill values) get a bin of their own after the value
+//! bins. A sub-chunk's elements are stored bin by bin, and each (sub-chunk, bin) keeps the
+//! positions of its elements as a Roaring bitmap in the index file (docs/format.md §6.2).
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::manifest::{Layout, Level};
+use roaring::RoaringBitmap;
+use serde::{Deserialize, Serialize};
+
+/// Most value bins a rule may ask for (bins are u32 in segment keys; this keeps the index small).
+pub const MAX_BINS: u32 = 4096;
+/// Values sampled per slab to place equal-frequency boundaries.
+const QUANTILE_SAMPLE: usize = 1 << 16;
+
+/// The user's binning rule, kept in the manifest (`layout.bins`); each slab resolves it into
+/// boundaries from its own values, so drifting distributions keep balanced bins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum BinRule {
+    /// `count` bins of equal width between the slab's minimum and maximum.
+    EqualWidth { count: u32 },
+    /// `count` bins holding about as many values each (quantiles of a sample of the slab).
+    EqualFrequency { count: u32 },
+    /// The given interior boundaries (strictly increasing): `edges.len() + 1` bins.
+    Edges { edges: Vec<f64> },
+}
+
+impl BinRule {
+    /// Parses the command-line form: `equal-width`, `equal-frequency` (with `count`) or a
+    /// comma-separated list of boundaries.
+    pub fn parse(binning: &str, count: u32) -> Result<Self> {
+        let rule = match binning.trim() {
+            "equal-width" => BinRule::EqualWidth { count },
+            "equal-frequency" => BinRule::EqualFrequency { count },
+            list => {
+                let edges = list
+                    .split(',')
+                    .map(|t| {
+                        t.trim().parse::<f64>().map_err(|_| {
+                            Error::InvalidArgument(format!(
+                                "binning '{binning}': expected equal-width, equal-frequency or comma-separated \
+                                 boundaries, '{t}' is not a number"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                BinRule::Edges { edges }
+            }
+        };
+        rule.check()?;
+        Ok(rule)
+    }
+
+    pub fn check(&self) -> Result<()> {
+        match self {
+            BinRule::EqualWidth { count } | BinRule::EqualFrequency { count } => {
+                if *count == 0 || *count > MAX_BINS {
+                    return Err(Error::InvalidArgument(format!("bin count must be 1 to {MAX_BINS}, not {count}")));
+                }
+            }
+            BinRule::Edges { edges } => {
+                if edges.is_empty() || edges.len() >= MAX_BINS as usize {
+                    return Err(Error::InvalidArgument(format!(
+                        "give 1 to {} bin boundaries, not {}",
+                        MAX_BINS - 1,
+                        edges.len()
+                    )));
+                }
+                if edges.iter().any(|e| !e.is_finite()) || edges.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(Error::InvalidArgument(format!(
+                        "bin boundaries must be finite and strictly increasing: {edges:?}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rule of a layout with level V; None without it.
+    pub fn of_layout(layout: &Layout) -> Result<Option<Self>> {
+        if !layout.order.contains(&Level::V) {
+            return Ok(None);
+        }
+        let value = layout
+            .bins
+            .as_ref()
+            .ok_or_else(|| Error::Corruption("the layout has level V but no binning rule".into()))?;
+        let rule: BinRule = serde_json::from_value(value.clone())
+            .map_err(|e| Error::Compatibility(format!("binning rule {value}: {e}")))?;
+        rule.check().map_err(|e| Error::Corruption(format!("binning rule in the manifest: {e}")))?;
+        Ok(Some(rule))
+    }
+
+    /// Resolves the rule for one slab of a variable from its values.
+    pub fn resolve(&self, dtype: DType, bytes: &[u8], missing: &[f64]) -> Bins {
+        let valid = |v: f64| !v.is_nan() && !missing.contains(&v);
+        let boundaries = match self {
+            BinRule::Edges { edges } => edges.clone(),
+            BinRule::EqualWidth { count } => {
+                let s = dtype.summarize(bytes, missing);
+                let (lo, hi) = (s.min, s.max);
+                if s.count == 0 || hi <= lo || !(hi - lo).is_finite() {
+                    vec![]
+                } else {
+                    (1..*count).map(|i| lo + (hi - lo) * f64::from(i) / f64::from(*count)).collect()
+                }
+            }
+            BinRule::EqualFrequency { count } => {
+                let n = bytes.len() / dtype.size().max(1);
+                let stride = n.div_ceil(QUANTILE_SAMPLE).max(1);
+                let es = dtype.size();
+                let mut sample = Vec::with_capacity(n.min(QUANTILE_SAMPLE));
+                for i in (0..n).step_by(stride) {
+                    dtype.for_each_f64(&bytes[i * es..(i + 1) * es], |v| {
+                        if valid(v) {
+                            sample.push(v)
+                        }
+                    });
+                }
+                sample.sort_unstable_by(f64::total_cmp);
+                if sample.is_empty() {
+                    vec![]
+                } else {
+                    let k = *count as usize;
+                    (1..k).map(|i| sample[i * sample.len() / k]).filter(|v| v.is_finite()).collect()
+                }
+            }
+        };
+        Bins::new(boundaries)
+    }
+}
+
+/// The bins of one slab of one variable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bins {
+    /// Strictly increasing, finite. Value bin `i` holds `[b[i-1], b[i])` (open at the ends).
+    boundaries: Vec<f64>,
+}
+
+impl Bins {
+    /// Boundaries are sorted and deduplicated (equal quantiles collapse into one).
+    pub fn new(mut boundaries: Vec<f64>) -> Self {
+        boundaries.retain(|b| b.is_finite());
+        boundaries.sort_unstable_by(f64::total_cmp);
+        boundaries.dedup();
+        Self { boundaries }
+    }
+
+    pub fn boundaries(&self) -> &[f64] {
+        &self.boundaries
+    }
+
+    /// Number of value bins; the missing bin comes after them.
+    pub fn value_bins(&self) -> u32 {
+        self.boundaries.len() as u32 + 1
+    }
+
+    pub fn missing_bin(&self) -> u32 {
+        self.value_bins()
+    }
+
+    pub fn bin_of(&self, v: f64, missing: &[f64]) -> u32 {
+        if v.is_nan() || missing.contains(&v) {
+            self.missing_bin()
+        } else {
+            self.boundaries.partition_point(|&b| b <= v) as u32
+        }
+    }
+
+    /// The elements of a sub-chunk grouped by bin: per non-empty bin (ascending), the
+    /// positions of its elements and their bytes in position order.
+    pub fn split(&self, raw: &[u8], dtype: DType, missing: &[f64]) -> Vec<(u32, RoaringBitmap, Vec<u8>)> {
+        let es = dtype.size();
+        let mut ids = Vec::with_capacity(raw.len() / es);
+        dtype.for_each_f64(raw, |v| ids.push(self.bin_of(v, missing)));
+        let mut per_bin: Vec<(Vec<u32>, Vec<u8>)> = vec![(vec![], vec![]); self.missing_bin() as usize + 1];
+        for (pos, &b) in ids.iter().enumerate() {
+            let (positions, bytes) = &mut per_bin[b as usize];
+            positions.push(pos as u32);
+            bytes.extend_from_slice(&raw[pos * es..(pos + 1) * es]);
+        }
+        per_bin
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (p, _))| !p.is_empty())
+            .map(|(b, (positions, bytes))| {
+                let mut bitmap = RoaringBitmap::from_sorted_iter(positions).unwrap_or_default();
+                bitmap.optimize();
+                (b as u32, bitmap, bytes)
+            })
+            .collect()
+    }
+}
+
+/// Writes a bin's elements (`values`, in position order) to their positions in a sub-chunk.
+pub fn scatter(values: &[u8], positions: &RoaringBitmap, es: usize, out: &mut [u8]) {
+    for (i, p) in positions.iter().enumerate() {
+        let p = p as usize;
+        out[p * es..(p + 1) * es].copy_from_slice(&values[i * es..(i + 1) * es]);
+    }
+}
+
+/// The value-distribution summary of one variable in one slab (index section kind 3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinSummary {
+    pub var: u32,
+    pub boundaries: Vec<f64>,
+    /// Elements per bin: the value bins, then the missing bin.
+    pub counts: Vec<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_fall_in_half_open_bins_and_invalid_values_apart() {
+        let b = Bins::new(vec![10.0, 0.0, 20.0, 10.0]);
+        assert_eq!(b.boundaries(), &[0.0, 10.0, 20.0]);
+        let m = [-999.0];
+        let got: Vec<u32> = [-5.0, 0.0, 9.99, 10.0, 25.0, f64::NAN, -999.0].iter().map(|&v| b.bin_of(v, &m)).collect();
+        assert_eq!(got, vec![0, 1, 1, 2, 3, 4, 4]);
+    }
+
+    #[test]
+    fn split_and_scatter_round_trip() {
+        let values: Vec<f32> = (0..1000).map(|i| ((i * 37) % 101) as f32 - 50.0).collect();
+        let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let bins = BinRule::EqualFrequency { count: 8 }.resolve(DType::F32, &raw, &[]);
+        assert_eq!(bins.value_bins(), 8);
+        let parts = bins.split(&raw, DType::F32, &[]);
+        assert_eq!(parts.iter().map(|p| p.1.len()).sum::<u64>(), 1000);
+        let mut back = vec![0u8; raw.len()];
+        for (_, positions, bytes) in &parts {
+            scatter(bytes, positions, 4, &mut back);
+        }
+        assert_eq!(back, raw);
+    }
+
+    #[test]
+    fn rules_are_checked() {
+        assert!(BinRule::parse("equal-width", 0).is_err());
+        assert!(BinRule::parse("1,1", 0).is_err());
+        assert!(BinRule::parse("1,x", 0).is_err());
+        assert_eq!(BinRule::parse("1, 2.5", 0).unwrap(), BinRule::Edges { edges: vec![1.0, 2.5] });
+        let w = BinRule::EqualWidth { count: 4 };
+        let raw: Vec<u8> = [0.0f64, 8.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(w.resolve(DType::F64, &raw, &[]).boundaries(), &[2.0, 4.0, 6.0]);
+    }
+}

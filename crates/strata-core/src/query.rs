@@ -1,0 +1,592 @@
+//! Value queries: where does a constraint on one or more variables hold inside a region,
+//! and what are the values there.
+//!
+//! A query is evaluated sub-chunk by sub-chunk of the first variable it names (the
+//! *driver*). For each sub-chunk and each constraint the index classifies every segment —
+//! a bin with level V, the whole sub-chunk without it — by its count, minimum and maximum as
+//! *full* (every element satisfies it: its positions come from the index alone), *empty*
+//! (skipped) or *boundary* (its values are read and tested). Results of several
+//! constraints combine as Roaring bitmaps (AND, OR).
+//!
+//! Selection is always exact: boundary values are read at full precision. Only the values
+//! a query returns are read at a reduced precision level.
+
+use crate::error::{Error, Result};
+use crate::grid::{axis_blocks, chunk_grid, ravel, subchunk_grid, unravel, AxisBlock};
+use crate::manifest::{Level, Variable};
+use crate::reader::{BinRead, DimSelection, StoreReader, SubchunkId};
+use crate::segment::SegmentKey;
+use rayon::prelude::*;
+use roaring::RoaringBitmap;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A comparison of a variable's values with a constant. Invalid elements (NaN and the
+/// variable's fill values) satisfy no comparison, `!=` included (SQL's NULL semantics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum CmpOp {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+}
+
+/// How much of a segment a comparison selects, judged from its summary alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coverage {
+    Empty,
+    Full,
+    Boundary,
+}
+
+impl CmpOp {
+    pub fn test(self, x: f64, v: f64) -> bool {
+        match self {
+            CmpOp::Lt => x < v,
+            CmpOp::Le => x <= v,
+            CmpOp::Gt => x > v,
+            CmpOp::Ge => x >= v,
+            CmpOp::Eq => x == v,
+            CmpOp::Ne => x != v,
+        }
+    }
+
+    /// From the valid elements' minimum and maximum; `all_valid` when the segment has no
+    /// invalid element (otherwise it is never full).
+    fn coverage(self, count: u64, min: f64, max: f64, all_valid: bool, v: f64) -> Coverage {
+        if count == 0 {
+            return Coverage::Empty;
+        }
+        let (full, empty) = match self {
+            CmpOp::Lt => (max < v, min >= v),
+            CmpOp::Le => (max <= v, min > v),
+            CmpOp::Gt => (min > v, max <= v),
+            CmpOp::Ge => (min >= v, max < v),
+            CmpOp::Eq => (min == v && max == v, v < min || v > max),
+            CmpOp::Ne => (v < min || v > max, min == v && max == v),
+        };
+        if empty {
+            Coverage::Empty
+        } else if full && all_valid {
+            Coverage::Full
+        } else {
+            Coverage::Boundary
+        }
+    }
+}
+
+/// A value constraint: comparisons combined with AND and OR.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Predicate {
+    Cmp { var: String, op: CmpOp, value: f64 },
+    And { args: Vec<Predicate> },
+    Or { args: Vec<Predicate> },
+}
+
+impl Predicate {
+    fn variables<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Predicate::Cmp { var, .. } => {
+                if !out.contains(&var.as_str()) {
+                    out.push(var)
+                }
+            }
+            Predicate::And { args } | Predicate::Or { args } => args.iter().for_each(|a| a.variables(out)),
+        }
+    }
+}
+
+/// What a query did: the evidence that it read only what it needed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryStats {
+    /// Sub-chunks of the driver the region touches.
+    pub subchunks: u64,
+    /// Segments (bins, or whole sub-chunks without V) answered from the index alone.
+    pub full: u64,
+    /// Segments skipped: no element can satisfy the constraint.
+    pub empty: u64,
+    /// Segments whose values were read and tested.
+    pub boundary: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    subchunks: AtomicU64,
+    full: AtomicU64,
+    empty: AtomicU64,
+    boundary: AtomicU64,
+}
+
+/// One sub-chunk of the driver inside the region.
+struct QueryBox {
+    slab: usize,
+    id: SubchunkId,
+    /// Global coordinates of the sub-chunk's first element, and its lengths.
+    start: Vec<u64>,
+    len: Vec<u64>,
+    /// Selected elements of the sub-chunk (local row-major offsets); None when all are.
+    region: Option<RoaringBitmap>,
+}
+
+/// The result of a selection: row-major flat indices into the variables' full shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    pub shape: Vec<u64>,
+    /// Ascending.
+    pub flat: Vec<u64>,
+}
+
+fn local_region(blocks: &[AxisBlock]) -> Option<RoaringBitmap> {
+    if blocks.iter().all(|b| b.first == 0 && b.count == b.len && b.step == 1) {
+        return None;
+    }
+    let lens: Vec<u64> = blocks.iter().map(|b| b.len).collect();
+    let counts: Vec<u64> = blocks.iter().map(|b| b.count).collect();
+    let (outer, last) = counts.split_at(counts.len().saturating_sub(1));
+    let last = last.first().copied().unwrap_or(1);
+    let lb = blocks.last();
+    let mut bitmap = RoaringBitmap::new();
+    for o in 0..outer.iter().product::<u64>() {
+        let idx = unravel(o, outer);
+        let mut coords: Vec<u64> = idx.iter().zip(blocks).map(|(&i, b)| b.first + i * b.step).collect();
+        match lb {
+            Some(b) if b.step == 1 => {
+                coords.push(b.first);
+                let lo = ravel(&coords, &lens) as u32;
+                bitmap.insert_range(lo..lo + last as u32);
+            }
+            Some(b) => {
+                coords.push(0);
+                for i in 0..last {
+                    *coords.last_mut().unwrap_or(&mut 0) = b.first + i * b.step;
+                    bitmap.insert(ravel(&coords, &lens) as u32);
+                }
+            }
+            None => {
+                bitmap.insert(0);
+            }
+        }
+    }
+    Some(bitmap)
+}
+
+impl StoreReader {
+    fn query_vars<'a>(&'a self, pred: &Predicate) -> Result<Vec<(usize, &'a Variable)>> {
+        let mut names = Vec::new();
+        pred.variables(&mut names);
+        let vars = names.iter().map(|n| self.manifest().variable(n)).collect::<Result<Vec<_>>>()?;
+        let Some((_, driver)) = vars.first() else {
+            return Err(Error::InvalidArgument("a value constraint needs at least one comparison".into()));
+        };
+        for (_, v) in &vars {
+            if v.chunking.is_none() {
+                return Err(Error::InvalidArgument(format!(
+                    "'{}' is a string variable: it has no values to compare",
+                    v.name
+                )));
+            }
+            if v.dims != driver.dims {
+                return Err(Error::InvalidArgument(format!(
+                    "constraints combine variables on the same dimensions: '{}' has {:?}, '{}' has {:?}",
+                    driver.name, driver.dims, v.name, v.dims
+                )));
+            }
+        }
+        if let Predicate::And { args } | Predicate::Or { args } = pred {
+            if args.is_empty() {
+                return Err(Error::InvalidArgument("AND/OR need at least one argument".into()));
+            }
+        }
+        Ok(vars)
+    }
+
+    /// The driver's sub-chunks that the region touches.
+    fn query_boxes(&self, var: &Variable, var_idx: usize, sel: &[DimSelection]) -> Result<Vec<QueryBox>> {
+        let Some(chunking) = &var.chunking else { return Ok(vec![]) };
+        let full_shape = self.manifest().shape(var);
+        let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
+        let mut out = Vec::new();
+        for (slab_pos, offset, count) in self.parts_of(var) {
+            let slab = &self.manifest().slabs[slab_pos];
+            let mut extent = full_shape.clone();
+            let mut offsets = vec![0u64; extent.len()];
+            if slab.records.is_some() {
+                extent[0] = count;
+                offsets[0] = offset;
+            }
+            let per_axis: Vec<Vec<AxisBlock>> = (0..extent.len())
+                .map(|d| axis_blocks(sel[d], offsets[d], extent[d], chunking.chunk[d], chunking.subchunk[d]))
+                .collect();
+            if per_axis.iter().any(|b| b.is_empty()) {
+                continue;
+            }
+            let grid = chunk_grid(&extent, &chunking.chunk);
+            let lens: Vec<u64> = per_axis.iter().map(|b| b.len() as u64).collect();
+            for combo in 0..lens.iter().product::<u64>() {
+                let pick = unravel(combo, &lens);
+                let blocks: Vec<AxisBlock> = pick.iter().zip(&per_axis).map(|(&i, b)| b[i as usize]).collect();
+                let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
+                let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
+                let start: Vec<u64> = (0..extent.len())
+                    .map(|d| offsets[d] + chunk_coords[d] * chunking.chunk[d] + sub_coords[d] * chunking.subchunk[d])
+                    .collect();
+                out.push(QueryBox {
+                    slab: slab_pos,
+                    id: (var_idx as u32, ravel(&chunk_coords, &grid), ravel(&sub_coords, &sub_grid) as u32),
+                    start,
+                    len: blocks.iter().map(|b| b.len).collect(),
+                    region: local_region(&blocks),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where `pred` holds inside the region `sel`: the flat indices, ascending. With
+    /// `count_only` the indices are not collected (`flat` stays empty) and only the count
+    /// is returned.
+    pub fn select(
+        &self,
+        pred: &Predicate,
+        sel: &[DimSelection],
+        count_only: bool,
+    ) -> Result<(Selection, u64, QueryStats)> {
+        let vars = self.query_vars(pred)?;
+        let (driver_idx, driver) = vars[0];
+        self.check_selection(&driver.name, sel)?;
+        let shape = self.manifest().shape(driver);
+        let boxes = self.query_boxes(driver, driver_idx, sel)?;
+        let counters = Counters::default();
+        let per_box: Vec<(u64, Vec<u64>)> = boxes
+            .par_iter()
+            .map(|b| {
+                counters.subchunks.fetch_add(1, Ordering::Relaxed);
+                let hits = self.eval(pred, b, b.region.as_ref(), &counters)?;
+                let hits = match &b.region {
+                    Some(r) => hits & r,
+                    None => hits,
+                };
+                let n = hits.len();
+                if count_only {
+                    return Ok((n, vec![]));
+                }
+                let mut flat = Vec::with_capacity(n as usize);
+                let mut coords = vec![0u64; b.len.len()];
+                for p in hits.iter() {
+                    let local = unravel(p as u64, &b.len);
+                    for (d, c) in coords.iter_mut().enumerate() {
+                        *c = b.start[d] + local[d];
+                    }
+                    flat.push(ravel(&coords, &shape));
+                }
+                Ok((n, flat))
+            })
+            .collect::<Result<_>>()?;
+        let count = per_box.iter().map(|(n, _)| n).sum();
+        let mut flat: Vec<u64> = Vec::with_capacity(if count_only { 0 } else { count as usize });
+        for (_, f) in per_box {
+            flat.extend(f);
+        }
+        flat.par_sort_unstable();
+        let stats = QueryStats {
+            subchunks: counters.subchunks.into_inner(),
+            full: counters.full.into_inner(),
+            empty: counters.empty.into_inner(),
+            boundary: counters.boundary.into_inner(),
+        };
+        Ok((Selection { shape, flat }, count, stats))
+    }
+
+    /// The local positions of a box where `pred` holds. `mask`: only these positions matter
+    /// (segments disjoint from it are not read).
+    fn eval(
+        &self,
+        pred: &Predicate,
+        b: &QueryBox,
+        mask: Option<&RoaringBitmap>,
+        counters: &Counters,
+    ) -> Result<RoaringBitmap> {
+        match pred {
+            Predicate::Cmp { var, op, value } => self.eval_cmp(var, *op, *value, b, mask, counters),
+            Predicate::And { args } => {
+                let mut acc: Option<RoaringBitmap> = None;
+                for a in args {
+                    let m = acc.as_ref().or(mask);
+                    let r = self.eval(a, b, m, counters)?;
+                    acc = Some(match acc {
+                        Some(x) => x & r,
+                        None => r,
+                    });
+                    if acc.as_ref().is_some_and(|x| x.is_empty()) {
+                        break;
+                    }
+                }
+                Ok(acc.unwrap_or_default())
+            }
+            Predicate::Or { args } => {
+                let mut acc = RoaringBitmap::new();
+                for a in args {
+                    acc |= self.eval(a, b, mask, counters)?;
+                }
+                Ok(acc)
+            }
+        }
+    }
+
+    fn eval_cmp(
+        &self,
+        name: &str,
+        op: CmpOp,
+        value: f64,
+        b: &QueryBox,
+        mask: Option<&RoaringBitmap>,
+        counters: &Counters,
+    ) -> Result<RoaringBitmap> {
+        let (var_idx, var) = self.manifest().variable(name)?;
+        let driver = &self.manifest().variables[b.id.0 as usize];
+        let missing = var.missing_values();
+        let n = b.len.iter().product::<u64>();
+        let test = |x: f64| !x.is_nan() && !missing.contains(&x) && op.test(x, value);
+        if var.chunking != driver.chunking {
+            // Another sub-chunk grid: read this box of the variable and test every element.
+            counters.boundary.fetch_add(1, Ordering::Relaxed);
+            let sel: Vec<DimSelection> =
+                b.start.iter().zip(&b.len).map(|(&s, &l)| DimSelection { start: s, stop: s + l, step: 1 }).collect();
+            let mut raw = vec![0u8; n as usize * var.dtype.size()];
+            self.read_into_at(name, &sel, None, &mut raw)?;
+            let mut hits = RoaringBitmap::new();
+            let mut p = 0u32;
+            var.dtype.for_each_f64(&raw, |x| {
+                if test(x) {
+                    hits.insert(p);
+                }
+                p += 1;
+            });
+            return Ok(hits);
+        }
+        let slab = &self.manifest().slabs[b.slab];
+        let index = self.slab_index(slab)?;
+        let id = (var_idx as u32, b.id.1, b.id.2);
+        let binned = self.manifest().layout.order.contains(&Level::V);
+        // The segments' verdicts: positions of full ones, boundary bins to read.
+        let mut hits = RoaringBitmap::new();
+        let mut boundary = Vec::new();
+        let entry = |bin: u32| {
+            index.segments.get(&SegmentKey { var: id.0, chunk: id.1, subchunk: id.2, bin, group: 0 }).ok_or_else(|| {
+                Error::Corruption(format!("slab {} has no segment for '{name}' sub-chunk {id:?} bin {bin}", slab.id))
+            })
+        };
+        if binned {
+            let Some(list) = index.bins_of(id) else {
+                return Err(Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id)));
+            };
+            for (bin, positions) in list {
+                if mask.is_some_and(|m| m.is_disjoint(positions)) {
+                    continue;
+                }
+                let e = entry(*bin)?;
+                match op.coverage(e.count, e.min, e.max, e.count == positions.len(), value) {
+                    Coverage::Empty => {
+                        counters.empty.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Coverage::Full => {
+                        counters.full.fetch_add(1, Ordering::Relaxed);
+                        hits |= positions;
+                    }
+                    Coverage::Boundary => boundary.push(*bin),
+                }
+            }
+        } else {
+            let e = entry(0)?;
+            match op.coverage(e.count, e.min, e.max, e.count == n, value) {
+                Coverage::Empty => {
+                    counters.empty.fetch_add(1, Ordering::Relaxed);
+                    return Ok(hits);
+                }
+                Coverage::Full => {
+                    counters.full.fetch_add(1, Ordering::Relaxed);
+                    hits.insert_range(0..n as u32);
+                    return Ok(hits);
+                }
+                Coverage::Boundary => boundary.push(0),
+            }
+        }
+        if boundary.is_empty() {
+            return Ok(hits);
+        }
+        counters.boundary.fetch_add(boundary.len() as u64, Ordering::Relaxed);
+        let groups = crate::precision::byte_groups(&self.manifest().layout, var)?;
+        let widths = groups.clone().unwrap_or_else(|| vec![var.dtype.size()]);
+        let reads = self.bin_reads(&index, slab, id, n, &widths, &|bin| boundary.contains(&bin))?;
+        let raw = self.decode_reads(b.slab, &index, id, &reads, &b.len, groups)?;
+        let es = var.dtype.size();
+        let check = |p: u32, hits: &mut RoaringBitmap| {
+            let p = p as usize;
+            let mut ok = false;
+            var.dtype.for_each_f64(&raw[p * es..(p + 1) * es], |x| ok = test(x));
+            if ok {
+                hits.insert(p as u32);
+            }
+        };
+        match index.bins_of(id) {
+            Some(list) if binned => {
+                for (_, positions) in list.iter().filter(|(bin, _)| boundary.contains(bin)) {
+                    positions.iter().for_each(|p| check(p, &mut hits));
+                }
+            }
+            _ => (0..n as u32).for_each(|p| check(p, &mut hits)),
+        }
+        Ok(hits)
+    }
+
+    /// Fetches and decodes some bins of one sub-chunk into a sub-chunk buffer (elements of
+    /// other bins are zero). `groups`: the variable's byte groups, if split; the reads say
+    /// how many are read.
+    fn decode_reads(
+        &self,
+        slab: usize,
+        index: &crate::reader::SlabIndex,
+        id: SubchunkId,
+        reads: &[BinRead],
+        len: &[u64],
+        groups: Option<Vec<usize>>,
+    ) -> Result<Vec<u8>> {
+        let var = &self.manifest().variables[id.0 as usize];
+        let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
+        let mut raw = vec![0u8; shape.iter().product::<usize>() * var.dtype.size()];
+        let fetched = self.fetch(reads.iter().flat_map(|r| r.entries.iter().map(move |e| (slab, e))), false)?;
+        let k = reads.first().map_or(0, |r| r.entries.len());
+        let split = groups.map(|g| (g, k));
+        self.decode_subchunk((slab, index, id), reads, &shape, split.as_ref(), &fetched, &mut raw)?;
+        Ok(raw)
+    }
+
+    /// The values of `name` at the given flat indices (any order) into `out` (one element
+    /// per index, little-endian), at precision `level` (see [`read_into_at`](Self::read_into_at)).
+    /// Only the sub-chunks — with level V, only the bins — holding those elements are read.
+    pub fn gather(&self, name: &str, flat: &[u64], level: Option<usize>, out: &mut [u8]) -> Result<()> {
+        let (var_idx, var) = self.manifest().variable(name)?;
+        let Some(chunking) = var.chunking.clone() else {
+            return Err(Error::InvalidArgument(format!("'{name}' is a string variable: read it from the manifest")));
+        };
+        if level == Some(0) {
+            return Err(Error::InvalidArgument("precision level must be at least 1".into()));
+        }
+        let es = var.dtype.size();
+        if out.len() != flat.len() * es {
+            return Err(Error::InvalidArgument(format!(
+                "output buffer has {} bytes, {} needed",
+                out.len(),
+                flat.len() * es
+            )));
+        }
+        let shape = self.manifest().shape(var);
+        let total: u64 = shape.iter().product();
+        if let Some(&bad) = flat.iter().find(|&&f| f >= total) {
+            return Err(Error::InvalidArgument(format!("index {bad} is outside '{name}' of shape {shape:?}")));
+        }
+        let groups = crate::precision::byte_groups(&self.manifest().layout, var)?;
+        let widths: Vec<usize> = match &groups {
+            Some(g) => g[..level.unwrap_or(g.len()).min(g.len())].to_vec(),
+            None => vec![es],
+        };
+        let parts = self.parts_of(var);
+        let record = self.manifest().is_record_var(var);
+        // Group the wanted elements by sub-chunk: (slab, chunk, sub-chunk) -> (local, output).
+        type Wanted = BTreeMap<(usize, u64, u32), (Vec<u64>, Vec<(u32, usize)>)>;
+        let mut wanted: Wanted = BTreeMap::new();
+        let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
+        for (i, &f) in flat.iter().enumerate() {
+            let mut coords = unravel(f, &shape);
+            let (slab_pos, extent) = if record {
+                let Some(&(pos, start, count)) =
+                    parts.iter().find(|(_, start, count)| coords[0] >= *start && coords[0] < start + count)
+                else {
+                    return Err(Error::Corruption(format!("no slab holds record {} of '{name}'", coords[0])));
+                };
+                coords[0] -= start;
+                let mut e = shape.clone();
+                e[0] = count;
+                (pos, e)
+            } else {
+                (parts.first().map_or(0, |p| p.0), shape.clone())
+            };
+            let grid = chunk_grid(&extent, &chunking.chunk);
+            let nd = coords.len();
+            let (mut cc, mut sc, mut lo, mut len) = (vec![0; nd], vec![0; nd], vec![0; nd], vec![0; nd]);
+            for d in 0..nd {
+                cc[d] = coords[d] / chunking.chunk[d];
+                let chunk_lo = cc[d] * chunking.chunk[d];
+                let chunk_hi = (chunk_lo + chunking.chunk[d]).min(extent[d]);
+                sc[d] = (coords[d] - chunk_lo) / chunking.subchunk[d];
+                lo[d] = chunk_lo + sc[d] * chunking.subchunk[d];
+                len[d] = (lo[d] + chunking.subchunk[d]).min(chunk_hi) - lo[d];
+            }
+            let local: Vec<u64> = (0..nd).map(|d| coords[d] - lo[d]).collect();
+            let key = (slab_pos, ravel(&cc, &grid), ravel(&sc, &sub_grid) as u32);
+            wanted.entry(key).or_insert_with(|| (len.clone(), vec![])).1.push((ravel(&local, &len) as u32, i));
+        }
+        let out_ptr = crate::reader::SendPtr::new(out.as_mut_ptr());
+        let out_len = out.len();
+        let jobs: Vec<_> = wanted.into_iter().collect();
+        jobs.par_iter().try_for_each(|((slab_pos, chunk, sub), (len, picks))| -> Result<()> {
+            let slab = &self.manifest().slabs[*slab_pos];
+            let index = self.slab_index(slab)?;
+            let id = (var_idx as u32, *chunk, *sub);
+            let n = len.iter().product::<u64>();
+            let needed: Vec<u32> = match index.bins_of(id) {
+                Some(list) => {
+                    list.iter().filter(|(_, p)| picks.iter().any(|(l, _)| p.contains(*l))).map(|(b, _)| *b).collect()
+                }
+                None => vec![0],
+            };
+            let reads = self.bin_reads(&index, slab, id, n, &widths, &|b| needed.contains(&b))?;
+            let raw = self.decode_reads(*slab_pos, &index, id, &reads, len, groups.clone())?;
+            for &(l, i) in picks {
+                let l = l as usize;
+                debug_assert!((i + 1) * es <= out_len);
+                // SAFETY: every output index appears in exactly one job, and is in bounds.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(raw[l * es..].as_ptr(), out_ptr.get().add(i * es), es);
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coverage_follows_the_summary() {
+        use Coverage::*;
+        assert_eq!(CmpOp::Gt.coverage(5, 26.0, 30.0, true, 25.0), Full);
+        assert_eq!(CmpOp::Gt.coverage(5, 26.0, 30.0, false, 25.0), Boundary);
+        assert_eq!(CmpOp::Gt.coverage(5, 20.0, 25.0, true, 25.0), Empty);
+        assert_eq!(CmpOp::Ge.coverage(5, 20.0, 25.0, true, 25.0), Boundary);
+        assert_eq!(CmpOp::Eq.coverage(5, 1.0, 1.0, true, 1.0), Full);
+        assert_eq!(CmpOp::Ne.coverage(5, 1.0, 1.0, true, 1.0), Empty);
+        assert_eq!(CmpOp::Ne.coverage(5, 1.0, 3.0, true, 5.0), Full);
+        assert_eq!(CmpOp::Lt.coverage(0, f64::NAN, f64::NAN, false, 5.0), Empty);
+    }
+
+    #[test]
+    fn region_bitmaps_list_the_selected_elements() {
+        let b = |first, count, len, step| AxisBlock { chunk: 0, sub: 0, len, first, count, out: 0, step };
+        assert_eq!(local_region(&[b(0, 4, 4, 1), b(0, 5, 5, 1)]), None);
+        let r = local_region(&[b(1, 2, 4, 1), b(1, 2, 5, 2)]).unwrap_or_default();
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![6, 8, 11, 13]);
+    }
+}

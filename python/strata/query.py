@@ -1,0 +1,244 @@
+"""Value queries: where a constraint holds inside a region, and the values there.
+
+>>> ds = strata.open("ersst.strata")                                  # doctest: +SKIP
+>>> ds.query("sst > 28", isel={"time": slice(0, 12)}, output="count")  # doctest: +SKIP
+>>> ds.query("sst >= 25 and (sst < 28 or lat > 0)")                   # doctest: +SKIP
+
+A constraint compares variables with numbers (``<  <=  >  >=  ==  !=``, also ``=``, and
+``25 < sst``) and combines comparisons with ``and``/``or`` (also ``&``/``|``, ``&&``/``||``)
+and parentheses; ``and`` binds tighter. Every variable in it must have the same dimensions.
+NaN and fill values satisfy no comparison. Selection is exact at every precision level: only
+the returned values are read at reduced precision.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+
+OUTPUTS = ("points", "positions", "dense", "count")
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf(?:inity)?)(?![\w.])"
+    r"|(?P<op><=|>=|==|!=|<|>|=)"
+    r"|(?P<logic>&&|\|\||&|\|)"
+    r"|(?P<paren>[()])"
+    r"|(?P<name>[A-Za-z_][\w.]*))"
+)
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            raise InvalidArgumentError(f"cannot parse constraint '{text}' at: {text[pos:].strip()!r}")
+        kind = m.lastgroup
+        value = m.group(kind)
+        if kind == "name" and value.lower() in ("and", "or"):
+            kind, value = "logic", value.lower()
+        elif kind == "logic":
+            value = "and" if value in ("&", "&&") else "or"
+        elif kind == "op" and value == "=":
+            value = "=="
+        out.append((kind, value))
+        pos = m.end()
+    return out
+
+
+def parse_where(text: str) -> dict:
+    """Parses a constraint into the predicate tree the engine takes (JSON-ready dict)."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError("the constraint is empty")
+    toks = _tokens(text)
+    pos = 0
+
+    def peek() -> tuple[str, str] | None:
+        return toks[pos] if pos < len(toks) else None
+
+    def take() -> tuple[str, str]:
+        nonlocal pos
+        if pos >= len(toks):
+            raise InvalidArgumentError(f"constraint '{text}' ends too early")
+        pos += 1
+        return toks[pos - 1]
+
+    def expr() -> dict:
+        args = [term()]
+        while peek() == ("logic", "or"):
+            take()
+            args.append(term())
+        return args[0] if len(args) == 1 else {"kind": "or", "args": args}
+
+    def term() -> dict:
+        args = [factor()]
+        while peek() == ("logic", "and"):
+            take()
+            args.append(factor())
+        return args[0] if len(args) == 1 else {"kind": "and", "args": args}
+
+    def factor() -> dict:
+        kind, value = take()
+        if (kind, value) == ("paren", "("):
+            inner = expr()
+            if take() != ("paren", ")"):
+                raise InvalidArgumentError(f"constraint '{text}': missing ')'")
+            return inner
+        k2, op = take()
+        if k2 != "op":
+            raise InvalidArgumentError(f"constraint '{text}': expected a comparison after {value!r}, got {op!r}")
+        k3, other = take()
+        if kind == "name" and k3 == "num":
+            return {"kind": "cmp", "var": value, "op": op, "value": float(other)}
+        if kind == "num" and k3 == "name":
+            return {"kind": "cmp", "var": other, "op": _FLIP[op], "value": float(value)}
+        raise InvalidArgumentError(
+            f"constraint '{text}': a comparison needs a variable on one side and a number on the other "
+            f"({value} {op} {other})"
+        )
+
+    tree = expr()
+    if pos != len(toks):
+        raise InvalidArgumentError(f"constraint '{text}': unexpected {toks[pos][1]!r}")
+    return tree
+
+
+def _variables(tree: dict) -> list[str]:
+    if tree["kind"] == "cmp":
+        return [tree["var"]]
+    out: list[str] = []
+    for a in tree["args"]:
+        out += [v for v in _variables(a) if v not in out]
+    return out
+
+
+def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: dict | None, sel: dict | None):
+    """Per dimension (start, stop, step) from positional and label selections."""
+    from ._coords import label_to_positions
+
+    picks: dict[str, Any] = dict(isel or {})
+    for dim, label in (sel or {}).items():
+        if dim in picks:
+            raise InvalidArgumentError(f"dimension '{dim}' is selected twice")
+        if dim not in dims:
+            raise InvalidArgumentError(f"the constraint's variables have no dimension '{dim}' (dims: {dims})")
+        picks[dim] = label_to_positions(ds.coordinate_index(dim), label, dim)
+    for dim in picks:
+        if dim not in dims:
+            raise InvalidArgumentError(f"the constraint's variables have no dimension '{dim}' (dims: {dims})")
+    starts, stops, steps = [], [], []
+    for dim, n in zip(dims, shape, strict=True):
+        k = picks.get(dim, slice(None))
+        if isinstance(k, int | np.integer):
+            i = int(k) + (n if k < 0 else 0)
+            if not 0 <= i < n:
+                raise InvalidArgumentError(f"index {k} is out of range for '{dim}' of length {n}")
+            k = slice(i, i + 1)
+        if not isinstance(k, slice):
+            raise InvalidArgumentError(f"select '{dim}' with an integer or a slice, not {type(k).__name__}")
+        start, stop, step = k.indices(n)
+        if step < 1:
+            raise InvalidArgumentError(f"the step along '{dim}' must be positive")
+        starts.append(start)
+        stops.append(max(start, stop))
+        steps.append(step)
+    return starts, stops, steps
+
+
+def run_query(
+    ds: Dataset,
+    where: str | dict,
+    *,
+    isel: dict | None = None,
+    sel: dict | None = None,
+    variables: list[str] | None = None,
+    output: str = "points",
+    precision: int | None = None,
+    max_rel_error: float | None = None,
+    with_stats: bool = False,
+):
+    """See :meth:`strata.Dataset.query`."""
+    if output not in OUTPUTS:
+        raise InvalidArgumentError(f"output must be one of {', '.join(OUTPUTS)}, not '{output}'")
+    tree = parse_where(where) if isinstance(where, str) else where
+    names = _variables(tree)
+    for n in names:
+        if n not in ds.variables:
+            raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
+    driver = ds[names[0]]
+    starts, stops, steps = _region(ds, driver.dims, driver.shape, isel, sel)
+    flat, count, stats = ds._reader.select(json.dumps(tree), starts, stops, steps, output == "count")
+    stats = dict(zip(("subchunks", "full", "empty", "boundary"), stats, strict=True))
+    result: Any
+    if output == "count":
+        result = int(count)
+    elif output == "positions":
+        result = np.unravel_index(flat.astype(np.int64), driver.shape)
+    else:
+        wanted = list(variables) if variables else names
+        views = {}
+        for n in wanted:
+            if n not in ds.variables:
+                raise InvalidArgumentError(f"'{n}' is not a variable of this store")
+            v = ds[n]
+            if v.dims != driver.dims:
+                raise InvalidArgumentError(f"'{n}' has dimensions {v.dims}, the constraint's variables {driver.dims}")
+            if precision is not None or max_rel_error is not None:
+                v = v.at_precision(precision, max_rel_error=max_rel_error)
+            views[n] = v
+        values = {n: _gather(ds, v, flat) for n, v in views.items()}
+        if output == "points":
+            result = _points(ds, driver, flat, values)
+        else:
+            result = _dense(driver, starts, stops, steps, flat, values)
+    return (result, stats) if with_stats else result
+
+
+def _gather(ds: Dataset, var, flat: np.ndarray) -> np.ndarray:
+    out = np.empty(flat.size * var.dtype.itemsize, dtype=np.uint8)
+    ds._reader.gather(var.name, flat, out, var.level)
+    arr = out.view(var.dtype)
+    return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
+
+
+def _points(ds: Dataset, driver, flat: np.ndarray, values: dict):
+    import pandas as pd
+
+    index = np.unravel_index(flat.astype(np.int64), driver.shape)
+    columns: dict[str, Any] = {}
+    for dim, idx in zip(driver.dims, index, strict=True):
+        coord = ds.coords.get(dim)
+        if coord is not None and dim not in values:
+            columns[dim] = np.asarray(ds.coordinate_index(dim))[idx]
+        else:
+            columns[dim if dim not in values else f"{dim}_index"] = idx
+    columns.update(values)
+    return pd.DataFrame(columns)
+
+
+def _dense(driver, starts, stops, steps, flat: np.ndarray, values: dict):
+    """The region of the first requested variable, with NaN (floats) or masked elements
+    where the constraint does not hold."""
+    vals = next(iter(values.values()))
+    shape = tuple(len(range(a, b, s)) for a, b, s in zip(starts, stops, steps, strict=True))
+    coords = np.unravel_index(flat.astype(np.int64), driver.shape)
+    local = tuple((c - a) // s for c, a, s in zip(coords, starts, steps, strict=True))
+    if vals.dtype.kind == "f":
+        out = np.full(shape, np.nan, dtype=vals.dtype)
+        out[local] = vals
+        return out
+    data = np.zeros(shape, dtype=vals.dtype)
+    mask = np.ones(shape, dtype=bool)
+    data[local] = vals
+    mask[local] = False
+    return np.ma.masked_array(data, mask=mask)
