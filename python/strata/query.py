@@ -56,6 +56,12 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def _number(text: str) -> float | str:
+    x = float(text)
+    # JSON has no infinities; the engine reads them as strings.
+    return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
 def parse_where(text: str) -> dict:
     """Parses a constraint into the predicate tree the engine takes (JSON-ready dict)."""
     if not isinstance(text, str) or not text.strip():
@@ -91,17 +97,18 @@ def parse_where(text: str) -> dict:
         kind, value = take()
         if (kind, value) == ("paren", "("):
             inner = expr()
-            if take() != ("paren", ")"):
+            if peek() != ("paren", ")"):
                 raise InvalidArgumentError(f"constraint '{text}': missing ')'")
+            take()
             return inner
         k2, op = take()
         if k2 != "op":
             raise InvalidArgumentError(f"constraint '{text}': expected a comparison after {value!r}, got {op!r}")
         k3, other = take()
         if kind == "name" and k3 == "num":
-            return {"kind": "cmp", "var": value, "op": op, "value": float(other)}
+            return {"kind": "cmp", "var": value, "op": op, "value": _number(other)}
         if kind == "num" and k3 == "name":
-            return {"kind": "cmp", "var": other, "op": _FLIP[op], "value": float(value)}
+            return {"kind": "cmp", "var": other, "op": _FLIP[op], "value": _number(value)}
         raise InvalidArgumentError(
             f"constraint '{text}': a comparison needs a variable on one side and a number on the other "
             f"({value} {op} {other})"

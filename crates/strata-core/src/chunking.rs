@@ -4,6 +4,9 @@
 pub const DEFAULT_CHUNK_BYTES: u64 = 4 << 20;
 /// Target raw size of a sub-chunk, the unit of compression.
 pub const DEFAULT_SUBCHUNK_BYTES: u64 = 64 << 10;
+/// Sub-chunk target under level V: bins cut each sub-chunk into many segments, so larger
+/// sub-chunks keep segments (and index entries) from getting tiny.
+pub const DEFAULT_BINNED_SUBCHUNK_BYTES: u64 = 256 << 10;
 /// Target raw size of the largest variable's slab, the unit of files and of ingest memory.
 pub const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
 

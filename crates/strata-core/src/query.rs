@@ -88,9 +88,36 @@ impl CmpOp {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Predicate {
-    Cmp { var: String, op: CmpOp, value: f64 },
-    And { args: Vec<Predicate> },
-    Or { args: Vec<Predicate> },
+    Cmp {
+        var: String,
+        op: CmpOp,
+        #[serde(deserialize_with = "number_or_infinity")]
+        value: f64,
+    },
+    And {
+        args: Vec<Predicate>,
+    },
+    Or {
+        args: Vec<Predicate>,
+    },
+}
+
+/// JSON has no infinities: they come as the strings "inf" and "-inf".
+fn number_or_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Num(f64),
+        Text(String),
+    }
+    match Repr::deserialize(d)? {
+        Repr::Num(x) => Ok(x),
+        Repr::Text(t) => match t.to_ascii_lowercase().as_str() {
+            "inf" | "+inf" | "infinity" => Ok(f64::INFINITY),
+            "-inf" | "-infinity" => Ok(f64::NEG_INFINITY),
+            _ => Err(serde::de::Error::custom(format!("'{t}' is not a number to compare with"))),
+        },
+    }
 }
 
 impl Predicate {
@@ -144,6 +171,18 @@ pub struct Selection {
     pub shape: Vec<u64>,
     /// Ascending.
     pub flat: Vec<u64>,
+}
+
+/// The union of disjoint-or-not position sets. Run containers are expanded first: the
+/// crate inserts into a run container element by element, which dominated query time.
+fn union_all<'a>(parts: impl IntoIterator<Item = &'a RoaringBitmap>) -> RoaringBitmap {
+    let mut acc = RoaringBitmap::new();
+    for p in parts {
+        let mut p = p.clone();
+        p.remove_run_compression();
+        acc |= p;
+    }
+    acc
 }
 
 fn local_region(blocks: &[AxisBlock]) -> Option<RoaringBitmap> {
@@ -280,14 +319,22 @@ impl StoreReader {
                 if count_only {
                     return Ok((n, vec![]));
                 }
+                // Local row-major offset -> global flat index, without per-element allocation:
+                // the box's first element plus each local coordinate times the global stride.
+                let nd = b.len.len();
+                let mut strides = vec![1u64; nd];
+                for d in (0..nd.saturating_sub(1)).rev() {
+                    strides[d] = strides[d + 1] * shape[d + 1];
+                }
+                let base: u64 = b.start.iter().zip(&strides).map(|(s, t)| s * t).sum();
                 let mut flat = Vec::with_capacity(n as usize);
-                let mut coords = vec![0u64; b.len.len()];
                 for p in hits.iter() {
-                    let local = unravel(p as u64, &b.len);
-                    for (d, c) in coords.iter_mut().enumerate() {
-                        *c = b.start[d] + local[d];
+                    let (mut rest, mut f) = (p as u64, base);
+                    for d in (0..nd).rev() {
+                        f += (rest % b.len[d]) * strides[d];
+                        rest /= b.len[d];
                     }
-                    flat.push(ravel(&coords, &shape));
+                    flat.push(f);
                 }
                 Ok((n, flat))
             })
@@ -380,6 +427,9 @@ impl StoreReader {
         let binned = self.manifest().layout.order.contains(&Level::V);
         // The segments' verdicts: positions of full ones, boundary bins to read.
         let mut hits = RoaringBitmap::new();
+        // Full bins' positions (often run containers) are unioned once at the end: adding
+        // array containers into a run container one by one is quadratic.
+        let mut full: Vec<&RoaringBitmap> = Vec::new();
         let mut boundary = Vec::new();
         let entry = |bin: u32| {
             index.segments.get(&SegmentKey { var: id.0, chunk: id.1, subchunk: id.2, bin, group: 0 }).ok_or_else(|| {
@@ -390,20 +440,19 @@ impl StoreReader {
             let Some(list) = index.bins_of(id) else {
                 return Err(Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id)));
             };
-            for (bin, positions) in list {
-                if mask.is_some_and(|m| m.is_disjoint(positions)) {
-                    continue;
-                }
-                let e = entry(*bin)?;
-                match op.coverage(e.count, e.min, e.max, e.count == positions.len(), value) {
+            for e in list {
+                match op.coverage(e.count, e.min, e.max, e.count == e.positions.len(), value) {
                     Coverage::Empty => {
                         counters.empty.fetch_add(1, Ordering::Relaxed);
                     }
                     Coverage::Full => {
                         counters.full.fetch_add(1, Ordering::Relaxed);
-                        hits |= positions;
+                        full.push(&e.positions);
                     }
-                    Coverage::Boundary => boundary.push(*bin),
+                    Coverage::Boundary if mask.is_some_and(|m| m.is_disjoint(&e.positions)) => {
+                        counters.empty.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Coverage::Boundary => boundary.push(e.bin),
                 }
             }
         } else {
@@ -422,31 +471,32 @@ impl StoreReader {
             }
         }
         if boundary.is_empty() {
-            return Ok(hits);
+            return Ok(union_all(full));
         }
         counters.boundary.fetch_add(boundary.len() as u64, Ordering::Relaxed);
+        // Boundary segments are read at full precision: the selection is exact.
         let groups = crate::precision::byte_groups(&self.manifest().layout, var)?;
         let widths = groups.clone().unwrap_or_else(|| vec![var.dtype.size()]);
         let reads = self.bin_reads(&index, slab, id, n, &widths, &|bin| boundary.contains(&bin))?;
-        let raw = self.decode_reads(b.slab, &index, id, &reads, &b.len, groups)?;
-        let es = var.dtype.size();
-        let check = |p: u32, hits: &mut RoaringBitmap| {
-            let p = p as usize;
-            let mut ok = false;
-            var.dtype.for_each_f64(&raw[p * es..(p + 1) * es], |x| ok = test(x));
-            if ok {
-                hits.insert(p as u32);
-            }
-        };
-        match index.bins_of(id) {
-            Some(list) if binned => {
-                for (_, positions) in list.iter().filter(|(bin, _)| boundary.contains(bin)) {
-                    positions.iter().for_each(|p| check(p, &mut hits));
-                }
-            }
-            _ => (0..n as u32).for_each(|p| check(p, &mut hits)),
+        let fetched = self.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
+        let split = groups.map(|g| (g.clone(), g.len()));
+        let shape: Vec<usize> = b.len.iter().map(|&l| l as usize).collect();
+        let mut selections = Vec::with_capacity(reads.len());
+        for r in &reads {
+            let positions = self.bin_positions(&index, id, r.bin)?;
+            let seg_shape = match positions {
+                Some(p) => vec![p.len() as usize],
+                None => shape.clone(),
+            };
+            let values = self.decode_bin((b.slab, id), r, &seg_shape, split.as_ref(), &fetched)?;
+            let values = var.dtype.to_f64s(&values);
+            let selected: Vec<u32> = match positions {
+                Some(p) => p.iter().zip(&values).filter(|(_, &x)| test(x)).map(|(p, _)| p).collect(),
+                None => (0..n as u32).zip(&values).filter(|(_, &x)| test(x)).map(|(p, _)| p).collect(),
+            };
+            selections.push(RoaringBitmap::from_sorted_iter(selected).unwrap_or_default());
         }
-        Ok(hits)
+        Ok(union_all(full.into_iter().chain(&selections)))
     }
 
     /// Fetches and decodes some bins of one sub-chunk into a sub-chunk buffer (elements of
@@ -546,7 +596,7 @@ impl StoreReader {
             let n = len.iter().product::<u64>();
             let needed: Vec<u32> = match index.bins_of(id) {
                 Some(list) => {
-                    list.iter().filter(|(_, p)| picks.iter().any(|(l, _)| p.contains(*l))).map(|(b, _)| *b).collect()
+                    list.iter().filter(|e| picks.iter().any(|(l, _)| e.positions.contains(*l))).map(|e| e.bin).collect()
                 }
                 None => vec![0],
             };

@@ -34,17 +34,28 @@ pub type SubchunkId = (u32, u64, u32);
 #[derive(Debug)]
 pub struct SlabIndex {
     pub segments: HashMap<SegmentKey, SegmentEntry>,
-    /// Level V: the positions of each (sub-chunk, bin), keyed by sub-chunk then bin.
-    pub positions: HashMap<SubchunkId, Vec<(u32, RoaringBitmap)>>,
+    /// Level V: the bins of each sub-chunk, ascending, with positions and summaries.
+    pub positions: HashMap<SubchunkId, Vec<BinEntry>>,
     /// Level V: per variable, the slab's bin boundaries and counts.
     pub bins: HashMap<u32, BinSummary>,
 }
 
 impl SlabIndex {
     /// The bins present in a sub-chunk, ascending, with their positions (None without V).
-    pub fn bins_of(&self, id: SubchunkId) -> Option<&[(u32, RoaringBitmap)]> {
+    pub fn bins_of(&self, id: SubchunkId) -> Option<&[BinEntry]> {
         self.positions.get(&id).map(|v| &v[..])
     }
+}
+
+/// One bin of one sub-chunk (level V): its element positions and the summary of its
+/// group-0 segment, kept together so that value queries classify bins without lookups.
+#[derive(Debug)]
+pub struct BinEntry {
+    pub bin: u32,
+    pub positions: RoaringBitmap,
+    pub count: u64,
+    pub min: f64,
+    pub max: f64,
 }
 
 /// The segments of one bin of a sub-chunk to decode: one per byte group read.
@@ -248,13 +259,18 @@ impl StoreReader {
                 return Err(Error::Corruption(format!("index file {} lists segment {:?} twice", slab.index, s.key)));
             }
         }
-        let mut positions: HashMap<SubchunkId, Vec<(u32, RoaringBitmap)>> = HashMap::new();
+        let mut positions: HashMap<SubchunkId, Vec<BinEntry>> = HashMap::new();
         for b in data.bitmaps {
-            positions.entry((b.var, b.chunk, b.subchunk)).or_default().push((b.bin, b.positions));
+            let key = SegmentKey { var: b.var, chunk: b.chunk, subchunk: b.subchunk, bin: b.bin, group: 0 };
+            let e = segments.get(&key).ok_or_else(|| {
+                Error::Corruption(format!("index file {}: bin positions without a segment {key:?}", slab.index))
+            })?;
+            let entry = BinEntry { bin: b.bin, positions: b.positions, count: e.count, min: e.min, max: e.max };
+            positions.entry((b.var, b.chunk, b.subchunk)).or_default().push(entry);
         }
         for list in positions.values_mut() {
-            list.sort_unstable_by_key(|(bin, _)| *bin);
-            if list.windows(2).any(|w| w[0].0 == w[1].0) {
+            list.sort_unstable_by_key(|e| e.bin);
+            if list.windows(2).any(|w| w[0].bin == w[1].bin) {
                 return Err(Error::Corruption(format!("index file {} lists a bin's positions twice", slab.index)));
             }
         }
@@ -393,15 +409,15 @@ impl StoreReader {
             let list = index
                 .bins_of(id)
                 .ok_or_else(|| Error::Corruption(format!("slab {}: no bin positions for segment {id:?}", slab.id)))?;
-            if list.iter().map(|(_, p)| p.len()).sum::<u64>() != elements
-                || list.iter().any(|(_, p)| p.max().is_some_and(|m| m as u64 >= elements))
+            if list.iter().map(|e| e.positions.len()).sum::<u64>() != elements
+                || list.iter().any(|e| e.positions.max().is_some_and(|m| m as u64 >= elements))
             {
                 return Err(Error::Corruption(format!(
                     "slab {}: bin positions of sub-chunk {id:?} do not cover its {elements} elements",
                     slab.id
                 )));
             }
-            list.iter().filter(|(b, _)| want(*b)).map(|(b, p)| (*b, p.len())).collect()
+            list.iter().filter(|e| want(e.bin)).map(|e| (e.bin, e.positions.len())).collect()
         } else {
             vec![(0, elements)]
         };
@@ -477,52 +493,71 @@ impl StoreReader {
         fetched: &Fetched,
         out: &mut [u8],
     ) -> Result<()> {
-        let var_idx = id.0 as usize;
-        let dtype = self.manifest.variables[var_idx].dtype;
-        let es = dtype.size();
-        let chains = &self.chains[var_idx];
-        let positions = index.bins_of(id);
+        let es = self.manifest.variables[id.0 as usize].dtype.size();
         for r in reads {
-            let bin_positions = match positions {
-                Some(list) => Some(
-                    list.binary_search_by_key(&r.bin, |(b, _)| *b)
-                        .map(|i| &list[i].1)
-                        .map_err(|_| Error::Corruption(format!("no positions for bin {} of {id:?}", r.bin)))?,
-                ),
-                None => None,
-            };
-            let n = bin_positions.map_or(shape.iter().product::<usize>(), |p| p.len() as usize);
-            let seg_shape: Vec<usize> = if bin_positions.is_some() { vec![n] } else { shape.to_vec() };
-            let direct = bin_positions.is_none();
-            let mut values = if direct { Vec::new() } else { vec![0u8; n * es] };
-            let target: &mut [u8] = if direct { &mut *out } else { &mut values };
-            match split {
+            match self.bin_positions(index, id, r.bin)? {
+                Some(p) => {
+                    let values = self.decode_bin((slab, id), r, &[p.len() as usize], split, fetched)?;
+                    bins::scatter(&values, p, es, out);
+                }
                 None => {
-                    let e = &r.entries[0];
-                    let raw =
-                        chains[e.codec as usize].decode(fetched.get(slab, e)?, e.raw_length as usize, &seg_shape)?;
-                    target.copy_from_slice(&raw);
-                }
-                Some((groups, _)) => {
-                    let mut parts = Vec::with_capacity(r.entries.len());
-                    for (e, &w) in r.entries.iter().zip(groups) {
-                        let group_shape = [vec![w], seg_shape.clone()].concat();
-                        parts.push(chains[e.codec as usize].decode(
-                            fetched.get(slab, e)?,
-                            e.raw_length as usize,
-                            &group_shape,
-                        )?);
-                    }
-                    let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
-                    precision::assemble(&refs, n, dtype, groups, target);
+                    let values = self.decode_bin((slab, id), r, shape, split, fetched)?;
+                    out.copy_from_slice(&values);
                 }
             }
-            if let Some(p) = bin_positions {
-                bins::scatter(&values, p, es, out);
-            }
-            self.counters.segments_decoded.fetch_add(r.entries.len() as u64, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// The positions of one bin of a sub-chunk; None without level V.
+    pub(crate) fn bin_positions<'i>(
+        &self,
+        index: &'i SlabIndex,
+        id: SubchunkId,
+        bin: u32,
+    ) -> Result<Option<&'i RoaringBitmap>> {
+        let Some(list) = index.bins_of(id) else { return Ok(None) };
+        list.binary_search_by_key(&bin, |e| e.bin)
+            .map(|i| Some(&list[i].positions))
+            .map_err(|_| Error::Corruption(format!("no positions for bin {bin} of {id:?}")))
+    }
+
+    /// Decodes one bin's segments (one per byte group read) into its values, in position
+    /// order; `shape` is the segment's shape (`[n]` for a bin, the sub-chunk's without V).
+    pub(crate) fn decode_bin(
+        &self,
+        (slab, id): (usize, SubchunkId),
+        r: &BinRead,
+        shape: &[usize],
+        split: Option<&(Vec<usize>, usize)>,
+        fetched: &Fetched,
+    ) -> Result<Vec<u8>> {
+        let var_idx = id.0 as usize;
+        let dtype = self.manifest.variables[var_idx].dtype;
+        let chains = &self.chains[var_idx];
+        let n = shape.iter().product::<usize>();
+        self.counters.segments_decoded.fetch_add(r.entries.len() as u64, Ordering::Relaxed);
+        match split {
+            None => {
+                let e = &r.entries[0];
+                Ok(chains[e.codec as usize].decode(fetched.get(slab, e)?, e.raw_length as usize, shape)?)
+            }
+            Some((groups, _)) => {
+                let mut parts = Vec::with_capacity(r.entries.len());
+                for (e, &w) in r.entries.iter().zip(groups) {
+                    let group_shape = [vec![w], shape.to_vec()].concat();
+                    parts.push(chains[e.codec as usize].decode(
+                        fetched.get(slab, e)?,
+                        e.raw_length as usize,
+                        &group_shape,
+                    )?);
+                }
+                let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+                let mut values = vec![0u8; n * dtype.size()];
+                precision::assemble(&refs, n, dtype, groups, &mut values);
+                Ok(values)
+            }
+        }
     }
 
     /// `split`: the variable's byte groups and how many of them the tasks read.

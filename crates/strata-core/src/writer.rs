@@ -2,7 +2,9 @@
 //! written as one data file and one index file each; `commit` publishes a new version.
 
 use crate::bins::{BinRule, BinSummary, Bins};
-use crate::chunking::{auto_shape, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES};
+use crate::chunking::{
+    auto_shape, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES,
+};
 use crate::data_file;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -258,6 +260,8 @@ impl StoreWriter {
         }
         let records_hint = record_dim.as_deref().and_then(dim_size).unwrap_or(0);
 
+        let default_sub =
+            if layout.order.contains(&Level::V) { DEFAULT_BINNED_SUBCHUNK_BYTES } else { DEFAULT_SUBCHUNK_BYTES };
         let mut variables = Vec::new();
         for v in &schema.variables {
             if v.dtype == DType::String {
@@ -284,7 +288,7 @@ impl StoreWriter {
                     chunk[d] = c.min(extent[d].max(1));
                 }
             }
-            let mut sub = auto_shape(&chunk, es, options.subchunk_bytes.unwrap_or(DEFAULT_SUBCHUNK_BYTES));
+            let mut sub = auto_shape(&chunk, es, options.subchunk_bytes.unwrap_or(default_sub));
             for (d, name) in v.dims.iter().enumerate() {
                 if let Some(&s) = options.subchunks.get(name) {
                     sub[d] = s.min(chunk[d]);

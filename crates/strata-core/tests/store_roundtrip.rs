@@ -278,7 +278,10 @@ fn writer_rejects_bad_input() {
     assert_eq!(w.begin_slab(99).unwrap_err().kind(), ErrorKind::InvalidArgument);
     w.begin_slab(2).unwrap();
     assert_eq!(w.finish_slab().unwrap_err().kind(), ErrorKind::InvalidArgument);
-    let e = StoreWriter::create(store, schema(1), &WriterOptions { layout: Some("V-S".into()), ..Default::default() })
-        .unwrap_err();
-    assert!(e.to_string().contains("V, are not implemented"), "{e}");
+    let bad_bins = WriterOptions { layout: Some("V-S".into()), binning: Some("3,1".into()), ..Default::default() };
+    let e = StoreWriter::create(store.clone(), schema(1), &bad_bins).unwrap_err();
+    assert!(e.to_string().contains("strictly increasing"), "{e}");
+    let bins_without_v = WriterOptions { bins: Some(8), ..Default::default() };
+    let e = StoreWriter::create(store, schema(1), &bins_without_v).unwrap_err();
+    assert!(e.to_string().contains("need level V"), "{e}");
 }

@@ -1,0 +1,232 @@
+"""Level V and value queries: every result equals a NumPy reference, on every layout order."""
+
+import itertools
+
+import netCDF4
+import numpy as np
+import pytest
+
+import strata
+from conftest import DATA, needs_data
+from strata.cli import main
+
+LAYOUTS = ["S", "S-M", "M-S", "S-V", "V-S"] + ["-".join(p) for p in itertools.permutations("SVM")]
+FILL = -999.0
+
+
+def fields(seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.normal(size=(24, 20, 30)), axis=2).astype("f4")
+    t[rng.random(t.shape) < 0.3] = np.nan  # NaN-heavy
+    t[:, :3, :4] = FILL  # a land mask of fill values
+    t[5] = np.nan  # a record of nothing
+    s = np.round(rng.normal(35, 2, size=t.shape), 1)  # f64: other chunk shapes than t
+    k = rng.integers(0, 50, size=t.shape).astype("i2")
+    return t, s, k
+
+
+def write(path, layout, **kw):
+    t, s, k = fields()
+    binning = kw.pop("binning", None)
+    bins = kw.pop("bins", 6) if "V" in layout else None
+    strata.write_arrays(
+        path,
+        {
+            "t": (("time", "y", "x"), t, {"_FillValue": np.float32(FILL)}),
+            "s": (("time", "y", "x"), s),
+            "k": (("time", "y", "x"), k),
+            "x": (("x",), np.arange(30.0) * 2),
+        },
+        record_dim="time",
+        layout=layout,
+        bins=bins,
+        binning=binning if "V" in layout else None,
+        subchunks="time=3,y=8,x=16",
+        slab_records=10,
+        **kw,
+    )
+    return t, s, k
+
+
+def valid(a):
+    return ~np.isnan(a) & (a != FILL)
+
+
+@pytest.fixture(scope="module", params=LAYOUTS)
+def layout_store(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp("v") / f"{request.param}.strata"
+    return request.param, path, write(path, request.param)
+
+
+def references(t, s, k):
+    with np.errstate(invalid="ignore"):
+        return {
+            "t > 2": valid(t) & (t > 2),
+            "t <= -1.5 and k != 7": valid(t) & (t <= -1.5) & (k != 7),
+            "(t > 1 or s < 33) and k >= 10": ((valid(t) & (t > 1)) | (s < 33)) & (k >= 10),
+            "s > 1e9": np.zeros(t.shape, bool),
+            "t > -inf": valid(t),
+            "k == 3 or k == 4": (k == 3) | (k == 4),
+            "30 < s": s > 30,
+        }
+
+
+def test_every_output_matches_numpy(layout_store):
+    layout, path, (t, s, k) = layout_store
+    ds = strata.open(path)
+    for where, ref in references(t, s, k).items():
+        assert ds.query(where, output="count") == ref.sum(), (layout, where)
+        pos = ds.query(where, output="positions")
+        for got, want in zip(pos, np.nonzero(ref), strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=f"{layout} {where}")
+        pts = ds.query(where, output="points", variables=["t", "s", "k"])
+        np.testing.assert_array_equal(pts["t"].to_numpy(), t[ref])
+        np.testing.assert_array_equal(pts["k"].to_numpy(), k[ref])
+        np.testing.assert_array_equal(pts["x"].to_numpy(), (np.arange(30.0) * 2)[np.nonzero(ref)[2]])
+        dense = ds.query(where, output="dense", variables=["t"])
+        np.testing.assert_array_equal(dense, np.where(ref, t, np.nan))
+        dk = ds.query(where, output="dense", variables=["k"])
+        np.testing.assert_array_equal(dk.mask, ~ref)
+        np.testing.assert_array_equal(dk.data[ref], k[ref])
+
+
+def test_regions_with_strides(layout_store):
+    layout, path, (t, s, k) = layout_store
+    ds = strata.open(path)
+    region = (slice(2, 23, 4), slice(1, 19), slice(3, None, 5))
+    isel = dict(zip(("time", "y", "x"), region, strict=True))
+    for where, ref in references(t, s, k).items():
+        sub = ref[region]
+        assert ds.query(where, isel=isel, output="count") == sub.sum(), (layout, where)
+        dense = ds.query(where, isel=isel, output="dense", variables=["s"])
+        np.testing.assert_array_equal(dense, np.where(sub, s[region], np.nan))
+        pos = ds.query(where, isel=isel, output="positions")
+        want = np.zeros(ref.shape, bool)
+        want[region] = sub
+        for got, w in zip(pos, np.nonzero(want), strict=True):
+            np.testing.assert_array_equal(got, w)
+    with np.errstate(invalid="ignore"):
+        assert ds.query("t > 0", isel={"time": 7}, output="count") == (valid(t[7]) & (t[7] > 0)).sum()
+
+
+def test_values_at_reduced_precision_with_an_exact_selection(layout_store):
+    layout, path, (t, s, _) = layout_store
+    ds = strata.open(path)
+    ref = valid(t) & (t > 1) & (s > 34)
+    for level in (1, 2):
+        pts = ds.query("t > 1 and s > 34", output="points", variables=["t", "s"], precision=level)
+        assert len(pts) == ref.sum()
+        np.testing.assert_array_equal(pts["t"].to_numpy(), ds["t"].at_precision(level)[...][ref])
+        np.testing.assert_array_equal(pts["s"].to_numpy(), ds["s"].at_precision(level)[...][ref])
+        if "M" in layout:
+            err = np.abs(pts["s"].to_numpy() - s[ref]) / np.abs(s[ref])
+            assert err.max() <= ds["s"].at_precision(level).max_rel_error
+
+
+def test_constraints_aligned_with_bins_are_answered_from_the_index(tmp_path):
+    t, _, _ = write(tmp_path / "e.strata", "V-S", binning="-2,0,2")
+    ds = strata.open(tmp_path / "e.strata")
+    for where, ref in [("t >= 2", valid(t) & (t >= 2)), ("t < 0", valid(t) & (t < 0))]:
+        n, stats = ds.query(where, output="count", with_stats=True)
+        assert n == ref.sum()
+        assert stats["boundary"] == 0 and stats["full"] > 0
+        before = ds.read_stats()["segments_decoded"]
+        pos = ds.query(where, output="positions")
+        assert ds.read_stats()["segments_decoded"] == before  # positions from bitmaps alone
+        for got, want in zip(pos, np.nonzero(ref), strict=True):
+            np.testing.assert_array_equal(got, want)
+    # A constraint inside a bin reads only that bin's segments.
+    _, stats = ds.query("t > 1", output="count", with_stats=True)
+    assert stats["boundary"] > 0 and stats["empty"] > 0 and stats["full"] > 0
+
+
+@pytest.mark.parametrize("binning", ["equal-width", "equal-frequency", "-3,-1,0.5,4"])
+def test_binning_rules_round_trip_and_query(tmp_path, binning):
+    path = tmp_path / "b.strata"
+    t, s, k = write(path, "V-M-S", binning=binning, bins=9)
+    ds = strata.open(path)
+    np.testing.assert_array_equal(ds["t"][...], t)
+    np.testing.assert_array_equal(ds["s"][...], s)
+    np.testing.assert_array_equal(ds["k"][...], k)
+    assert ds.query("t > 0.25", output="count") == (valid(t) & (t > 0.25)).sum()
+    rule = ds.manifest["layout"]["bins"]
+    assert rule["method"] == ("edges" if "," in binning else binning)
+
+
+def test_bad_queries_and_options_are_clear(tmp_path):
+    path = tmp_path / "q.strata"
+    write(path, "V-S")
+    strata.write_arrays(tmp_path / "o.strata", {"a": (("n",), np.arange(5.0))})
+    ds = strata.open(path)
+    for where, msg in [
+        ("t >", "ends too early"),
+        ("t > 2 and", "ends too early"),
+        ("t ! 2", "cannot parse"),
+        ("t > s", "a variable on one side"),
+        ("(t > 2", "missing"),
+        ("t > 2)", "unexpected"),
+        ("nope > 1", "not a variable"),
+        ("t > 1 or x > 2", "same dimensions"),
+        ("", "empty"),
+    ]:
+        with pytest.raises(strata.InvalidArgumentError, match=msg):
+            ds.query(where, output="count")
+    with pytest.raises(strata.InvalidArgumentError, match="output must be"):
+        ds.query("t > 1", output="table")
+    with pytest.raises(strata.InvalidArgumentError, match="out of range"):
+        ds.query("t > 1", isel={"time": 99}, output="count")
+    with pytest.raises(strata.InvalidArgumentError, match="no dimension"):
+        ds.query("t > 1", isel={"depth": 0}, output="count")
+    with pytest.raises(strata.InvalidArgumentError, match="need level V"):
+        strata.write_arrays(tmp_path / "n.strata", {"a": (("n",), np.arange(5.0))}, bins=4)
+    for binning, msg in [("2,1", "strictly increasing"), ("a,b", "not a number"), ("equal-width", "bin count")]:
+        with pytest.raises(strata.InvalidArgumentError, match=msg):
+            strata.write_arrays(
+                tmp_path / "n.strata", {"a": (("n",), np.arange(5.0))}, layout="V-S", binning=binning, bins=0
+            )
+
+
+def test_damaged_bin_positions_are_corruption(tmp_path):
+    path = tmp_path / "c.strata"
+    write(path, "V-S")
+    for f in sorted((path / "index").iterdir()):
+        data = bytearray(f.read_bytes())
+        f.write_bytes(bytes(data[: len(data) // 2]))
+    with pytest.raises(strata.CorruptionError, match="index file"):
+        strata.open(path).query("t > 1", output="count")
+
+
+@needs_data
+def test_real_ersst_values_and_cli(tmp_path, capsys):
+    src = DATA / "ersst_v3b_1960-2016_concat.nc"
+    store = tmp_path / "e.strata"
+    strata.import_file(src, store, layout="V-M-S", bins=12, codec="zstd:3")
+    with netCDF4.Dataset(src) as nc:
+        sst = nc["sst"][...]  # masked where _FillValue
+        lat = nc["lat"][...].data
+    ds = strata.open(store)
+    ref = ~np.ma.getmaskarray(sst) & (sst.filled(np.nan) > 28)
+    assert ds.query("sst > 28", output="count") == ref.sum() > 0
+    region = {"lat": slice(-10, 10)}
+    got = ds.query("sst > 28", sel=region, output="points", variables=["sst"])
+    rows = (lat >= -10) & (lat <= 10)
+    want = ref & rows[None, :, None]
+    assert len(got) == want.sum()
+    np.testing.assert_array_equal(got["sst"].to_numpy(), sst.data[want])
+    np.testing.assert_array_equal(got["lat"].to_numpy(), np.broadcast_to(lat[None, :, None], sst.shape)[want])
+
+    assert main(["query", str(store), "sst", "--where", "sst >= 30", "--output", "count"]) == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == str((~np.ma.getmaskarray(sst) & (sst.filled(np.nan) >= 30)).sum())
+    assert "answered from the index" in out.err
+    csv = tmp_path / "hot.csv"
+    args = ["query", str(store), "sst", "--where", "sst > 29", "--output", "points", "--sel", "lat=-5:5", "-o"]
+    assert main([*args, str(csv)]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(csv)
+    rows = (lat >= -5) & (lat <= 5)
+    assert len(table) == (~np.ma.getmaskarray(sst) & (sst.filled(np.nan) > 29) & rows[None, :, None]).sum()
+    assert main(["info", str(store)]) == 0
+    assert "layout V-M-S, 12 equal-frequency bins" in capsys.readouterr().out
+    assert main(["query", str(store), "sst", "--where", "sst >>> 3"]) == 2
