@@ -81,6 +81,7 @@ bench: build-release
 	$(BIN)/python bench/bench_hyperslab.py
 	$(BIN)/python bench/bench_codecs.py
 	$(BIN)/python bench/bench_precision.py
+	$(BIN)/python bench/bench_values.py
 
 clean:
 	rm -rf demo-out bench/work .pytest_cache

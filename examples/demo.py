@@ -106,6 +106,21 @@ def main() -> int:
             step(f"subset one year to NetCDF on the command line ({year})")
             run([strata_cli, "query", str(store), var.name, "--sel", f"{ds.record_dim}={year}:{year}", "-o", str(out)])
 
+    if var.dtype.kind == "f" and var.ndim >= 2:
+        binned = OUT / (source.stem + ".binned.strata")
+        if binned.exists():
+            shutil.rmtree(binned)
+        step("value queries: import again with layout V-M-S (value bins, byte groups)")
+        run([strata_cli, "import", str(source), str(binned), "--layout", "V-M-S", "--bins", "16", "-q"])
+        sample = var[(slice(0, 1),) + (slice(None),) * (var.ndim - 1)].astype("f8").ravel()
+        sample = sample[np.isfinite(sample)]
+        if sample.size:
+            threshold = float(np.percentile(sample, 99))
+            where = f"{var.name} > {threshold:.6g}"
+            run([strata_cli, "query", str(binned), var.name, "--where", where, "--output", "count"])
+            points = ["--output", "points", "--max-print", "10"]
+            run([strata_cli, "query", str(binned), var.name, "--where", where, *points])
+
     step("the same store through xarray (lazy)")
     xds = strata.open(store).to_xarray()
     print(xds)
