@@ -213,16 +213,8 @@ def import_file(
         if rec is not None and rec not in nc.dimensions:
             raise InvalidArgumentError(f"--record-dim '{rec}' is not a dimension of '{source}'")
         schema = _schema(nc, rec)
-        options = {
-            "codec": None if codec in (None, "auto") else codec,
-            "chunks": parse_dims(chunks),
-            "subchunks": parse_dims(subchunks),
-            "slab_records": slab_records,
-            "layout": layout,
-            "byte_groups": _parse_byte_groups(byte_groups),
-            "bins": bins,
-            "binning": binning,
-        }
+        chain = None if codec in (None, "auto") else codec
+        options = writer_options(chain, chunks, subchunks, slab_records, layout, byte_groups, bins, binning)
         if codec in (None, "auto"):
             # Under level M, float segments are byte planes: value-level plans do not apply.
             m_level = "M" in layout.split("-")
@@ -311,6 +303,20 @@ DRIFT_THRESHOLD = 1.10
 _IMPORT_SAMPLES, _IMPORT_MIN_SECONDS = 4, 0.005
 # The ratio objective re-compares its best few chains on a larger sample.
 _REFINE_TOP = 3
+
+
+def writer_options(codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning) -> dict:
+    """The Rust writer's options (``WriterOptions``) from the Python-side arguments."""
+    return {
+        "codec": codec,
+        "chunks": parse_dims(chunks),
+        "subchunks": parse_dims(subchunks),
+        "slab_records": slab_records,
+        "layout": layout,
+        "byte_groups": _parse_byte_groups(byte_groups),
+        "bins": bins,
+        "binning": binning,
+    }
 
 
 def _parse_byte_groups(spec) -> dict[str, list[int]]:

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _attrs, _core
 from .errors import InvalidArgumentError
-from .importer import le_bytes, parse_dims, strata_dtype, write_record_slabs
+from .importer import le_bytes, strata_dtype, write_record_slabs, writer_options
 
 
 def write_arrays(
@@ -36,8 +36,6 @@ def write_arrays(
     (under level M, ``codec`` defaults to ``zstd:3`` for the byte-group segments). Returns the
     committed version (1).
     """
-    from .importer import _parse_byte_groups
-
     if codec is None and "M" in layout.split("-"):
         codec = "zstd:3"
     path = os.fspath(path)
@@ -72,16 +70,7 @@ def write_arrays(
             for name, dims, arr, var_attrs, dtype in prepared
         ],
     }
-    options = {
-        "codec": codec,
-        "chunks": parse_dims(chunks),
-        "subchunks": parse_dims(subchunks),
-        "slab_records": slab_records,
-        "layout": layout,
-        "byte_groups": _parse_byte_groups(byte_groups),
-        "bins": bins,
-        "binning": binning,
-    }
+    options = writer_options(codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning)
     writer = _core.Writer.create(path, json.dumps(schema), json.dumps(options))
     records = {n: (a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)}
     for name, _, arr, _, dtype in prepared:

@@ -12,7 +12,7 @@
 //! a query returns are read at a reduced precision level.
 
 use crate::error::{Error, Result};
-use crate::grid::{axis_blocks, chunk_grid, ravel, subchunk_grid, unravel, AxisBlock};
+use crate::grid::{chunk_grid, ravel, subchunk_grid, unravel, AxisBlock};
 use crate::manifest::{Level, Variable};
 use crate::reader::{BinRead, DimSelection, StoreReader, SubchunkId};
 use crate::segment::SegmentKey;
@@ -250,45 +250,17 @@ impl StoreReader {
     }
 
     /// The driver's sub-chunks that the region touches.
-    fn query_boxes(&self, var: &Variable, var_idx: usize, sel: &[DimSelection]) -> Result<Vec<QueryBox>> {
-        let Some(chunking) = &var.chunking else { return Ok(vec![]) };
-        let full_shape = self.manifest().shape(var);
-        let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
-        let mut out = Vec::new();
-        for (slab_pos, offset, count) in self.parts_of(var) {
-            let slab = &self.manifest().slabs[slab_pos];
-            let mut extent = full_shape.clone();
-            let mut offsets = vec![0u64; extent.len()];
-            if slab.records.is_some() {
-                extent[0] = count;
-                offsets[0] = offset;
-            }
-            let per_axis: Vec<Vec<AxisBlock>> = (0..extent.len())
-                .map(|d| axis_blocks(sel[d], offsets[d], extent[d], chunking.chunk[d], chunking.subchunk[d]))
-                .collect();
-            if per_axis.iter().any(|b| b.is_empty()) {
-                continue;
-            }
-            let grid = chunk_grid(&extent, &chunking.chunk);
-            let lens: Vec<u64> = per_axis.iter().map(|b| b.len() as u64).collect();
-            for combo in 0..lens.iter().product::<u64>() {
-                let pick = unravel(combo, &lens);
-                let blocks: Vec<AxisBlock> = pick.iter().zip(&per_axis).map(|(&i, b)| b[i as usize]).collect();
-                let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
-                let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
-                let start: Vec<u64> = (0..extent.len())
-                    .map(|d| offsets[d] + chunk_coords[d] * chunking.chunk[d] + sub_coords[d] * chunking.subchunk[d])
-                    .collect();
-                out.push(QueryBox {
-                    slab: slab_pos,
-                    id: (var_idx as u32, ravel(&chunk_coords, &grid), ravel(&sub_coords, &sub_grid) as u32),
-                    start,
-                    len: blocks.iter().map(|b| b.len).collect(),
-                    region: local_region(&blocks),
-                });
-            }
-        }
-        Ok(out)
+    fn query_boxes(&self, var_idx: usize, sel: &[DimSelection]) -> Vec<QueryBox> {
+        self.subchunks_in(var_idx, sel)
+            .into_iter()
+            .map(|sc| QueryBox {
+                slab: sc.slab,
+                id: sc.id,
+                start: sc.start,
+                len: sc.blocks.iter().map(|b| b.len).collect(),
+                region: local_region(&sc.blocks),
+            })
+            .collect()
     }
 
     /// Where `pred` holds inside the region `sel`: the flat indices, ascending. With
@@ -304,7 +276,7 @@ impl StoreReader {
         let (driver_idx, driver) = vars[0];
         self.check_selection(&driver.name, sel)?;
         let shape = self.manifest().shape(driver);
-        let boxes = self.query_boxes(driver, driver_idx, sel)?;
+        let boxes = self.query_boxes(driver_idx, sel);
         let counters = Counters::default();
         let per_box: Vec<(u64, Vec<u64>)> = boxes
             .par_iter()
@@ -511,14 +483,11 @@ impl StoreReader {
         len: &[u64],
         groups: Option<Vec<usize>>,
     ) -> Result<Vec<u8>> {
-        let var = &self.manifest().variables[id.0 as usize];
         let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
-        let mut raw = vec![0u8; shape.iter().product::<usize>() * var.dtype.size()];
         let fetched = self.fetch(reads.iter().flat_map(|r| r.entries.iter().map(move |e| (slab, e))), false)?;
         let k = reads.first().map_or(0, |r| r.entries.len());
         let split = groups.map(|g| (g, k));
-        self.decode_subchunk((slab, index, id), reads, &shape, split.as_ref(), &fetched, &mut raw)?;
-        Ok(raw)
+        self.decode_subchunk((slab, index, id), reads, &shape, split.as_ref(), &fetched)
     }
 
     /// The values of `name` at the given flat indices (any order) into `out` (one element

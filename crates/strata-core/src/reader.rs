@@ -119,6 +119,15 @@ fn missing_is_corruption(e: Error, path: &str) -> Error {
     }
 }
 
+/// A sub-chunk touched by a selection: its slab (position in the manifest), id, the global
+/// coordinates of its first element, and the selected part along each axis.
+pub(crate) struct SelectedSubchunk {
+    pub slab: usize,
+    pub id: SubchunkId,
+    pub start: Vec<u64>,
+    pub blocks: Vec<AxisBlock>,
+}
+
 /// One sub-chunk to decode (one segment, or one per byte group read) and where its
 /// selected elements go.
 struct Task {
@@ -348,20 +357,39 @@ impl StoreReader {
         if out.len() != expected {
             return Err(Error::InvalidArgument(format!("output buffer has {} bytes, {expected} needed", out.len())));
         }
-        let Some(chunking) = &var.chunking else {
+        if var.chunking.is_none() {
             return Err(Error::InvalidArgument(format!("'{name}' is a string variable: read it from the manifest")));
-        };
+        }
         if expected == 0 {
             return Ok(());
         }
+        let mut tasks: Vec<Task> = Vec::new();
+        for sc in self.subchunks_in(var_idx, sel) {
+            let slab = &self.manifest.slabs[sc.slab];
+            // Consecutive sub-chunks share a slab: its index is looked up once per run.
+            let index = match tasks.last() {
+                Some(t) if t.slab == sc.slab => t.index.clone(),
+                _ => self.slab_index(slab)?,
+            };
+            let elements = sc.blocks.iter().map(|b| b.len).product::<u64>();
+            let reads = self.bin_reads(&index, slab, sc.id, elements, &widths, &|_| true)?;
+            tasks.push(Task { slab: sc.slab, index, id: sc.id, reads, blocks: sc.blocks });
+        }
+        let split = groups.map(|g| (g, widths.len()));
+        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)
+    }
+
+    /// The sub-chunks of variable `var_idx` that a (checked) selection touches, slab by slab.
+    pub(crate) fn subchunks_in(&self, var_idx: usize, sel: &[DimSelection]) -> Vec<SelectedSubchunk> {
+        let var = &self.manifest.variables[var_idx];
+        let Some(chunking) = &var.chunking else { return vec![] };
         let full_shape = self.manifest.shape(var);
         let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
-        let mut tasks = Vec::new();
+        let mut out = Vec::new();
         for (slab_pos, offset, count) in self.parts_of(var) {
-            let slab = &self.manifest.slabs[slab_pos];
             let mut extent = full_shape.clone();
             let mut offsets = vec![0u64; extent.len()];
-            if slab.records.is_some() {
+            if self.manifest.slabs[slab_pos].records.is_some() {
                 extent[0] = count;
                 offsets[0] = offset;
             }
@@ -371,23 +399,22 @@ impl StoreReader {
             if per_axis.iter().any(|b| b.is_empty()) {
                 continue;
             }
-            let index = self.slab_index(slab)?;
             let grid = crate::grid::chunk_grid(&extent, &chunking.chunk);
-            // Every combination of one block per axis is one sub-chunk to read.
+            // Every combination of one block per axis is one sub-chunk.
             let lens: Vec<u64> = per_axis.iter().map(|b| b.len() as u64).collect();
             for combo in 0..lens.iter().product::<u64>() {
                 let pick = unravel(combo, &lens);
                 let blocks: Vec<AxisBlock> = pick.iter().zip(&per_axis).map(|(&i, b)| b[i as usize]).collect();
                 let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
                 let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
+                let start = (0..extent.len())
+                    .map(|d| offsets[d] + chunk_coords[d] * chunking.chunk[d] + sub_coords[d] * chunking.subchunk[d])
+                    .collect();
                 let id = (var_idx as u32, ravel(&chunk_coords, &grid), ravel(&sub_coords, &sub_grid) as u32);
-                let elements = blocks.iter().map(|b| b.len).product::<u64>();
-                let reads = self.bin_reads(&index, slab, id, elements, &widths, &|_| true)?;
-                tasks.push(Task { slab: slab_pos, index: index.clone(), id, reads, blocks });
+                out.push(SelectedSubchunk { slab: slab_pos, id, start, blocks });
             }
         }
-        let split = groups.map(|g| (g, widths.len()));
-        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)
+        out
     }
 
     /// The segments to decode for a sub-chunk of `elements` elements: per bin (only bin 0
@@ -481,9 +508,9 @@ impl StoreReader {
     }
 
     /// Decodes the bins of one sub-chunk of `shape` into its raw bytes (C order). Without
-    /// level V the one read is the whole sub-chunk; with it, each bin's values go to its
-    /// positions, and elements of bins not read stay as they are in `out`.
-    /// `split`: the variable's byte groups and how many of them were read.
+    /// level V the one read is the whole sub-chunk and its decoded bytes are returned as
+    /// they are; with it, each bin's values go to its positions, and elements of bins not
+    /// read are zero. `split`: the variable's byte groups and how many of them were read.
     pub(crate) fn decode_subchunk(
         &self,
         (slab, index, id): (usize, &SlabIndex, SubchunkId),
@@ -491,22 +518,22 @@ impl StoreReader {
         shape: &[usize],
         split: Option<&(Vec<usize>, usize)>,
         fetched: &Fetched,
-        out: &mut [u8],
-    ) -> Result<()> {
-        let es = self.manifest.variables[id.0 as usize].dtype.size();
-        for r in reads {
-            match self.bin_positions(index, id, r.bin)? {
-                Some(p) => {
-                    let values = self.decode_bin((slab, id), r, &[p.len() as usize], split, fetched)?;
-                    bins::scatter(&values, p, es, out);
-                }
-                None => {
-                    let values = self.decode_bin((slab, id), r, shape, split, fetched)?;
-                    out.copy_from_slice(&values);
-                }
+    ) -> Result<Vec<u8>> {
+        if index.bins_of(id).is_none() {
+            if let [r] = reads {
+                return self.decode_bin((slab, id), r, shape, split, fetched);
             }
         }
-        Ok(())
+        let es = self.manifest.variables[id.0 as usize].dtype.size();
+        let mut out = vec![0u8; shape.iter().product::<usize>() * es];
+        for r in reads {
+            let p = self
+                .bin_positions(index, id, r.bin)?
+                .ok_or_else(|| Error::Corruption(format!("sub-chunk {id:?} has several segments but no bins")))?;
+            let values = self.decode_bin((slab, id), r, &[p.len() as usize], split, fetched)?;
+            bins::scatter(&values, p, es, &mut out);
+        }
+        Ok(out)
     }
 
     /// The positions of one bin of a sub-chunk; None without level V.
@@ -622,8 +649,7 @@ impl StoreReader {
         let decode = |i: usize| -> Result<()> {
             let t = &tasks[i];
             let shape: Vec<usize> = t.blocks.iter().map(|b| b.len as usize).collect();
-            let mut raw = vec![0u8; shape.iter().product::<usize>() * es];
-            self.decode_subchunk((t.slab, &t.index, t.id), &t.reads, &shape, split, &fetched, &mut raw)?;
+            let raw = self.decode_subchunk((t.slab, &t.index, t.id), &t.reads, &shape, split, &fetched)?;
             scatter(t, &raw);
             if self.cache.capacity() > 0 {
                 self.cache.insert(segment_id(t), Arc::new(raw));
