@@ -8,7 +8,9 @@ use numpy::{PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use strata_core::planner::CostModel;
+use strata_core::query::Method;
 use strata_core::reader::DimSelection;
 use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
@@ -41,6 +43,21 @@ fn selection(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Vec<DimSe
         return Err(to_py(Error::InvalidArgument("starts, stops and steps differ in length".into())));
     }
     Ok(starts.iter().zip(stops).zip(steps).map(|((&start, &stop), &step)| DimSelection { start, stop, step }).collect())
+}
+
+/// (sub-chunks, full, empty, boundary, scanned) of a query.
+type Stats = (u64, u64, u64, u64, u64);
+
+fn stats_tuple(s: &strata_core::query::QueryStats) -> Stats {
+    (s.subchunks, s.full, s.empty, s.boundary, s.scanned)
+}
+
+fn parse_method(text: &str) -> PyResult<Method> {
+    match text {
+        "index" => Ok(Method::Index),
+        "scan" => Ok(Method::Scan),
+        other => Err(to_py(Error::InvalidArgument(format!("method must be 'index' or 'scan', not '{other}'")))),
+    }
 }
 
 /// A pinned version of a store, open for reading.
@@ -85,8 +102,9 @@ impl Reader {
     /// Where the constraint `predicate` (JSON, see `strata_core::query::Predicate`) holds
     /// in the region: (flat indices as a uint64 array, count, stats). With `count_only`
     /// the indices are not collected. Stats: (sub-chunks, full, empty, boundary segments).
-    #[pyo3(signature = (predicate, starts, stops, steps, count_only=false))]
-    #[allow(clippy::type_complexity)]
+    /// `method`: "index" or "scan" (same result, different work).
+    #[pyo3(signature = (predicate, starts, stops, steps, count_only=false, method="index"))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn select<'py>(
         &self,
         py: Python<'py>,
@@ -95,12 +113,73 @@ impl Reader {
         stops: Vec<u64>,
         steps: Vec<u64>,
         count_only: bool,
-    ) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, u64, (u64, u64, u64, u64))> {
+        method: &str,
+    ) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, u64, Stats)> {
+        let pred: strata_core::query::Predicate = json_arg(predicate, "value constraint")?;
+        let method = parse_method(method)?;
+        let sel = selection(&starts, &stops, &steps)?;
+        let (selection, count, stats) =
+            py.detach(|| self.inner.select_with(&pred, &sel, count_only, method)).map_err(to_py)?;
+        let flat = numpy::PyArray1::from_vec(py, selection.flat);
+        Ok((flat, count, stats_tuple(&stats)))
+    }
+
+    /// Where the constraint holds in the region and the values of `outputs` there (flat
+    /// uint8 arrays, one per output), each slab answered by the method in `methods`
+    /// (slab position -> "index"/"scan"; missing: index). Returns (flat, columns, stats).
+    #[pyo3(signature = (predicate, starts, stops, steps, outputs, level=None, methods=None))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
+    fn points<'py>(
+        &self,
+        py: Python<'py>,
+        predicate: &str,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        outputs: Vec<String>,
+        level: Option<usize>,
+        methods: Option<std::collections::HashMap<usize, String>>,
+    ) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, Vec<Bound<'py, numpy::PyArray1<u8>>>, Stats)> {
         let pred: strata_core::query::Predicate = json_arg(predicate, "value constraint")?;
         let sel = selection(&starts, &stops, &steps)?;
-        let (selection, count, stats) = py.detach(|| self.inner.select(&pred, &sel, count_only)).map_err(to_py)?;
-        let flat = numpy::PyArray1::from_vec(py, selection.flat);
-        Ok((flat, count, (stats.subchunks, stats.full, stats.empty, stats.boundary)))
+        let mut by_slab = std::collections::HashMap::new();
+        for (slab, m) in methods.unwrap_or_default() {
+            by_slab.insert(slab, parse_method(&m)?);
+        }
+        let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
+        let method_for = |slab: usize| by_slab.get(&slab).copied().unwrap_or(Method::Index);
+        let (points, stats) =
+            py.detach(|| self.inner.points(&pred, &sel, &names, level, &method_for)).map_err(to_py)?;
+        let columns = points.columns.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect();
+        Ok((numpy::PyArray1::from_vec(py, points.flat), columns, stats_tuple(&stats)))
+    }
+
+    /// The plan of a query (JSON, see `strata_core::planner::QueryPlan`): both methods'
+    /// estimated work and time per slab, and the choice. `force`: "index" or "scan".
+    #[pyo3(signature = (predicate, starts, stops, steps, outputs, level=None, model_json=None, force=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn plan(
+        &self,
+        py: Python<'_>,
+        predicate: &str,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        outputs: Vec<String>,
+        level: Option<usize>,
+        model_json: Option<&str>,
+        force: Option<&str>,
+    ) -> PyResult<String> {
+        let pred: strata_core::query::Predicate = json_arg(predicate, "value constraint")?;
+        let sel = selection(&starts, &stops, &steps)?;
+        let model = match model_json {
+            Some(t) => CostModel::from_json(t).map_err(to_py)?,
+            None => CostModel::default(),
+        };
+        let force = force.map(parse_method).transpose()?;
+        let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
+        let plan = py.detach(|| self.inner.plan_query(&pred, &sel, &names, level, &model, force)).map_err(to_py)?;
+        serde_json::to_string(&plan).map_err(|e| to_py(Error::InvalidArgument(e.to_string())))
     }
 
     /// The values of `name` at the flat indices `flat` into `out` (flat uint8 array of
@@ -270,6 +349,134 @@ impl Writer {
     }
 }
 
+/// A SQL session over stores (strata-sql, DataFusion).
+#[pyclass(frozen, module = "strata._core")]
+struct SqlSession {
+    inner: strata_sql::SqlSession,
+}
+
+#[pymethods]
+impl SqlSession {
+    /// `stores`: (path, table name or None). `force`: "index"/"scan" for every piece.
+    #[staticmethod]
+    #[pyo3(signature = (stores, model_json=None, force=None, partitions=None))]
+    fn open(
+        py: Python<'_>,
+        stores: Vec<(String, Option<String>)>,
+        model_json: Option<&str>,
+        force: Option<&str>,
+        partitions: Option<usize>,
+    ) -> PyResult<Self> {
+        let model = match model_json {
+            Some(t) => CostModel::from_json(t).map_err(to_py)?,
+            None => CostModel::default(),
+        };
+        let force = force.map(parse_method).transpose()?;
+        let options = strata_sql::SqlOptions { model, force, target_partitions: partitions };
+        let inner = py.detach(|| strata_sql::SqlSession::open(&stores, options)).map_err(to_py)?;
+        Ok(Self { inner })
+    }
+
+    /// (table name, its variables comma-separated) for every registered table.
+    fn tables(&self) -> Vec<(String, String)> {
+        self.inner.tables().to_vec()
+    }
+
+    /// Plans and starts a query; its result streams from the returned object.
+    fn execute(&self, py: Python<'_>, sql: &str) -> PyResult<SqlStream> {
+        let stream = py.detach(|| self.inner.execute(sql)).map_err(to_py)?;
+        Ok(SqlStream { inner: Mutex::new(Some(stream)), error: Arc::new(Mutex::new(None)) })
+    }
+
+    /// Pieces run so far: (method, estimated seconds, observed seconds).
+    fn pieces_run(&self) -> Vec<(String, f64, f64)> {
+        self.inner.pieces_run().into_iter().map(|(m, e, o)| (m.name().to_string(), e, o)).collect()
+    }
+
+    /// The cost model with the corrections learned from the queries run (JSON).
+    fn cost_model_json(&self) -> String {
+        self.inner.cost_model().to_json()
+    }
+}
+
+/// The first error a query's stream met: (kind, message), kept for the typed exception.
+type StreamError = Arc<Mutex<Option<(ErrorKind, String)>>>;
+
+/// Adapts a query's batches to arrow's reader interface for the C stream export.
+struct ArrowReader {
+    stream: strata_sql::BatchStream,
+    error: StreamError,
+}
+
+impl Iterator for ArrowReader {
+    type Item = Result<arrow::record_batch::RecordBatch, arrow::error::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.stream.next().map(|r| {
+            r.map_err(|e| {
+                let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+                slot.get_or_insert((e.kind(), e.to_string()));
+                arrow::error::ArrowError::ExternalError(Box::new(e))
+            })
+        })
+    }
+}
+
+impl arrow::record_batch::RecordBatchReader for ArrowReader {
+    fn schema(&self) -> arrow::datatypes::SchemaRef {
+        self.stream.schema()
+    }
+}
+
+/// An error of `kind` with an already formatted message, for the exception mapping.
+fn error_of(kind: ErrorKind, message: String) -> Error {
+    match kind {
+        ErrorKind::Io => Error::io(String::new(), std::io::Error::other(message)),
+        ErrorKind::Corruption => Error::Corruption(message),
+        ErrorKind::InvalidArgument => Error::InvalidArgument(message),
+        ErrorKind::Compatibility => Error::Compatibility(message),
+        ErrorKind::NotFound => Error::NotFound(message),
+        ErrorKind::Conflict => Error::Conflict(message),
+    }
+}
+
+/// A query's result, exported once through the Arrow C stream interface
+/// (`pyarrow.RecordBatchReader.from_stream(obj)`).
+#[pyclass(frozen, module = "strata._core")]
+struct SqlStream {
+    inner: Mutex<Option<strata_sql::BatchStream>>,
+    error: StreamError,
+}
+
+#[pymethods]
+impl SqlStream {
+    /// Raises the typed exception for the error the stream met, if any.
+    fn raise_error(&self) -> PyResult<()> {
+        match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some((kind, message)) => Err(to_py(error_of(kind, message))),
+            None => Ok(()),
+        }
+    }
+
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+        let _ = requested_schema; // the result has one schema; pyarrow casts if it must
+        let stream = self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| to_py(Error::InvalidArgument("this result has already been read".into())))?;
+        let reader = ArrowReader { stream, error: self.error.clone() };
+        let ffi = arrow::ffi_stream::FFI_ArrowArrayStream::new(Box::new(reader));
+        pyo3::types::PyCapsule::new_with_value(py, ffi, c"arrow_array_stream")
+    }
+}
+
 /// The codecs this build knows: (name, kind, option set by `name:N` in a short chain).
 #[pyfunction]
 fn known_codecs() -> Vec<(String, String, Option<String>)> {
@@ -353,6 +560,8 @@ fn auto_shape(shape: Vec<u64>, element_size: u64, target_bytes: u64) -> Vec<u64>
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<Writer>()?;
+    m.add_class::<SqlSession>()?;
+    m.add_class::<SqlStream>()?;
     m.add_function(wrap_pyfunction!(versions_json, m)?)?;
     m.add_function(wrap_pyfunction!(known_codecs, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_samples, m)?)?;

@@ -21,6 +21,7 @@ from .errors import (
 )
 from .importer import ImportReport, append_file, import_file
 from .query import parse_where
+from .sql import SqlSession, sql
 from .writer import write_arrays
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "ImportReport",
     "InvalidArgumentError",
     "NotFoundError",
+    "SqlSession",
     "StrataError",
     "StrataIOError",
     "Variable",
@@ -43,5 +45,6 @@ __all__ = [
     "import_file",
     "open",
     "parse_where",
+    "sql",
     "write_arrays",
 ]

@@ -198,6 +198,23 @@ def cmd_query(args) -> int:
         var = var.at_precision(args.precision, max_rel_error=args.max_rel_error)
         if var.level is not None:
             print(f"precision level {var.level}: worst relative error {var.max_rel_error:.3g}", file=sys.stderr)
+    positions = _positions(args, ds, var)
+    if args.where is not None:
+        return _value_query(args, ds, var, positions)
+    data = var.isel(**positions)
+    kept_dims = [d for d in var.dims if not isinstance(positions.get(d), int)]
+    if args.file:
+        _write_output(args.file, ds, var, positions, kept_dims, data)
+        print(f"wrote {var.name}{tuple(data.shape)} {data.dtype} to {args.file}")
+        return 0
+    print(f"{var.name}({', '.join(kept_dims)}) shape={tuple(data.shape)} dtype={data.dtype}")
+    with np.printoptions(threshold=args.max_print, edgeitems=3):
+        print(data)
+    return 0
+
+
+def _positions(args, ds, var) -> dict:
+    """--isel and --sel as positions per dimension."""
     positions: dict = {}
     for item in args.isel or []:
         dim, rng = _parse_range(item, "--isel")
@@ -216,19 +233,8 @@ def cmd_query(args) -> int:
             label = slice(_label(lo, index), _label(hi, index))
         else:
             label = _label(rng, index)
-        positions[dim] = label_to_positions(index, label, dim, args.method)
-    if args.where is not None:
-        return _value_query(args, ds, var, positions)
-    data = var.isel(**positions)
-    kept_dims = [d for d in var.dims if not isinstance(positions.get(d), int)]
-    if args.file:
-        _write_output(args.file, ds, var, positions, kept_dims, data)
-        print(f"wrote {var.name}{tuple(data.shape)} {data.dtype} to {args.file}")
-        return 0
-    print(f"{var.name}({', '.join(kept_dims)}) shape={tuple(data.shape)} dtype={data.dtype}")
-    with np.printoptions(threshold=args.max_print, edgeitems=3):
-        print(data)
-    return 0
+        positions[dim] = label_to_positions(index, label, dim, getattr(args, "method", None))
+    return positions
 
 
 def _value_query(args, ds, var, positions) -> int:
@@ -247,11 +253,13 @@ def _value_query(args, ds, var, positions) -> int:
         precision=args.precision,
         max_rel_error=args.max_rel_error,
         with_stats=True,
+        method=args.plan,
     )
     elapsed = time.perf_counter() - t0
     print(
-        f"{stats['subchunks']} sub-chunks: {stats['full']} segments answered from the index, "
-        f"{stats['empty']} skipped, {stats['boundary']} read ({elapsed * 1e3:.1f} ms)",
+        f"{stats['subchunks']} sub-chunks by {'+'.join(stats['methods']) or 'index'}: {stats['full']} segments "
+        f"answered from the index, {stats['empty']} skipped, {stats['boundary']} read, {stats['scanned']} "
+        f"scanned ({elapsed * 1e3:.1f} ms)",
         file=sys.stderr,
     )
     if output == "count":
@@ -318,6 +326,143 @@ def _nc_var(out, name, dims, values, attrs) -> None:
         if k != "_FillValue":
             v.setncattr(k, a)
     v[...] = values
+
+
+def cmd_sql(args) -> int:
+    from .sql import SqlSession
+
+    session = SqlSession(args.store, table=args.table, method=args.plan)
+    if args.tables:
+        for name, cols in session.tables.items():
+            print(f"{name}: {', '.join(cols)}")
+        return 0
+    if args.query is None:
+        raise InvalidArgumentError("give a query (or --tables to list the tables)")
+    t0 = time.perf_counter()
+    reader = session.stream(args.query)
+    if args.file:
+        rows = _write_batches(reader, args.file)
+        print(f"wrote {rows} rows to {args.file} ({time.perf_counter() - t0:.2f} s)", file=sys.stderr)
+        return 0
+    import pyarrow as pa
+
+    shown, rows = [], 0
+    for batch in reader:
+        if rows < args.max_print:
+            shown.append(batch.slice(0, args.max_print - rows))
+        rows += batch.num_rows
+    table = pa.Table.from_batches(shown, schema=reader.schema)
+    import pandas as pd
+
+    with pd.option_context("display.max_rows", args.max_print, "display.width", 200):
+        print(table.to_pandas().to_string(max_rows=args.max_print))
+    more = f", first {args.max_print} shown" if rows > args.max_print else ""
+    print(f"{rows} rows{more} ({time.perf_counter() - t0:.2f} s)", file=sys.stderr)
+    return 0
+
+
+def _write_batches(reader, path: str) -> int:
+    """Streams a RecordBatchReader to CSV, Parquet or Arrow IPC, batch by batch."""
+    import pyarrow as pa
+
+    rows = 0
+    if path.endswith(".csv"):
+        import pyarrow.csv as pacsv
+
+        with pacsv.CSVWriter(path, reader.schema) as w:
+            for b in reader:
+                w.write_batch(b)
+                rows += b.num_rows
+    elif path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        with pq.ParquetWriter(path, reader.schema) as w:
+            for b in reader:
+                w.write_batch(b)
+                rows += b.num_rows
+    elif path.endswith((".arrow", ".feather", ".ipc")):
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, reader.schema) as w:
+            for b in reader:
+                w.write_batch(b)
+                rows += b.num_rows
+    else:
+        raise InvalidArgumentError(f"output '{path}' must end in .csv, .parquet or .arrow")
+    return rows
+
+
+def cmd_explain(args) -> int:
+    from .dataset import open as open_store
+    from .planner import cost_model_path, load_cost_model_json, plan
+    from .query import _region, _variables, parse_where
+
+    ds = open_store(args.store, args.version, cache_bytes=0)
+    tree = parse_where(args.where)
+    names = _variables(tree)
+    for n in names:
+        if n not in ds.variables:
+            raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
+    driver = ds[names[0]]
+    positions = _positions(args, ds, driver)
+    isel = {d: slice(p, p + 1) if isinstance(p, int) else p for d, p in positions.items()}
+    starts, stops, steps = _region(ds, driver.dims, driver.shape, isel, None)
+    outputs = (
+        []
+        if args.output in ("count", "positions")
+        else ([n.strip() for n in args.variables.split(",")] if args.variables else names)
+    )
+    force = None if args.plan == "auto" else args.plan
+    p = plan(ds, tree, starts, stops, steps, outputs, None, force)
+    model = json.loads(load_cost_model_json() or "null")
+    print(f"query: {args.where}  region: {list(zip(starts, stops, steps, strict=True))}  output: {args.output}")
+    src = model["source"] if model else f"built-in defaults (no {cost_model_path()}; run `strata calibrate`)"
+    print(f"cost model: {src}")
+    print(
+        f"{'slab':>5} {'sub-chunks':>10} {'est. selected':>13}  {'index: bytes':>14} {'segments':>8} "
+        f"{'decoded':>10} {'est. ms':>8}  {'scan: bytes':>13} {'segments':>8} {'decoded':>10} {'est. ms':>8}  choice"
+    )
+    for sl in p["slabs"]:
+        i, sc = sl["index"], sl["scan"]
+        print(
+            f"{sl['slab']:>5} {sl['subchunks']:>10} {sl['selected']:>13.0f}  {_human(i['bytes']):>14} "
+            f"{i['segments']:>8.0f} {i['decoded']:>10.0f} {sl['index_seconds'] * 1e3:>8.2f}  "
+            f"{_human(sc['bytes']):>13} {sc['segments']:>8.0f} {sc['decoded']:>10.0f} "
+            f"{sl['scan_seconds'] * 1e3:>8.2f}  "
+            f"{sl['choice']}"
+        )
+    chosen = {sl["choice"] for sl in p["slabs"]}
+    est_ms = sum(sl[f"{sl['choice']}_seconds"] for sl in p["slabs"]) * 1e3
+    est_bytes = sum(sl[sl["choice"]]["bytes"] for sl in p["slabs"])
+    print(f"plan: {'+'.join(sorted(chosen)) or 'nothing to read'}, estimated {_human(est_bytes)} read, {est_ms:.2f} ms")
+    if args.no_run:
+        return 0
+    before = ds.read_stats()
+    _, stats = ds.query(
+        args.where, isel=isel, variables=outputs or None, output=args.output, with_stats=True, method=args.plan
+    )
+    after = ds.read_stats()
+    print(
+        f"actual: {_human(after['bytes_read'] - before['bytes_read'])} read in "
+        f"{after['requests'] - before['requests']} requests, {stats['seconds'] * 1e3:.2f} ms "
+        f"(estimated {stats['estimated_s'] * 1e3:.2f} ms); {stats['full']} segments from the index, "
+        f"{stats['boundary']} read, {stats['scanned']} sub-chunks scanned"
+    )
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from .planner import calibrate
+
+    model = calibrate(quick=args.quick, repeats=args.repeats, progress=not args.quiet)
+    fit = model["fit"]
+    print(f"wrote {fit['path']}: {model['source']}")
+    for k, v in model["ns"].items():
+        print(f"  {k:>9}: {v:10.4f} ns")
+    print(
+        f"fit: median relative error {fit['median_relative_error']:.1%}; the model picks the faster method "
+        f"within 10% on {fit['picks_within_10pct']:.0%} of the {fit['timings'] // 2} queries timed "
+        f"(worst: {fit['worst_pick_slowdown']:.2f}x the faster)"
+    )
+    return 0
 
 
 def cmd_analyze(args) -> int:
@@ -513,7 +658,63 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--at", dest="version", type=int, metavar="VERSION", help="store version to read (default: newest)")
     s.add_argument("--max-print", type=int, default=200, help="print arrays up to this many elements in full")
+    _plan_option(s)
     s.set_defaults(func=cmd_query)
+
+    s = sub.add_parser(
+        "sql",
+        help="run SQL over a store (Apache DataFusion)",
+        description="Run a SQL query over a store. Each group of variables on the same dimensions is a table "
+        "with a column per dimension (coordinate values, CF times as timestamps) and per variable (NULL where "
+        "NaN or fill). The largest group is named after the store (ersst.strata -> ersst); every group is also "
+        "NAME_DIM1_DIM2. Filters on coordinates and values are answered by strata; the rest by DataFusion.",
+        epilog="examples:\n  strata sql ersst.strata --tables\n"
+        '  strata sql ersst.strata "SELECT lat, lon, sst FROM ersst WHERE sst > 28 AND lat BETWEEN -10 AND 10 '
+        "AND time >= '2000-01-01'\"\n"
+        '  strata sql ersst.strata "SELECT time, avg(sst) AS m FROM ersst WHERE lat > 60 GROUP BY time '
+        'ORDER BY time" -o arctic.csv',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("store")
+    s.add_argument("query", nargs="?", help="the SQL query")
+    s.add_argument("--table", metavar="NAME", help="name of the store's main table (default: from the store's name)")
+    s.add_argument("--tables", action="store_true", help="list the tables and their variables")
+    s.add_argument("-o", "--file", help="stream the result to .csv, .parquet or .arrow instead of printing")
+    s.add_argument("--max-print", type=int, default=40, help="rows printed (default 40)")
+    _plan_option(s)
+    s.set_defaults(func=cmd_sql)
+
+    s = sub.add_parser(
+        "explain",
+        help="show how a value query would be answered, and run it",
+        description="Print the planner's estimate for each slab of a value query — bytes, segments and "
+        "elements each method (index or scan) would read, and its estimated time — and the choice; then run "
+        "the query and print the actual bytes and time.",
+        epilog="example:\n  strata explain ersst.strata --where 'sst > 28' --sel lat=-10:10 --output points",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("store")
+    s.add_argument("--where", required=True, metavar="EXPR", help="value constraint, as for `strata query`")
+    s.add_argument("--isel", action="append", metavar="DIM=START:STOP[:STEP]", help="positional selection")
+    s.add_argument("--sel", action="append", metavar="DIM=LO:HI", help="selection by coordinate value")
+    s.add_argument("--output", choices=["points", "dense", "positions", "count"], default="points")
+    s.add_argument("--variables", metavar="A,B", help="variables returned (default: the constraint's)")
+    s.add_argument("--no-run", action="store_true", help="only print the plan")
+    s.add_argument("--at", dest="version", type=int, metavar="VERSION", help="store version (default: newest)")
+    _plan_option(s)
+    s.set_defaults(func=cmd_explain)
+
+    s = sub.add_parser(
+        "calibrate",
+        help="measure the query planner's cost constants on this machine",
+        description="Time index-driven and scan answers to value queries over a sweep of selectivities and "
+        "outputs on generated stores, fit the cost model's constants (non-negative least squares on relative "
+        "error) and store them in $STRATA_COST_MODEL or ~/.config/strata/cost_model.json.",
+    )
+    s.add_argument("--quick", action="store_true", help="smaller stores (a few seconds; less accurate)")
+    s.add_argument("--repeats", type=int, default=3, help="timings per query, best kept (default 3)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_calibrate)
 
     s = sub.add_parser(
         "analyze",
@@ -541,6 +742,15 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in sub.choices.values():
         sp.add_argument("--version", action="version", version=f"strata {__version__}")
     return p
+
+
+def _plan_option(s) -> None:
+    s.add_argument(
+        "--plan",
+        choices=["auto", "index", "scan"],
+        default="auto",
+        help="how value constraints are answered: the cost model's choice (default), the index, or a scan",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

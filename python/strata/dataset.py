@@ -135,6 +135,7 @@ class Dataset:
         precision: int | None = None,
         max_rel_error: float | None = None,
         with_stats: bool = False,
+        method: str = "auto",
     ):
         """Where the constraint ``where`` (``"sst > 28"``, ``"t >= 25 and (s < 30 or s > 35)"``)
         holds inside a region (``isel`` by position, ``sel`` by coordinate label, per dimension).
@@ -151,7 +152,12 @@ class Dataset:
         ``precision``/``max_rel_error`` read the returned values at reduced precision (layout
         level M); the selection itself is always exact. With ``with_stats`` returns
         ``(result, stats)``, stats counting segments answered from the index (``full``),
-        skipped (``empty``) and read (``boundary``)."""
+        skipped (``empty``) and read (``boundary``), sub-chunks scanned (``scanned``), the
+        methods used, and the estimated and observed seconds.
+
+        ``method``: ``"auto"`` lets the cost model choose per slab between the index and a
+        scan (see :mod:`strata.planner`); ``"index"`` or ``"scan"`` force one. The result is
+        the same either way."""
         from .query import run_query
 
         return run_query(
@@ -164,6 +170,7 @@ class Dataset:
             precision=precision,
             max_rel_error=max_rel_error,
             with_stats=with_stats,
+            method=method,
         )
 
     def to_xarray(self, **kwargs):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .dataset import Dataset
 
 OUTPUTS = ("points", "positions", "dense", "count")
+METHODS = ("auto", "index", "scan")
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf(?:inity)?)(?![\w.])"
@@ -173,6 +175,7 @@ def run_query(
     precision: int | None = None,
     max_rel_error: float | None = None,
     with_stats: bool = False,
+    method: str = "auto",
 ):
     """See :meth:`strata.Dataset.query`."""
     if output not in OUTPUTS:
@@ -182,19 +185,14 @@ def run_query(
     for n in names:
         if n not in ds.variables:
             raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
+    if method not in METHODS:
+        raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
     driver = ds[names[0]]
     starts, stops, steps = _region(ds, driver.dims, driver.shape, isel, sel)
-    flat, count, stats = ds._reader.select(json.dumps(tree), starts, stops, steps, output == "count")
-    stats = dict(zip(("subchunks", "full", "empty", "boundary"), stats, strict=True))
-    result: Any
-    if output == "count":
-        result = int(count)
-    elif output == "positions":
-        result = np.unravel_index(flat.astype(np.int64), driver.shape)
-    else:
-        wanted = list(variables) if variables else names
-        views = {}
-        for n in wanted:
+    query = json.dumps(tree)
+    views = {}
+    if output in ("points", "dense"):
+        for n in list(variables) if variables else names:
             if n not in ds.variables:
                 raise InvalidArgumentError(f"'{n}' is not a variable of this store")
             v = ds[n]
@@ -203,7 +201,41 @@ def run_query(
             if precision is not None or max_rel_error is not None:
                 v = v.at_precision(precision, max_rel_error=max_rel_error)
             views[n] = v
-        values = {n: _gather(ds, v, flat) for n, v in views.items()}
+    levels = {v.level for v in views.values()}
+    # One level for every returned variable: they are read with the selection; otherwise
+    # the selection comes first and each variable is gathered at its own level.
+    outputs = list(views) if len(levels) == 1 else []
+    level = next(iter(levels)) if len(levels) == 1 else None
+    from .planner import plan
+
+    p = plan(ds, tree, starts, stops, steps, outputs, level, None if method == "auto" else method)
+    methods = {s["slab"]: s["choice"] for s in p["slabs"]}
+    started = time.perf_counter()
+    if output in ("count", "positions"):
+        # One method for the whole selection: the one with the lower total estimate.
+        chosen = min(("index", "scan"), key=lambda m: _seconds(p, m)) if method == "auto" else method
+        flat, count, raw_stats = ds._reader.select(query, starts, stops, steps, output == "count", chosen)
+        methods = dict.fromkeys(methods, chosen)
+        columns = []
+    else:
+        flat, columns, raw_stats = ds._reader.points(query, starts, stops, steps, outputs, level, methods)
+        count = flat.size
+    stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), raw_stats, strict=True))
+    stats["methods"] = sorted(set(methods.values()))
+    stats["estimated_s"] = sum(
+        s["index_seconds"] if methods.get(s["slab"]) == "index" else s["scan_seconds"] for s in p["slabs"]
+    )
+    stats["seconds"] = time.perf_counter() - started
+    result: Any
+    if output == "count":
+        result = int(count)
+    elif output == "positions":
+        result = np.unravel_index(flat.astype(np.int64), driver.shape)
+    else:
+        if outputs:
+            values = {n: _native(col.view(views[n].dtype)) for n, col in zip(outputs, columns, strict=True)}
+        else:
+            values = {n: _gather(ds, v, flat) for n, v in views.items()}
         if output == "points":
             result = _points(ds, driver, flat, values)
         else:
@@ -211,11 +243,18 @@ def run_query(
     return (result, stats) if with_stats else result
 
 
+def _seconds(p: dict, method: str) -> float:
+    return sum(s[f"{method}_seconds"] for s in p["slabs"])
+
+
+def _native(arr: np.ndarray) -> np.ndarray:
+    return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
+
+
 def _gather(ds: Dataset, var, flat: np.ndarray) -> np.ndarray:
     out = np.empty(flat.size * var.dtype.itemsize, dtype=np.uint8)
     ds._reader.gather(var.name, flat, out, var.level)
-    arr = out.view(var.dtype)
-    return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
+    return _native(out.view(var.dtype))
 
 
 def _points(ds: Dataset, driver, flat: np.ndarray, values: dict):

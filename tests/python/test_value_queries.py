@@ -71,15 +71,20 @@ def references(t, s, k):
         }
 
 
-def test_every_output_matches_numpy(layout_store):
+@pytest.mark.parametrize("method", ["index", "scan", "auto"])
+def test_every_output_matches_numpy(layout_store, method):
     layout, path, (t, s, k) = layout_store
     ds = strata.open(path)
     for where, ref in references(t, s, k).items():
-        assert ds.query(where, output="count") == ref.sum(), (layout, where)
-        pos = ds.query(where, output="positions")
+        assert ds.query(where, output="count", method=method) == ref.sum(), (layout, where)
+        pos = ds.query(where, output="positions", method=method)
         for got, want in zip(pos, np.nonzero(ref), strict=True):
             np.testing.assert_array_equal(got, want, err_msg=f"{layout} {where}")
-        pts = ds.query(where, output="points", variables=["t", "s", "k"])
+        pts, stats = ds.query(where, output="points", variables=["t", "s", "k"], method=method, with_stats=True)
+        if method != "auto":
+            assert stats["methods"] in ([method], []), stats
+        if method == "scan" and stats["subchunks"]:
+            assert stats["scanned"] > 0 and stats["full"] == 0, stats
         np.testing.assert_array_equal(pts["t"].to_numpy(), t[ref])
         np.testing.assert_array_equal(pts["k"].to_numpy(), k[ref])
         np.testing.assert_array_equal(pts["x"].to_numpy(), (np.arange(30.0) * 2)[np.nonzero(ref)[2]])
@@ -90,17 +95,18 @@ def test_every_output_matches_numpy(layout_store):
         np.testing.assert_array_equal(dk.data[ref], k[ref])
 
 
-def test_regions_with_strides(layout_store):
+@pytest.mark.parametrize("method", ["index", "scan"])
+def test_regions_with_strides(layout_store, method):
     layout, path, (t, s, k) = layout_store
     ds = strata.open(path)
     region = (slice(2, 23, 4), slice(1, 19), slice(3, None, 5))
     isel = dict(zip(("time", "y", "x"), region, strict=True))
     for where, ref in references(t, s, k).items():
         sub = ref[region]
-        assert ds.query(where, isel=isel, output="count") == sub.sum(), (layout, where)
-        dense = ds.query(where, isel=isel, output="dense", variables=["s"])
+        assert ds.query(where, isel=isel, output="count", method=method) == sub.sum(), (layout, where)
+        dense = ds.query(where, isel=isel, output="dense", variables=["s"], method=method)
         np.testing.assert_array_equal(dense, np.where(sub, s[region], np.nan))
-        pos = ds.query(where, isel=isel, output="positions")
+        pos = ds.query(where, isel=isel, output="positions", method=method)
         want = np.zeros(ref.shape, bool)
         want[region] = sub
         for got, w in zip(pos, np.nonzero(want), strict=True):

@@ -13,6 +13,7 @@ pub mod grid;
 pub mod hilbert;
 pub mod index_file;
 pub mod manifest;
+pub mod planner;
 pub mod precision;
 pub mod query;
 pub mod reader;

@@ -18,8 +18,8 @@ use crate::reader::{BinRead, DimSelection, StoreReader, SubchunkId};
 use crate::segment::SegmentKey;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
-use serde::Deserialize;
-use std::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A comparison of a variable's values with a constant. Invalid elements (NaN and the
@@ -42,7 +42,7 @@ pub enum CmpOp {
 
 /// How much of a segment a comparison selects, judged from its summary alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Coverage {
+pub(crate) enum Coverage {
     Empty,
     Full,
     Boundary,
@@ -62,7 +62,7 @@ impl CmpOp {
 
     /// From the valid elements' minimum and maximum; `all_valid` when the segment has no
     /// invalid element (otherwise it is never full).
-    fn coverage(self, count: u64, min: f64, max: f64, all_valid: bool, v: f64) -> Coverage {
+    pub(crate) fn coverage(self, count: u64, min: f64, max: f64, all_valid: bool, v: f64) -> Coverage {
         if count == 0 {
             return Coverage::Empty;
         }
@@ -120,7 +120,72 @@ fn number_or_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Re
     }
 }
 
+/// How a selection is computed. `Index` classifies segments from the index and reads only
+/// boundary ones; `Scan` reads every sub-chunk of the constrained variables in the region
+/// and tests each element in memory. Both give the same result; their costs differ (see
+/// [`crate::planner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    Index,
+    Scan,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Index => "index",
+            Method::Scan => "scan",
+        }
+    }
+}
+
+/// Decoded values of the constrained variables over one box, as f64, with each variable's
+/// missing values (fill values; NaN is always invalid).
+#[derive(Debug)]
+pub struct DenseValues<'a> {
+    pub len: usize,
+    pub columns: HashMap<&'a str, (Vec<f64>, Vec<f64>)>,
+}
+
 impl Predicate {
+    /// The variables the constraint names, first-named first.
+    pub fn variable_names(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.variables(&mut out);
+        out
+    }
+
+    /// Which elements of a dense box satisfy the constraint.
+    pub fn test_dense(&self, values: &DenseValues<'_>) -> Result<Vec<bool>> {
+        match self {
+            Predicate::Cmp { var, op, value } => {
+                let Some((xs, missing)) = values.columns.get(var.as_str()) else {
+                    return Err(Error::InvalidArgument(format!("no values of '{var}' to test")));
+                };
+                Ok(xs.iter().map(|&x| !x.is_nan() && !missing.contains(&x) && op.test(x, *value)).collect())
+            }
+            Predicate::And { args } => {
+                let mut acc = vec![true; values.len];
+                for a in args {
+                    for (x, y) in acc.iter_mut().zip(a.test_dense(values)?) {
+                        *x &= y;
+                    }
+                }
+                Ok(acc)
+            }
+            Predicate::Or { args } => {
+                let mut acc = vec![false; values.len];
+                for a in args {
+                    for (x, y) in acc.iter_mut().zip(a.test_dense(values)?) {
+                        *x |= y;
+                    }
+                }
+                Ok(acc)
+            }
+        }
+    }
+
     fn variables<'a>(&'a self, out: &mut Vec<&'a str>) {
         match self {
             Predicate::Cmp { var, .. } => {
@@ -144,6 +209,8 @@ pub struct QueryStats {
     pub empty: u64,
     /// Segments whose values were read and tested.
     pub boundary: u64,
+    /// Sub-chunks read whole and tested element by element (method `Scan`).
+    pub scanned: u64,
 }
 
 #[derive(Default)]
@@ -152,6 +219,7 @@ struct Counters {
     full: AtomicU64,
     empty: AtomicU64,
     boundary: AtomicU64,
+    scanned: AtomicU64,
 }
 
 /// One sub-chunk of the driver inside the region.
@@ -163,6 +231,13 @@ struct QueryBox {
     len: Vec<u64>,
     /// Selected elements of the sub-chunk (local row-major offsets); None when all are.
     region: Option<RoaringBitmap>,
+}
+
+impl QueryBox {
+    /// The whole box as a selection.
+    fn selection(&self) -> Vec<DimSelection> {
+        self.start.iter().zip(&self.len).map(|(&s, &l)| DimSelection { start: s, stop: s + l, step: 1 }).collect()
+    }
 }
 
 /// The result of a selection: row-major flat indices into the variables' full shape.
@@ -183,6 +258,43 @@ fn union_all<'a>(parts: impl IntoIterator<Item = &'a RoaringBitmap>) -> RoaringB
         acc |= p;
     }
     acc
+}
+
+/// Local row-major offsets of a box -> global flat indices, without per-element
+/// allocation: the box's first element plus each local coordinate times the global stride.
+fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec<u64> {
+    let nd = b.len.len();
+    let mut strides = vec![1u64; nd];
+    for d in (0..nd.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    let base: u64 = b.start.iter().zip(&strides).map(|(s, t)| s * t).sum();
+    let mut flat = Vec::with_capacity(local.size_hint().0);
+    for p in local {
+        let (mut rest, mut f) = (p as u64, base);
+        for d in (0..nd).rev() {
+            f += (rest % b.len[d]) * strides[d];
+            rest /= b.len[d];
+        }
+        flat.push(f);
+    }
+    flat
+}
+
+/// Elements where a constraint holds, with the values of the returned variables there.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Points {
+    /// Row-major flat indices, ascending.
+    pub flat: Vec<u64>,
+    /// One column per returned variable: its elements' little-endian bytes, in `flat` order.
+    pub columns: Vec<Vec<u8>>,
+}
+
+/// One box's share of a [`Points`] result.
+struct BoxPoints {
+    flat: Vec<u64>,
+    /// Values read by a scan; None when they are gathered afterwards.
+    columns: Option<Vec<Vec<u8>>>,
 }
 
 fn local_region(blocks: &[AxisBlock]) -> Option<RoaringBitmap> {
@@ -272,6 +384,17 @@ impl StoreReader {
         sel: &[DimSelection],
         count_only: bool,
     ) -> Result<(Selection, u64, QueryStats)> {
+        self.select_with(pred, sel, count_only, Method::Index)
+    }
+
+    /// [`select`](Self::select) by a given method.
+    pub fn select_with(
+        &self,
+        pred: &Predicate,
+        sel: &[DimSelection],
+        count_only: bool,
+        method: Method,
+    ) -> Result<(Selection, u64, QueryStats)> {
         let vars = self.query_vars(pred)?;
         let (driver_idx, driver) = vars[0];
         self.check_selection(&driver.name, sel)?;
@@ -282,7 +405,10 @@ impl StoreReader {
             .par_iter()
             .map(|b| {
                 counters.subchunks.fetch_add(1, Ordering::Relaxed);
-                let hits = self.eval(pred, b, b.region.as_ref(), &counters)?;
+                let hits = match method {
+                    Method::Index => self.eval(pred, b, b.region.as_ref(), &counters)?,
+                    Method::Scan => self.scan_box(pred, b, &counters)?,
+                };
                 let hits = match &b.region {
                     Some(r) => hits & r,
                     None => hits,
@@ -291,24 +417,7 @@ impl StoreReader {
                 if count_only {
                     return Ok((n, vec![]));
                 }
-                // Local row-major offset -> global flat index, without per-element allocation:
-                // the box's first element plus each local coordinate times the global stride.
-                let nd = b.len.len();
-                let mut strides = vec![1u64; nd];
-                for d in (0..nd.saturating_sub(1)).rev() {
-                    strides[d] = strides[d + 1] * shape[d + 1];
-                }
-                let base: u64 = b.start.iter().zip(&strides).map(|(s, t)| s * t).sum();
-                let mut flat = Vec::with_capacity(n as usize);
-                for p in hits.iter() {
-                    let (mut rest, mut f) = (p as u64, base);
-                    for d in (0..nd).rev() {
-                        f += (rest % b.len[d]) * strides[d];
-                        rest /= b.len[d];
-                    }
-                    flat.push(f);
-                }
-                Ok((n, flat))
+                Ok((n, flat_of(b, &shape, hits.iter())))
             })
             .collect::<Result<_>>()?;
         let count = per_box.iter().map(|(n, _)| n).sum();
@@ -322,8 +431,175 @@ impl StoreReader {
             full: counters.full.into_inner(),
             empty: counters.empty.into_inner(),
             boundary: counters.boundary.into_inner(),
+            scanned: counters.scanned.into_inner(),
         };
         Ok((Selection { shape, flat }, count, stats))
+    }
+
+    /// Where `pred` holds inside `sel`, and the values of `outputs` there at precision
+    /// `level`, each slab answered by the method `method_for(slab position)` gives it: with
+    /// the index, boundary segments are tested and the returned values gathered by position;
+    /// with a scan, every sub-chunk of the variables involved is read whole and filtered.
+    pub fn points(
+        &self,
+        pred: &Predicate,
+        sel: &[DimSelection],
+        outputs: &[&str],
+        level: Option<usize>,
+        method_for: &(dyn Fn(usize) -> Method + Sync),
+    ) -> Result<(Points, QueryStats)> {
+        let vars = self.query_vars(pred)?;
+        let (driver_idx, driver) = vars[0];
+        self.check_selection(&driver.name, sel)?;
+        if level == Some(0) {
+            return Err(Error::InvalidArgument("precision level must be at least 1".into()));
+        }
+        let mut out_vars = Vec::with_capacity(outputs.len());
+        for name in outputs {
+            let (_, v) = self.manifest().variable(name)?;
+            if v.chunking.is_none() || v.dims != driver.dims {
+                return Err(Error::InvalidArgument(format!(
+                    "'{name}' cannot be returned with '{}': it is not a numeric variable on {:?}",
+                    driver.name, driver.dims
+                )));
+            }
+            out_vars.push(v);
+        }
+        let shape = self.manifest().shape(driver);
+        let boxes = self.query_boxes(driver_idx, sel);
+        let counters = Counters::default();
+        let parts: Vec<BoxPoints> = boxes
+            .par_iter()
+            .map(|b| {
+                counters.subchunks.fetch_add(1, Ordering::Relaxed);
+                match method_for(b.slab) {
+                    Method::Index => {
+                        let hits = self.eval(pred, b, b.region.as_ref(), &counters)?;
+                        let hits = match &b.region {
+                            Some(r) => hits & r,
+                            None => hits,
+                        };
+                        Ok(BoxPoints { flat: flat_of(b, &shape, hits.iter()), columns: None })
+                    }
+                    Method::Scan => self.scan_points(pred, b, &shape, outputs, level, &counters),
+                }
+            })
+            .collect::<Result<_>>()?;
+        // Values of the index boxes, gathered in one pass per variable.
+        let gathered_flat: Vec<u64> =
+            parts.iter().filter(|p| p.columns.is_none()).flat_map(|p| p.flat.iter().copied()).collect();
+        let mut gathered = Vec::with_capacity(outputs.len());
+        for (name, v) in outputs.iter().zip(&out_vars) {
+            let mut buf = vec![0u8; gathered_flat.len() * v.dtype.size()];
+            self.gather(name, &gathered_flat, level, &mut buf)?;
+            gathered.push(buf);
+        }
+        // Merge in flat order.
+        let total: usize = parts.iter().map(|p| p.flat.len()).sum();
+        let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
+        let mut g = 0u32;
+        for (i, p) in parts.iter().enumerate() {
+            for (j, &f) in p.flat.iter().enumerate() {
+                if p.columns.is_none() {
+                    order.push((f, u32::MAX, g));
+                    g += 1;
+                } else {
+                    order.push((f, i as u32, j as u32));
+                }
+            }
+        }
+        order.par_sort_unstable_by_key(|o| o.0);
+        let mut columns = Vec::with_capacity(outputs.len());
+        for (k, v) in out_vars.iter().enumerate() {
+            let es = v.dtype.size();
+            let mut col = Vec::with_capacity(total * es);
+            for &(_, part, j) in &order {
+                let (src, j) = match part {
+                    u32::MAX => (&gathered[k], j as usize),
+                    p => (parts[p as usize].columns.as_ref().map_or(&gathered[k], |c| &c[k]), j as usize),
+                };
+                col.extend_from_slice(&src[j * es..(j + 1) * es]);
+            }
+            columns.push(col);
+        }
+        let stats = QueryStats {
+            subchunks: counters.subchunks.into_inner(),
+            full: counters.full.into_inner(),
+            empty: counters.empty.into_inner(),
+            boundary: counters.boundary.into_inner(),
+            scanned: counters.scanned.into_inner(),
+        };
+        Ok((Points { flat: order.into_iter().map(|o| o.0).collect(), columns }, stats))
+    }
+
+    /// One box by a scan: the constrained variables read whole and tested, the returned
+    /// ones read whole (at `level`) and filtered.
+    fn scan_points(
+        &self,
+        pred: &Predicate,
+        b: &QueryBox,
+        shape: &[u64],
+        outputs: &[&str],
+        level: Option<usize>,
+        counters: &Counters,
+    ) -> Result<BoxPoints> {
+        counters.scanned.fetch_add(1, Ordering::Relaxed);
+        let sel = b.selection();
+        let n = b.len.iter().product::<u64>() as usize;
+        let mut raws: HashMap<&str, Vec<u8>> = HashMap::new();
+        let mut columns = HashMap::new();
+        for name in pred.variable_names() {
+            let (_, var) = self.manifest().variable(name)?;
+            let mut raw = vec![0u8; n * var.dtype.size()];
+            self.read_into_at(name, &sel, None, &mut raw)?;
+            columns.insert(name, (var.dtype.to_f64s(&raw), var.missing_values()));
+            raws.insert(name, raw);
+        }
+        let mut mask = pred.test_dense(&DenseValues { len: n, columns })?;
+        if let Some(r) = &b.region {
+            let mut inside = vec![false; n];
+            for p in r.iter() {
+                inside[p as usize] = true;
+            }
+            mask.iter_mut().zip(inside).for_each(|(m, i)| *m &= i);
+        }
+        let local: Vec<u32> = mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i as u32).collect();
+        let mut cols = Vec::with_capacity(outputs.len());
+        for name in outputs {
+            let (_, var) = self.manifest().variable(name)?;
+            let es = var.dtype.size();
+            let raw = match raws.get(name) {
+                Some(r) if level.is_none() => r.clone(),
+                _ => {
+                    let mut raw = vec![0u8; n * es];
+                    self.read_into_at(name, &sel, level, &mut raw)?;
+                    raw
+                }
+            };
+            let mut col = Vec::with_capacity(local.len() * es);
+            for &p in &local {
+                col.extend_from_slice(&raw[p as usize * es..(p as usize + 1) * es]);
+            }
+            cols.push(col);
+        }
+        Ok(BoxPoints { flat: flat_of(b, shape, local.into_iter()), columns: Some(cols) })
+    }
+
+    /// Reads the box of every constrained variable whole and tests each element.
+    fn scan_box(&self, pred: &Predicate, b: &QueryBox, counters: &Counters) -> Result<RoaringBitmap> {
+        counters.scanned.fetch_add(1, Ordering::Relaxed);
+        let sel = b.selection();
+        let n = b.len.iter().product::<u64>() as usize;
+        let mut columns = HashMap::new();
+        for name in pred.variable_names() {
+            let (_, var) = self.manifest().variable(name)?;
+            let mut raw = vec![0u8; n * var.dtype.size()];
+            self.read_into_at(name, &sel, None, &mut raw)?;
+            columns.insert(name, (var.dtype.to_f64s(&raw), var.missing_values()));
+        }
+        let mask = pred.test_dense(&DenseValues { len: n, columns })?;
+        let hits = mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i as u32);
+        Ok(RoaringBitmap::from_sorted_iter(hits).unwrap_or_default())
     }
 
     /// The local positions of a box where `pred` holds. `mask`: only these positions matter
@@ -379,8 +655,7 @@ impl StoreReader {
         if var.chunking != driver.chunking {
             // Another sub-chunk grid: read this box of the variable and test every element.
             counters.boundary.fetch_add(1, Ordering::Relaxed);
-            let sel: Vec<DimSelection> =
-                b.start.iter().zip(&b.len).map(|(&s, &l)| DimSelection { start: s, stop: s + l, step: 1 }).collect();
+            let sel = b.selection();
             let mut raw = vec![0u8; n as usize * var.dtype.size()];
             self.read_into_at(name, &sel, None, &mut raw)?;
             let mut hits = RoaringBitmap::new();

@@ -1,0 +1,491 @@
+//! Choosing, slab by slab, how to answer a value query: from the index (classify segments
+//! by their summaries, read boundary ones, gather the returned values by position) or by a
+//! scan (read every sub-chunk of the variables involved and filter in memory).
+//!
+//! The choice compares estimated times. The work each method would do is counted from the
+//! index alone — bytes and segments fetched, elements decoded, tested, taken from bitmaps
+//! and gathered — and turned into seconds by a [`CostModel`] whose constants are measured on
+//! the machine (`strata calibrate`) and corrected by the times of the queries it runs.
+
+use crate::error::{Error, Result};
+use crate::manifest::Level;
+use crate::query::{CmpOp, Method, Predicate};
+use crate::reader::{DimSelection, SlabIndex, StoreReader, SubchunkId};
+use crate::segment::SegmentKey;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The work of one method, counted from the index.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Work {
+    /// Stored bytes fetched.
+    pub bytes: f64,
+    /// Segments fetched.
+    pub segments: f64,
+    /// Sub-chunk reads (each has a fixed cost: index lookups, buffers, a task).
+    pub calls: f64,
+    /// Elements decoded.
+    pub decoded: f64,
+    /// Elements compared with a constant.
+    pub tested: f64,
+    /// Elements whose positions come from the index alone (bitmap unions).
+    pub indexed: f64,
+    /// Returned elements picked by position out of decoded sub-chunks.
+    pub gathered: f64,
+}
+
+impl Work {
+    fn add(&mut self, o: &Work) {
+        self.bytes += o.bytes;
+        self.segments += o.segments;
+        self.calls += o.calls;
+        self.decoded += o.decoded;
+        self.tested += o.tested;
+        self.indexed += o.indexed;
+        self.gathered += o.gathered;
+    }
+
+    /// The features in the order of [`Coefficients::as_array`].
+    pub fn as_array(&self) -> [f64; 7] {
+        [self.bytes, self.segments, self.calls, self.decoded, self.tested, self.indexed, self.gathered]
+    }
+}
+
+/// Nanoseconds per unit of each kind of work (one core's worth; the executor's parallelism
+/// is folded into the measured constants).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Coefficients {
+    pub byte: f64,
+    pub segment: f64,
+    pub call: f64,
+    pub decoded: f64,
+    pub tested: f64,
+    pub indexed: f64,
+    pub gathered: f64,
+}
+
+impl Coefficients {
+    pub fn as_array(&self) -> [f64; 7] {
+        [self.byte, self.segment, self.call, self.decoded, self.tested, self.indexed, self.gathered]
+    }
+}
+
+/// The machine's cost constants. Stored as JSON (`strata calibrate` writes it); the
+/// defaults were measured on a 2-core x86-64 build machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostModel {
+    pub version: u32,
+    /// Where the constants come from ("default", or the calibration's date and machine).
+    pub source: String,
+    pub ns: Coefficients,
+    /// Observed / estimated time of the queries run so far, per method (1 when none).
+    #[serde(default = "one")]
+    pub index_correction: f64,
+    #[serde(default = "one")]
+    pub scan_correction: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+pub const COST_MODEL_VERSION: u32 = 1;
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel {
+            version: COST_MODEL_VERSION,
+            source: "default".into(),
+            ns: Coefficients {
+                byte: 0.25,
+                segment: 400.0,
+                call: 6000.0,
+                decoded: 1.2,
+                tested: 0.8,
+                indexed: 0.05,
+                gathered: 12.0,
+            },
+            index_correction: 1.0,
+            scan_correction: 1.0,
+        }
+    }
+}
+
+impl CostModel {
+    pub fn from_json(text: &str) -> Result<Self> {
+        let m: CostModel =
+            serde_json::from_str(text).map_err(|e| Error::InvalidArgument(format!("bad cost model: {e}")))?;
+        if m.version != COST_MODEL_VERSION {
+            return Err(Error::Compatibility(format!(
+                "cost model version {} (this build reads {COST_MODEL_VERSION}): run `strata calibrate` again",
+                m.version
+            )));
+        }
+        let c = m.ns.as_array();
+        if c.iter().chain([&m.index_correction, &m.scan_correction]).any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(Error::InvalidArgument("cost model constants must be finite and non-negative".into()));
+        }
+        Ok(m)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Estimated seconds of `work` done by `method`.
+    pub fn seconds(&self, method: Method, work: &Work) -> f64 {
+        let raw: f64 = self.ns.as_array().iter().zip(work.as_array()).map(|(c, w)| c * w).sum::<f64>() * 1e-9;
+        raw * match method {
+            Method::Index => self.index_correction,
+            Method::Scan => self.scan_correction,
+        }
+    }
+
+    /// Folds an observed time into the method's correction (a moving average of the
+    /// observed/estimated ratio, kept within [0.1, 10]).
+    pub fn observe(&mut self, method: Method, estimated_s: f64, observed_s: f64) {
+        if estimated_s <= 0.0 || !observed_s.is_finite() || observed_s <= 0.0 {
+            return;
+        }
+        let c = match method {
+            Method::Index => &mut self.index_correction,
+            Method::Scan => &mut self.scan_correction,
+        };
+        let ratio = observed_s / (estimated_s / *c);
+        *c = (0.8 * *c + 0.2 * ratio).clamp(0.1, 10.0);
+    }
+}
+
+/// The plan for one slab: both methods' work and time, and the choice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlabPlan {
+    /// Position of the slab in the manifest.
+    pub slab: usize,
+    pub subchunks: u64,
+    /// Estimated elements selected.
+    pub selected: f64,
+    pub index: Work,
+    pub scan: Work,
+    pub index_seconds: f64,
+    pub scan_seconds: f64,
+    pub choice: Method,
+}
+
+/// A query's plan, slab by slab.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryPlan {
+    pub slabs: Vec<SlabPlan>,
+    /// Set when the caller forced a method.
+    pub forced: Option<Method>,
+}
+
+impl QueryPlan {
+    /// The method for the slab at manifest position `slab` (index when it is not planned:
+    /// the region does not touch it).
+    pub fn method_for(&self, slab: usize) -> Method {
+        self.slabs.iter().find(|p| p.slab == slab).map_or(Method::Index, |p| p.choice)
+    }
+
+    /// Estimated seconds of the chosen plan.
+    pub fn seconds(&self) -> f64 {
+        self.slabs.iter().map(|p| if p.choice == Method::Index { p.index_seconds } else { p.scan_seconds }).sum()
+    }
+
+    /// Estimated seconds if every slab used `method`.
+    pub fn seconds_with(&self, method: Method) -> f64 {
+        self.slabs.iter().map(|p| if method == Method::Index { p.index_seconds } else { p.scan_seconds }).sum()
+    }
+
+    /// Estimated work of the chosen plan.
+    pub fn work(&self) -> Work {
+        let mut w = Work::default();
+        for p in &self.slabs {
+            w.add(if p.choice == Method::Index { &p.index } else { &p.scan });
+        }
+        w
+    }
+
+    pub fn selected(&self) -> f64 {
+        self.slabs.iter().map(|p| p.selected).sum()
+    }
+}
+
+/// The fraction of a boundary segment's elements a comparison selects, assuming values
+/// spread evenly between its minimum and maximum.
+fn boundary_fraction(op: CmpOp, min: f64, max: f64, v: f64) -> f64 {
+    let span = max - min;
+    let f = match op {
+        CmpOp::Gt | CmpOp::Ge if span > 0.0 => (max - v) / span,
+        CmpOp::Lt | CmpOp::Le if span > 0.0 => (v - min) / span,
+        CmpOp::Eq => 0.01,
+        CmpOp::Ne => 0.99,
+        _ => 0.5,
+    };
+    f.clamp(0.0, 1.0)
+}
+
+/// Stored bytes and segment count of one sub-chunk of a variable: all its bins, the first
+/// `groups` byte groups (all when None).
+fn subchunk_bytes(index: &SlabIndex, id: SubchunkId, bins: &[u32], groups: u8) -> (f64, f64) {
+    let (mut bytes, mut n) = (0.0, 0.0);
+    for &bin in bins {
+        for group in 0..groups {
+            if let Some(e) = index.segments.get(&SegmentKey { var: id.0, chunk: id.1, subchunk: id.2, bin, group }) {
+                bytes += e.length as f64;
+                n += 1.0;
+            }
+        }
+    }
+    (bytes, n)
+}
+
+impl StoreReader {
+    /// Byte groups stored for a variable (1 without level M) and the number read at `level`.
+    fn groups_read(&self, name: &str, level: Option<usize>) -> Result<(u8, u8)> {
+        let (_, var) = self.manifest().variable(name)?;
+        let n = crate::precision::byte_groups(&self.manifest().layout, var)?.map_or(1, |g| g.len());
+        Ok((n as u8, level.unwrap_or(n).clamp(1, n) as u8))
+    }
+
+    fn all_bins(index: &SlabIndex, id: SubchunkId) -> Vec<u32> {
+        match index.bins_of(id) {
+            Some(list) => list.iter().map(|e| e.bin).collect(),
+            None => vec![0],
+        }
+    }
+
+    /// Index-method work and selected fraction of `pred` over one driver sub-chunk.
+    fn estimate_index(
+        &self,
+        pred: &Predicate,
+        index: &SlabIndex,
+        id: SubchunkId,
+        n: u64,
+        work: &mut Work,
+        touched: &mut Vec<u32>,
+    ) -> Result<f64> {
+        match pred {
+            Predicate::Cmp { var, op, value } => {
+                let (var_idx, v) = self.manifest().variable(var)?;
+                let driver = &self.manifest().variables[id.0 as usize];
+                let (groups, _) = self.groups_read(var, None)?;
+                let vid = (var_idx as u32, id.1, id.2);
+                if v.chunking != driver.chunking {
+                    // Read densely over the driver's box.
+                    work.bytes += (n * v.dtype.size() as u64) as f64;
+                    work.calls += 1.0;
+                    work.decoded += n as f64;
+                    work.tested += n as f64;
+                    return Ok(0.5);
+                }
+                let mut selected = 0.0;
+                let mut boundary = 0.0;
+                match index.bins_of(vid) {
+                    Some(list) => {
+                        for e in list {
+                            let all_valid = e.count == e.positions.len();
+                            match op.coverage(e.count, e.min, e.max, all_valid, *value) {
+                                crate::query::Coverage::Empty => {}
+                                crate::query::Coverage::Full => {
+                                    work.indexed += e.positions.len() as f64;
+                                    selected += e.count as f64;
+                                    touched.push(e.bin);
+                                }
+                                crate::query::Coverage::Boundary => {
+                                    let (b, s) = subchunk_bytes(index, vid, &[e.bin], groups);
+                                    work.bytes += b;
+                                    work.segments += s;
+                                    work.decoded += e.positions.len() as f64;
+                                    work.tested += e.positions.len() as f64;
+                                    selected += e.count as f64 * boundary_fraction(*op, e.min, e.max, *value);
+                                    boundary += 1.0;
+                                    touched.push(e.bin);
+                                }
+                            }
+                        }
+                    }
+                    None => {
+                        let key = SegmentKey { var: vid.0, chunk: vid.1, subchunk: vid.2, bin: 0, group: 0 };
+                        let Some(e) = index.segments.get(&key) else {
+                            return Err(Error::Corruption(format!("no segment for '{var}' sub-chunk {vid:?}")));
+                        };
+                        match op.coverage(e.count, e.min, e.max, e.count == n, *value) {
+                            crate::query::Coverage::Empty => {}
+                            crate::query::Coverage::Full => {
+                                work.indexed += 1.0;
+                                selected = n as f64;
+                            }
+                            crate::query::Coverage::Boundary => {
+                                let (b, s) = subchunk_bytes(index, vid, &[0], groups);
+                                work.bytes += b;
+                                work.segments += s;
+                                work.decoded += n as f64;
+                                work.tested += n as f64;
+                                selected = e.count as f64 * boundary_fraction(*op, e.min, e.max, *value);
+                                boundary = 1.0;
+                            }
+                        }
+                    }
+                }
+                if boundary > 0.0 {
+                    work.calls += 1.0;
+                }
+                Ok(selected / n.max(1) as f64)
+            }
+            Predicate::And { args } => {
+                let mut f = 1.0;
+                for a in args {
+                    f *= self.estimate_index(a, index, id, n, work, touched)?;
+                }
+                Ok(f)
+            }
+            Predicate::Or { args } => {
+                let mut g = 1.0;
+                for a in args {
+                    g *= 1.0 - self.estimate_index(a, index, id, n, work, touched)?;
+                }
+                Ok(1.0 - g)
+            }
+        }
+    }
+
+    /// Plans a query: `outputs` are the variables whose values are returned at `level`.
+    /// `force` fixes the method (both are still estimated, for `explain`).
+    pub fn plan_query(
+        &self,
+        pred: &Predicate,
+        sel: &[DimSelection],
+        outputs: &[&str],
+        level: Option<usize>,
+        model: &CostModel,
+        force: Option<Method>,
+    ) -> Result<QueryPlan> {
+        let names = pred.variable_names();
+        let (driver_idx, driver) = self.manifest().variable(names.first().copied().unwrap_or_default())?;
+        self.check_selection(&driver.name, sel)?;
+        let binned = self.manifest().layout.order.contains(&Level::V);
+        let mut per_slab: BTreeMap<usize, SlabPlan> = BTreeMap::new();
+        for b in self.subchunks_in(driver_idx, sel) {
+            let slab = &self.manifest().slabs[b.slab];
+            let index = self.slab_index(slab)?;
+            let n: u64 = b.blocks.iter().map(|x| x.len).product();
+            let region: u64 = b.blocks.iter().map(|x| x.count).product();
+            let region_frac = region as f64 / n.max(1) as f64;
+            let mut iw = Work::default();
+            let mut touched = Vec::new();
+            let frac = self.estimate_index(pred, &index, b.id, n, &mut iw, &mut touched)? * region_frac;
+            let selected = frac * n as f64;
+            let mut sw = Work::default();
+            for name in &names {
+                let (var_idx, _) = self.manifest().variable(name)?;
+                let vid = (var_idx as u32, b.id.1, b.id.2);
+                let (groups, _) = self.groups_read(name, None)?;
+                let (bytes, segs) = subchunk_bytes(&index, vid, &Self::all_bins(&index, vid), groups);
+                sw.bytes += bytes;
+                sw.segments += segs;
+                sw.calls += 1.0;
+                sw.decoded += n as f64;
+            }
+            sw.tested += n as f64 * count_comparisons(pred) as f64;
+            for name in outputs {
+                let (var_idx, _) = self.manifest().variable(name)?;
+                let vid = (var_idx as u32, b.id.1, b.id.2);
+                let (_, read) = self.groups_read(name, level)?;
+                let bins = Self::all_bins(&index, vid);
+                let (bytes, segs) = subchunk_bytes(&index, vid, &bins, read);
+                // A scan reads each returned variable whole, unless it was read to test
+                // the constraint at the same precision.
+                if !(names.contains(name) && level.is_none()) {
+                    sw.bytes += bytes;
+                    sw.segments += segs;
+                    sw.calls += 1.0;
+                    sw.decoded += n as f64;
+                }
+                if selected > 0.0 {
+                    // The index method gathers the selected elements; with level V only the
+                    // bins holding them are read (all of them for another variable).
+                    let share = if binned && names.contains(name) {
+                        let mut t = touched.clone();
+                        t.sort_unstable();
+                        t.dedup();
+                        t.len() as f64 / bins.len().max(1) as f64
+                    } else {
+                        1.0
+                    };
+                    iw.bytes += bytes * share;
+                    iw.segments += segs * share;
+                    iw.calls += 1.0;
+                    iw.decoded += n as f64 * share;
+                    iw.gathered += selected;
+                }
+            }
+            let p = per_slab.entry(b.slab).or_insert_with(|| SlabPlan {
+                slab: b.slab,
+                subchunks: 0,
+                selected: 0.0,
+                index: Work::default(),
+                scan: Work::default(),
+                index_seconds: 0.0,
+                scan_seconds: 0.0,
+                choice: Method::Index,
+            });
+            p.subchunks += 1;
+            p.selected += selected;
+            p.index.add(&iw);
+            p.scan.add(&sw);
+        }
+        let slabs = per_slab
+            .into_values()
+            .map(|mut p| {
+                p.index_seconds = model.seconds(Method::Index, &p.index);
+                p.scan_seconds = model.seconds(Method::Scan, &p.scan);
+                p.choice = force.unwrap_or(if p.scan_seconds < p.index_seconds { Method::Scan } else { Method::Index });
+                p
+            })
+            .collect();
+        Ok(QueryPlan { slabs, forced: force })
+    }
+}
+
+fn count_comparisons(pred: &Predicate) -> usize {
+    match pred {
+        Predicate::Cmp { .. } => 1,
+        Predicate::And { args } | Predicate::Or { args } => args.iter().map(count_comparisons).sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cost_model_round_trips_and_rejects_bad_constants() {
+        let m = CostModel::default();
+        assert_eq!(CostModel::from_json(&m.to_json()).ok(), Some(m.clone()));
+        let bad = m.to_json().replace("\"version\": 1", "\"version\": 99");
+        assert!(matches!(CostModel::from_json(&bad), Err(Error::Compatibility(_))));
+        let neg = m.to_json().replace("\"byte\": 0.25", "\"byte\": -1.0");
+        assert!(matches!(CostModel::from_json(&neg), Err(Error::InvalidArgument(_))));
+        assert!(CostModel::from_json("{").is_err());
+    }
+
+    #[test]
+    fn observed_times_move_the_correction() {
+        let mut m = CostModel::default();
+        let w = Work { bytes: 1e6, ..Work::default() };
+        let est = m.seconds(Method::Scan, &w);
+        for _ in 0..40 {
+            let e = m.seconds(Method::Scan, &w);
+            m.observe(Method::Scan, e, 2.0 * est);
+        }
+        assert!((m.scan_correction - 2.0).abs() < 0.05, "{}", m.scan_correction);
+        assert_eq!(m.index_correction, 1.0);
+    }
+
+    #[test]
+    fn boundary_fraction_interpolates() {
+        assert_eq!(boundary_fraction(CmpOp::Gt, 0.0, 10.0, 7.5), 0.25);
+        assert_eq!(boundary_fraction(CmpOp::Lt, 0.0, 10.0, 7.5), 0.75);
+        assert_eq!(boundary_fraction(CmpOp::Gt, 0.0, 10.0, 20.0), 0.0);
+    }
+}

@@ -1,0 +1,298 @@
+//! Scans: the region split into pieces along the first dimension (aligned with the
+//! sub-chunks, so none is decoded twice), pieces spread over DataFusion's partitions, each
+//! piece answered by the method the cost model picks and streamed as record batches from a
+//! blocking task. The channel holds two batches: the next piece is read and decoded while
+//! the consumer works on the current one, and memory stays bounded whatever the result's
+//! size. Dropping the stream cancels the task at the next batch.
+
+use crate::table::{Column, TableInner};
+use datafusion::arrow::array::{ArrayRef, PrimitiveArray, RecordBatch, RecordBatchOptions, UInt64Array};
+use datafusion::arrow::buffer::{NullBuffer, ScalarBuffer};
+use datafusion::arrow::compute::take;
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, SchemaRef, UInt16Type,
+    UInt32Type, UInt64Type, UInt8Type,
+};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use std::sync::Arc;
+use std::time::Instant;
+use strata_core::query::{Method, Predicate};
+use strata_core::{DType, DimSelection, Error, Result};
+
+/// Elements per piece, about: large enough to amortize planning, small enough to bound
+/// memory (a few columns of this many values).
+const PIECE_ELEMENTS: u64 = 1 << 20;
+
+#[derive(Debug, Clone)]
+pub(crate) struct ScanRequest {
+    pub table: Arc<TableInner>,
+    pub region: Vec<DimSelection>,
+    pub predicate: Option<Predicate>,
+    pub columns: Vec<Column>,
+    pub schema: SchemaRef,
+    pub limit: Option<usize>,
+}
+
+/// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
+/// `missing`.
+pub(crate) fn column_array(dtype: DType, raw: &[u8], missing: &[f64]) -> Result<ArrayRef> {
+    fn build<T: ArrowPrimitiveType>(
+        raw: &[u8],
+        missing: &[f64],
+        from: impl Fn(&[u8]) -> T::Native,
+        to_f64: impl Fn(T::Native) -> f64,
+    ) -> ArrayRef {
+        let w = std::mem::size_of::<T::Native>();
+        let values: Vec<T::Native> = raw.chunks_exact(w).map(from).collect();
+        let float = matches!(T::DATA_TYPE, datafusion::arrow::datatypes::DataType::Float32)
+            || matches!(T::DATA_TYPE, datafusion::arrow::datatypes::DataType::Float64);
+        let nulls = if missing.is_empty() && !float {
+            None
+        } else {
+            let valid: Vec<bool> = values
+                .iter()
+                .map(|&x| {
+                    let f = to_f64(x);
+                    !f.is_nan() && !missing.contains(&f)
+                })
+                .collect();
+            Some(NullBuffer::from(valid)).filter(|n| n.null_count() > 0)
+        };
+        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
+    }
+    macro_rules! le {
+        ($t:ty) => {
+            |b: &[u8]| <$t>::from_le_bytes(b.try_into().unwrap_or_default())
+        };
+    }
+    Ok(match dtype {
+        DType::I8 => build::<Int8Type>(raw, missing, le!(i8), |x| x as f64),
+        DType::U8 => build::<UInt8Type>(raw, missing, le!(u8), |x| x as f64),
+        DType::I16 => build::<Int16Type>(raw, missing, le!(i16), |x| x as f64),
+        DType::U16 => build::<UInt16Type>(raw, missing, le!(u16), |x| x as f64),
+        DType::I32 => build::<Int32Type>(raw, missing, le!(i32), |x| x as f64),
+        DType::U32 => build::<UInt32Type>(raw, missing, le!(u32), |x| x as f64),
+        DType::I64 => build::<Int64Type>(raw, missing, le!(i64), |x| x as f64),
+        DType::U64 => build::<UInt64Type>(raw, missing, le!(u64), |x| x as f64),
+        DType::F32 => build::<Float32Type>(raw, missing, le!(f32), |x| x as f64),
+        DType::F64 => build::<Float64Type>(raw, missing, le!(f64), |x| x),
+        DType::Char | DType::String => {
+            return Err(Error::InvalidArgument(format!("{} variables are not SQL columns", dtype.name())))
+        }
+    })
+}
+
+/// Splits the region into pieces along the first dimension, at multiples of the
+/// sub-chunk length of the first variable constrained or read.
+fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
+    let region = &req.region;
+    if region.is_empty() || region.iter().any(|s| s.stop <= s.start) {
+        return Ok(vec![]);
+    }
+    let inner: u64 = region[1..].iter().map(|s| s.stop - s.start).product::<u64>().max(1);
+    let driver = req
+        .predicate
+        .as_ref()
+        .and_then(|p| p.variable_names().first().map(|s| s.to_string()))
+        .or_else(|| req.table.group.variables.first().cloned());
+    let step = match driver {
+        Some(name) => {
+            let (_, v) = req.table.reader.manifest().variable(&name)?;
+            v.chunking.as_ref().map_or(1, |c| c.subchunk[0].max(1))
+        }
+        None => 1,
+    };
+    let rows = (PIECE_ELEMENTS / inner).max(1).div_ceil(step) * step;
+    let (lo, hi) = (region[0].start, region[0].stop);
+    let mut out = Vec::new();
+    // Piece boundaries fall on multiples of `rows` (so, of the sub-chunk length).
+    let mut a = lo;
+    while a < hi {
+        let b = ((a / rows + 1) * rows).min(hi);
+        let mut sel = region.clone();
+        sel[0] = DimSelection { start: a, stop: b, step: 1 };
+        out.push(sel);
+        a = b;
+    }
+    Ok(out)
+}
+
+/// The batches of one piece.
+fn run_piece(req: &ScanRequest, sel: &[DimSelection], batch_size: usize) -> Result<Vec<RecordBatch>> {
+    let t = &req.table;
+    let reader = &t.reader;
+    let shape = &t.group.shape;
+    let vars: Vec<&str> = req
+        .columns
+        .iter()
+        .filter_map(|c| match c {
+            Column::Var(n) => Some(n.as_str()),
+            Column::Coord(_) => None,
+        })
+        .collect();
+    let elements: u64 = sel.iter().map(|s| s.stop - s.start).product();
+    // (flat indices, raw columns); flat is None when the piece is the whole box.
+    let (flat, raws, rows): (Option<Vec<u64>>, Vec<Vec<u8>>, usize) = match &req.predicate {
+        None => {
+            let mut raws = Vec::with_capacity(vars.len());
+            for name in &vars {
+                let (_, v) = reader.manifest().variable(name)?;
+                let mut raw = vec![0u8; elements as usize * v.dtype.size()];
+                reader.read_into(name, sel, &mut raw)?;
+                raws.push(raw);
+            }
+            (None, raws, elements as usize)
+        }
+        Some(pred) if req.columns.is_empty() => {
+            let method = choose(req, pred, sel, &[])?;
+            let started = Instant::now();
+            let (_, count, _) = reader.select_with(pred, sel, true, method.0)?;
+            record(req, method, started);
+            (Some(vec![]), vec![], count as usize)
+        }
+        Some(pred) => {
+            let method = choose(req, pred, sel, &vars)?;
+            let started = Instant::now();
+            let (points, _) = reader.points(pred, sel, &vars, None, &|_| method.0)?;
+            record(req, method, started);
+            let n = points.flat.len();
+            (Some(points.flat), points.columns, n)
+        }
+    };
+    if rows == 0 {
+        return Ok(vec![]);
+    }
+    let flat = match flat {
+        Some(f) => f,
+        // Every element of the box, row-major.
+        None if req.columns.iter().any(|c| matches!(c, Column::Coord(_))) => {
+            let lens: Vec<u64> = sel.iter().map(|s| s.stop - s.start).collect();
+            let mut strides = vec![1u64; shape.len()];
+            for d in (0..shape.len().saturating_sub(1)).rev() {
+                strides[d] = strides[d + 1] * shape[d + 1];
+            }
+            (0..elements)
+                .map(|i| {
+                    let (mut rest, mut f) = (i, 0);
+                    for d in (0..lens.len()).rev() {
+                        f += (sel[d].start + rest % lens[d]) * strides[d];
+                        rest /= lens[d];
+                    }
+                    f
+                })
+                .collect()
+        }
+        None => vec![],
+    };
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(req.columns.len());
+    let mut next_var = 0;
+    for c in &req.columns {
+        match c {
+            Column::Coord(d) => {
+                let stride: u64 = shape[d + 1..].iter().product();
+                let idx = UInt64Array::from_iter_values(flat.iter().map(|f| (f / stride) % shape[*d]));
+                arrays.push(take(&t.coords[*d].array, &idx, None).map_err(arrow_error)?);
+            }
+            Column::Var(name) => {
+                let (_, v) = reader.manifest().variable(name)?;
+                arrays.push(column_array(v.dtype, &raws[next_var], &v.missing_values())?);
+                next_var += 1;
+            }
+        }
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    let batch = RecordBatch::try_new_with_options(req.schema.clone(), arrays, &options).map_err(arrow_error)?;
+    let size = batch_size.max(1);
+    Ok((0..rows).step_by(size).map(|o| batch.slice(o, size.min(rows - o))).collect())
+}
+
+fn arrow_error(e: datafusion::arrow::error::ArrowError) -> Error {
+    Error::InvalidArgument(format!("building a result batch: {e}"))
+}
+
+/// The method for one piece and its estimated time.
+fn choose(req: &ScanRequest, pred: &Predicate, sel: &[DimSelection], outputs: &[&str]) -> Result<(Method, f64)> {
+    let planning = &req.table.planning;
+    let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
+    let plan = req.table.reader.plan_query(pred, sel, outputs, None, &model, planning.force)?;
+    let method = match planning.force {
+        Some(m) => m,
+        None if plan.seconds_with(Method::Scan) < plan.seconds_with(Method::Index) => Method::Scan,
+        None => Method::Index,
+    };
+    Ok((method, plan.seconds_with(method)))
+}
+
+fn record(req: &ScanRequest, (method, estimated): (Method, f64), started: Instant) {
+    let observed = started.elapsed().as_secs_f64();
+    let planning = &req.table.planning;
+    if let Ok(mut m) = planning.model.lock() {
+        m.observe(method, estimated, observed);
+    }
+    if let Ok(mut log) = planning.log.lock() {
+        log.push((method, estimated, observed));
+    }
+}
+
+/// One partition: a run of pieces.
+#[derive(Debug)]
+struct Partition {
+    request: Arc<ScanRequest>,
+    pieces: Vec<Vec<DimSelection>>,
+}
+
+impl PartitionStream for Partition {
+    fn schema(&self) -> &SchemaRef {
+        &self.request.schema
+    }
+
+    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let mut builder = RecordBatchReceiverStreamBuilder::new(self.request.schema.clone(), 2);
+        let tx = builder.tx();
+        let request = self.request.clone();
+        let pieces = self.pieces.clone();
+        let batch_size = ctx.session_config().batch_size();
+        builder.spawn_blocking(move || {
+            let mut sent = 0usize;
+            for sel in pieces {
+                if request.limit.is_some_and(|l| sent >= l) {
+                    break;
+                }
+                for batch in run_piece(&request, &sel, batch_size).map_err(crate::to_df)? {
+                    sent += batch.num_rows();
+                    if tx.blocking_send(Ok(batch)).is_err() {
+                        return Ok(()); // the consumer is gone: cancelled
+                    }
+                }
+            }
+            Ok(())
+        });
+        builder.build()
+    }
+}
+
+/// The execution plan of a scan.
+#[derive(Debug)]
+pub(crate) struct StrataScan;
+
+impl StrataScan {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn try_new(request: ScanRequest, partitions: usize) -> Result<StreamingTableExec> {
+        let all = pieces(&request)?;
+        let schema = request.schema.clone();
+        let limit = request.limit;
+        let request = Arc::new(request);
+        let per = all.len().div_ceil(partitions.max(1)).max(1);
+        let mut parts: Vec<Arc<dyn PartitionStream>> = all
+            .chunks(per)
+            .map(|c| Arc::new(Partition { request: request.clone(), pieces: c.to_vec() }) as Arc<dyn PartitionStream>)
+            .collect();
+        if parts.is_empty() {
+            parts.push(Arc::new(Partition { request: request.clone(), pieces: vec![] }));
+        }
+        StreamingTableExec::try_new(schema, parts, None, Vec::new(), false, limit)
+            .map_err(|e| Error::InvalidArgument(format!("planning the scan: {e}")))
+    }
+}

@@ -1,0 +1,188 @@
+//! SQL over strata stores through Apache DataFusion.
+//!
+//! Every group of numeric variables sharing dimensions is a table (see [`table`]): a row per
+//! grid point, a column per dimension and per variable. Comparisons on coordinates become
+//! index ranges and comparisons on variables become strata value constraints, answered from
+//! the index or by a scan as the cost model chooses ([`strata_core::planner`]). Everything
+//! else — aggregates, GROUP BY, ORDER BY, LIMIT, joins — is DataFusion's.
+
+mod cftime;
+mod exec;
+mod pushdown;
+pub mod table;
+
+pub use datafusion;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
+use std::sync::Arc;
+use strata_core::planner::CostModel;
+use strata_core::query::Method;
+use strata_core::{Error, Result, Store, StoreReader};
+use table::{Planning, StrataTable};
+
+pub(crate) fn to_df(e: Error) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+/// A DataFusion error as a strata error: strata's own errors keep their kind; SQL that
+/// does not parse or plan is an invalid argument.
+pub fn from_df(e: DataFusionError) -> Error {
+    if let DataFusionError::External(inner) = e.find_root() {
+        if let Some(err) = inner.downcast_ref::<Error>() {
+            return match err {
+                Error::Io { path, source } => {
+                    Error::Io { path: path.clone(), source: std::io::Error::new(source.kind(), source.to_string()) }
+                }
+                Error::Corruption(m) => Error::Corruption(m.clone()),
+                Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+                Error::Compatibility(m) => Error::Compatibility(m.clone()),
+                Error::NotFound(m) => Error::NotFound(m.clone()),
+                Error::Conflict(m) => Error::Conflict(m.clone()),
+            };
+        }
+    }
+    Error::InvalidArgument(format!("SQL: {}", e.find_root()))
+}
+
+/// The default table name of a store: its directory's name up to the first '.', made an
+/// SQL identifier (`data/ersst.strata` -> `ersst`).
+pub fn default_table_name(path: &str) -> String {
+    let base = std::path::Path::new(path.trim_end_matches('/'))
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let stem = base.split('.').next().unwrap_or_default();
+    let mut name: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, 't');
+    }
+    name
+}
+
+/// Options of a SQL session.
+#[derive(Debug, Clone, Default)]
+pub struct SqlOptions {
+    pub model: CostModel,
+    /// Force index or scan for every piece; None: the cost model chooses.
+    pub force: Option<Method>,
+    /// DataFusion partitions (default: the number of cores).
+    pub target_partitions: Option<usize>,
+}
+
+/// A SQL session over one or more stores, with its own runtime.
+pub struct SqlSession {
+    ctx: SessionContext,
+    runtime: Arc<tokio::runtime::Runtime>,
+    planning: Arc<Planning>,
+    tables: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for SqlSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlSession").field("tables", &self.tables).finish()
+    }
+}
+
+impl SqlSession {
+    /// Registers the stores `(path, name)`: the largest variable group of each as `name`
+    /// (default: [`default_table_name`]), every group also as `name_dim1_dim2...`.
+    pub fn open(stores: &[(String, Option<String>)], options: SqlOptions) -> Result<Self> {
+        let mut config = SessionConfig::new().with_information_schema(true);
+        if let Some(p) = options.target_partitions {
+            config = config.with_target_partitions(p.max(1));
+        }
+        let ctx = SessionContext::new_with_config(config);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(options.target_partitions.unwrap_or(2).clamp(1, 8))
+            .thread_name("strata-sql")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("tokio runtime", e))?;
+        let planning = Arc::new(Planning::new(options.model, options.force));
+        let mut tables = Vec::new();
+        for (path, name) in stores {
+            let reader = Arc::new(StoreReader::open(Store::local(path), None)?);
+            let groups = table::groups(&reader);
+            if groups.is_empty() {
+                return Err(table::no_tables(path));
+            }
+            let name = name.clone().unwrap_or_else(|| default_table_name(path));
+            for (i, g) in groups.into_iter().enumerate() {
+                let provider = Arc::new(StrataTable::new(reader.clone(), g.clone(), planning.clone())?);
+                let mut names = vec![format!("{name}_{}", g.name())];
+                if i == 0 {
+                    names.insert(0, name.clone());
+                }
+                for n in names {
+                    if tables.iter().any(|(t, _): &(String, String)| *t == n) {
+                        return Err(Error::InvalidArgument(format!("two tables would be named '{n}'")));
+                    }
+                    ctx.register_table(n.as_str(), provider.clone()).map_err(from_df)?;
+                    tables.push((n, g.variables.join(",")));
+                }
+            }
+        }
+        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables })
+    }
+
+    /// Registered tables: (name, its variables comma-separated).
+    pub fn tables(&self) -> &[(String, String)] {
+        &self.tables
+    }
+
+    /// Runs a query; its batches stream from the returned reader.
+    pub fn execute(&self, sql: &str) -> Result<BatchStream> {
+        let ctx = self.ctx.clone();
+        let sql = sql.to_string();
+        let stream = self.runtime.block_on(async move {
+            let df = ctx.sql(&sql).await?;
+            df.execute_stream().await
+        });
+        let stream = stream.map_err(from_df)?;
+        Ok(BatchStream { schema: stream.schema(), stream, runtime: self.runtime.clone() })
+    }
+
+    /// Pieces run so far: (method, estimated seconds, observed seconds).
+    pub fn pieces_run(&self) -> Vec<(Method, f64, f64)> {
+        self.planning.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// The cost model with the corrections learned from the queries run.
+    pub fn cost_model(&self) -> CostModel {
+        self.planning.model.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+/// The batches of a query, pulled one at a time (blocking).
+pub struct BatchStream {
+    schema: SchemaRef,
+    stream: SendableRecordBatchStream,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for BatchStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchStream").field("schema", &self.schema).finish()
+    }
+}
+
+impl BatchStream {
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+impl Iterator for BatchStream {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let stream = &mut self.stream;
+        self.runtime.block_on(stream.next()).map(|r| r.map_err(from_df))
+    }
+}

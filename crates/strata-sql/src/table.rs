@@ -1,0 +1,252 @@
+//! The tables of a store: one per group of numeric variables on the same dimensions, with a
+//! column per dimension (its 1-D coordinate, CF times as timestamps, or the index when the
+//! dimension has no coordinate) and a column per variable (NULL where the value is NaN or a
+//! fill value).
+
+use crate::cftime;
+use crate::exec::{ScanRequest, StrataScan};
+use crate::pushdown::{self, Pushdown};
+use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayRef, Int64Array, TimestampMicrosecondArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::Result as DfResult;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+use std::sync::{Arc, Mutex};
+use strata_core::manifest::{AttrValue, Variable};
+use strata_core::planner::CostModel;
+use strata_core::query::Method;
+use strata_core::{DType, DimSelection, Error, Result, StoreReader};
+
+/// How a table's scans choose their method, and what they report.
+#[derive(Debug)]
+pub struct Planning {
+    pub model: Mutex<CostModel>,
+    /// A method forced for every piece (benchmarks and tests); None lets the model choose.
+    pub force: Option<Method>,
+    /// Pieces run so far: (method, estimated seconds, observed seconds).
+    pub log: Mutex<Vec<(Method, f64, f64)>>,
+}
+
+impl Planning {
+    pub fn new(model: CostModel, force: Option<Method>) -> Self {
+        Planning { model: Mutex::new(model), force, log: Mutex::new(Vec::new()) }
+    }
+}
+
+/// What a dimension's column holds.
+#[derive(Debug, Clone)]
+pub(crate) enum CoordValues {
+    /// No coordinate variable: the position along the dimension.
+    Index,
+    /// A numeric 1-D coordinate, compared as f64.
+    Numeric(Vec<f64>),
+    /// CF time decoded to microseconds since the epoch.
+    Time(Vec<i64>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Coord {
+    pub values: CoordValues,
+    /// The column's values along the dimension.
+    pub array: ArrayRef,
+}
+
+/// A group of variables sharing dimensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub dims: Vec<String>,
+    pub shape: Vec<u64>,
+    pub variables: Vec<String>,
+}
+
+impl Group {
+    /// The group's table name: its dimensions joined by '_'.
+    pub fn name(&self) -> String {
+        self.dims.join("_")
+    }
+}
+
+/// The variable groups of a store, largest (most elements, then most variables) first.
+pub fn groups(reader: &StoreReader) -> Vec<Group> {
+    let m = reader.manifest();
+    let mut out: Vec<Group> = Vec::new();
+    for v in &m.variables {
+        let is_coord = v.dims.len() == 1 && v.dims[0] == v.name;
+        if is_coord || v.chunking.is_none() || v.dims.is_empty() || v.dtype == DType::Char {
+            continue;
+        }
+        match out.iter_mut().find(|g| g.dims == v.dims) {
+            Some(g) => g.variables.push(v.name.clone()),
+            None => out.push(Group { dims: v.dims.clone(), shape: m.shape(v), variables: vec![v.name.clone()] }),
+        }
+    }
+    out.sort_by_key(|g| (std::cmp::Reverse(g.shape.iter().product::<u64>()), std::cmp::Reverse(g.variables.len())));
+    out
+}
+
+fn attr_str<'a>(v: &'a Variable, name: &str) -> Option<&'a str> {
+    v.attrs.iter().find(|a| a.name == name).and_then(|a| match &a.value {
+        AttrValue::String(s) => Some(s.as_str()),
+        _ => None,
+    })
+}
+
+pub(crate) fn arrow_type(dtype: DType) -> Option<DataType> {
+    Some(match dtype {
+        DType::I8 => DataType::Int8,
+        DType::U8 => DataType::UInt8,
+        DType::I16 => DataType::Int16,
+        DType::U16 => DataType::UInt16,
+        DType::I32 => DataType::Int32,
+        DType::U32 => DataType::UInt32,
+        DType::I64 => DataType::Int64,
+        DType::U64 => DataType::UInt64,
+        DType::F32 => DataType::Float32,
+        DType::F64 => DataType::Float64,
+        DType::Char | DType::String => return None,
+    })
+}
+
+fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
+    let m = reader.manifest();
+    let var = m.variables.iter().find(|v| v.name == dim && v.dims.len() == 1 && v.dims[0] == dim);
+    let Some(var) = var.filter(|v| v.chunking.is_some() && arrow_type(v.dtype).is_some()) else {
+        let array: ArrayRef = Arc::new(Int64Array::from_iter_values(0..len as i64));
+        return Ok(Coord { values: CoordValues::Index, array });
+    };
+    let mut raw = vec![0u8; len as usize * var.dtype.size()];
+    reader.read_into(dim, &[DimSelection { start: 0, stop: len, step: 1 }], &mut raw)?;
+    let values = var.dtype.to_f64s(&raw);
+    let time = attr_str(var, "units").and_then(|u| cftime::time_units(u, attr_str(var, "calendar")));
+    if let Some((scale, offset)) = time {
+        let micros: Vec<i64> = values.iter().map(|&x| cftime::to_micros(x, scale, offset)).collect();
+        let array: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros.clone()));
+        return Ok(Coord { values: CoordValues::Time(micros), array });
+    }
+    let array = crate::exec::column_array(var.dtype, &raw, &[])?;
+    Ok(Coord { values: CoordValues::Numeric(values), array })
+}
+
+/// A column of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Column {
+    /// The coordinate of dimension `d`.
+    Coord(usize),
+    /// A variable.
+    Var(String),
+}
+
+#[derive(Debug)]
+pub(crate) struct TableInner {
+    pub reader: Arc<StoreReader>,
+    pub group: Group,
+    pub coords: Vec<Coord>,
+    pub columns: Vec<Column>,
+    pub schema: SchemaRef,
+    pub planning: Arc<Planning>,
+}
+
+/// One variable group of a store as a DataFusion table.
+#[derive(Debug)]
+pub struct StrataTable {
+    pub(crate) inner: Arc<TableInner>,
+}
+
+impl StrataTable {
+    pub fn new(reader: Arc<StoreReader>, group: Group, planning: Arc<Planning>) -> Result<Self> {
+        let mut fields = Vec::new();
+        let mut coords = Vec::new();
+        let mut columns = Vec::new();
+        for (d, (dim, &len)) in group.dims.iter().zip(&group.shape).enumerate() {
+            let c = read_coord(&reader, dim, len)?;
+            fields.push(Field::new(dim, c.array.data_type().clone(), true));
+            coords.push(c);
+            columns.push(Column::Coord(d));
+        }
+        for name in &group.variables {
+            if group.dims.contains(name) {
+                continue;
+            }
+            let (_, v) = reader.manifest().variable(name)?;
+            let Some(t) = arrow_type(v.dtype) else { continue };
+            fields.push(Field::new(name, t, true));
+            columns.push(Column::Var(name.clone()));
+        }
+        let schema = Arc::new(Schema::new(fields));
+        Ok(StrataTable { inner: Arc::new(TableInner { reader, group, coords, columns, schema, planning }) })
+    }
+}
+
+#[async_trait]
+impl TableProvider for StrataTable {
+    fn schema(&self) -> SchemaRef {
+        self.inner.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| match pushdown::classify(&self.inner, f) {
+                Some(Pushdown { exact: true, .. }) => TableProviderFilterPushDown::Exact,
+                Some(_) => TableProviderFilterPushDown::Inexact,
+                None => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let inner = &self.inner;
+        let nd = inner.group.dims.len();
+        let mut region: Vec<(u64, u64)> = inner.group.shape.iter().map(|&n| (0, n)).collect();
+        let mut constraints = Vec::new();
+        for f in filters {
+            let Some(p) = pushdown::classify(inner, f) else { continue };
+            for (d, lo, hi) in p.ranges {
+                region[d].0 = region[d].0.max(lo);
+                region[d].1 = region[d].1.min(hi);
+            }
+            if let Some(pred) = p.predicate {
+                constraints.push(pred);
+            }
+        }
+        let predicate = match constraints.len() {
+            0 => None,
+            1 => constraints.pop(),
+            _ => Some(strata_core::query::Predicate::And { args: constraints }),
+        };
+        let columns: Vec<Column> = match projection {
+            Some(p) => p.iter().map(|&i| inner.columns[i].clone()).collect(),
+            None => inner.columns.clone(),
+        };
+        let schema = match projection {
+            Some(p) => Arc::new(inner.schema.project(p)?),
+            None => inner.schema.clone(),
+        };
+        let region: Vec<DimSelection> = (0..nd)
+            .map(|d| {
+                let (lo, hi) = region[d];
+                DimSelection { start: lo.min(hi), stop: hi, step: 1 }
+            })
+            .collect();
+        let request = ScanRequest { table: inner.clone(), region, predicate, columns, schema, limit };
+        let partitions = state.config().target_partitions().max(1);
+        Ok(Arc::new(StrataScan::try_new(request, partitions).map_err(crate::to_df)?))
+    }
+}
+
+/// The error for a store with no numeric variable on any dimension.
+pub(crate) fn no_tables(path: &str) -> Error {
+    Error::InvalidArgument(format!("store '{path}' has no numeric variables with dimensions: nothing to query"))
+}

@@ -1,0 +1,187 @@
+"""SQL through DataFusion: results equal DuckDB over the same data (from xarray) and NumPy."""
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import strata
+from conftest import DATA, needs_data
+from strata.cli import main
+
+ERSST = "ersst_v3b_1960-2016_concat.nc"
+Q1 = "SELECT lat, lon, sst FROM ersst WHERE sst > 28 AND lat BETWEEN -10 AND 10 AND time >= '2000-01-01'"
+Q2 = "SELECT time, avg(sst) AS m FROM ersst WHERE lat > 60 GROUP BY time ORDER BY time"
+
+
+@pytest.fixture(scope="module")
+def ersst(tmp_path_factory):
+    """ERSST imported twice (S and V-S layouts) and the xarray reference as a DataFrame."""
+    import xarray as xr
+
+    base = tmp_path_factory.mktemp("sql")
+    paths = {}
+    for layout in ("S", "V-S"):
+        paths[layout] = base / f"ersst_{layout.replace('-', '')}.strata"
+        strata.import_file(DATA / ERSST, paths[layout], layout=layout, codec="zstd:3")
+    with xr.open_dataset(DATA / ERSST) as ds:
+        frame = ds["sst"].to_dataframe().reset_index()
+    return paths, frame
+
+
+def duck(sql: str, frame: pd.DataFrame) -> pd.DataFrame:
+    con = duckdb.connect()
+    con.register("ersst", frame)
+    return con.sql(sql).df()
+
+
+def same_rows(got: pa.Table, want: pd.DataFrame, keys: list[str]) -> None:
+    g = got.to_pandas().sort_values(keys).reset_index(drop=True)
+    w = want.sort_values(keys).reset_index(drop=True)
+    assert list(g.columns) == list(w.columns)
+    assert len(g) == len(w)
+    for c in g.columns:
+        if np.issubdtype(w[c].dtype, np.datetime64):
+            np.testing.assert_array_equal(g[c].to_numpy("datetime64[us]"), w[c].to_numpy("datetime64[us]"))
+        else:
+            np.testing.assert_allclose(g[c].to_numpy(float), w[c].to_numpy(float), rtol=1e-6, equal_nan=True)
+
+
+@needs_data
+@pytest.mark.parametrize("layout", ["S", "V-S"])
+@pytest.mark.parametrize("method", ["auto", "index", "scan"])
+def test_issue_queries_match_duckdb(ersst, layout, method):
+    paths, frame = ersst
+    got = strata.sql(paths[layout], Q1, table="ersst", method=method)
+    want = duck(Q1, frame)
+    assert len(want) > 100
+    same_rows(got, want, ["lat", "lon", "sst"])
+    got = strata.sql(paths[layout], Q2, table="ersst", method=method)
+    want = duck(Q2, frame)
+    assert len(got) == 684
+    same_rows(got, want, ["time"])
+
+
+@needs_data
+def test_whole_empty_null_and_ordered_results(ersst):
+    paths, frame = ersst
+    session = strata.SqlSession(paths["V-S"], table="ersst")
+    sst = frame["sst"].to_numpy()
+    whole = session.execute("SELECT count(*) AS n, count(sst) AS valid, sum(sst) AS s FROM ersst").to_pylist()[0]
+    assert whole["n"] == sst.size
+    assert whole["valid"] == np.count_nonzero(~np.isnan(sst))
+    np.testing.assert_allclose(whole["s"], np.nansum(sst.astype("f8")), rtol=1e-9)
+    assert (
+        session.execute("SELECT count(*) AS n FROM ersst WHERE sst IS NULL").to_pylist()[0]["n"] == np.isnan(sst).sum()
+    )
+    empty = session.execute("SELECT time, sst FROM ersst WHERE sst > 100")
+    assert empty.num_rows == 0 and empty.column_names == ["time", "sst"]
+    assert (
+        session.execute("SELECT count(*) AS n FROM ersst WHERE sst > 28").to_pylist()[0]["n"]
+        == (np.nan_to_num(sst, nan=-1) > 28).sum()
+    )
+    top = session.execute("SELECT time, lat, lon, sst FROM ersst ORDER BY sst DESC NULLS LAST LIMIT 5")
+    same_rows(top, duck("SELECT time, lat, lon, sst FROM ersst ORDER BY sst DESC NULLS LAST LIMIT 5", frame), ["sst"])
+    # Coordinate filters in every form, and value filters with OR, against DuckDB.
+    for q in (
+        "SELECT time, lat, lon, sst FROM ersst WHERE lon = 180 AND time < '1960-04-01'",
+        "SELECT lat, lon, sst FROM ersst WHERE (sst < -1.5 OR sst > 30.5) AND time = '1998-01-15'",
+        "SELECT lat, count(*) AS n FROM ersst WHERE 29 <= sst AND lat <> 0 GROUP BY lat",
+        "SELECT lat, lon FROM ersst WHERE time BETWEEN '2016-12-01' AND '2017-01-01' AND sst != 0 AND lat > 88",
+    ):
+        got = session.execute(q)
+        want = duck(q, frame)
+        same_rows(got, want, list(want.columns))
+
+
+@needs_data
+def test_joins_and_streaming(ersst):
+    paths, _ = ersst
+    session = strata.SqlSession({"a": paths["S"], "b": paths["V-S"]})
+    q = (
+        "SELECT a.time, a.m - b.m AS d FROM "
+        "(SELECT time, max(sst) AS m FROM a GROUP BY time) a JOIN "
+        "(SELECT time, max(sst) AS m FROM b WHERE lat < 0 GROUP BY time) b ON a.time = b.time"
+    )
+    got = session.execute(q).to_pandas()
+    assert len(got) == 684 and (got["d"] >= 0).all()
+    reader = session.stream("SELECT * FROM a")
+    assert isinstance(reader, pa.RecordBatchReader)
+    first = reader.read_next_batch()
+    assert 0 < first.num_rows <= 8192 and first.schema.names == ["time", "lat", "lon", "sst"]
+    reader.close()  # the rest of the 11M-row result is never computed
+
+
+def test_tables_columns_and_errors(tmp_path):
+    a = np.arange(24, dtype="f4").reshape(2, 3, 4)
+    a[0, 0, 0] = -9
+    strata.write_arrays(
+        tmp_path / "grid.strata",
+        {
+            "a": (("t", "y", "x"), a, {"_FillValue": np.float32(-9)}),
+            "k": (("t", "y", "x"), np.arange(24, dtype="i4").reshape(2, 3, 4)),
+            "h": (("y", "x"), np.ones((3, 4), "f8")),
+            "x": (("x",), np.array([10.0, 20.0, 30.0, 40.0])),
+            "t": (("t",), np.array([0, 6], "i8"), {"units": "hours since 2001-02-03 04:00:00"}),
+        },
+        record_dim="t",
+    )
+    s = strata.SqlSession(tmp_path / "grid.strata")
+    assert s.tables == {"grid": ["a", "k"], "grid_t_y_x": ["a", "k"], "grid_y_x": ["h"]}
+    t = s.execute("SELECT * FROM grid ORDER BY t, y, x")
+    assert t.schema.field("t").type == pa.timestamp("us")
+    assert t.schema.field("y").type == pa.int64() and t.schema.field("x").type == pa.float64()
+    assert t.column("t").to_pylist()[0] == pd.Timestamp("2001-02-03 04:00").to_pydatetime()
+    assert t.column("t").to_pylist()[-1] == pd.Timestamp("2001-02-03 10:00").to_pydatetime()
+    assert t.column("a").null_count == 1 and t.column("a").to_pylist()[1] == 1.0
+    np.testing.assert_array_equal(t.column("k").to_numpy(), np.arange(24))
+    got = s.execute("SELECT x, k FROM grid WHERE x >= 25 AND k % 2 = 0 AND a > 3 ORDER BY k").to_pydict()
+    assert got == {"x": [30.0] * 5, "k": [6, 10, 14, 18, 22]}
+    with pytest.raises(strata.InvalidArgumentError, match="SQL"):
+        s.execute("SELEC 1")
+    with pytest.raises(strata.InvalidArgumentError, match="nope"):
+        s.execute("SELECT * FROM nope")
+    with pytest.raises(strata.InvalidArgumentError, match="method"):
+        strata.SqlSession(tmp_path / "grid.strata", method="fast")
+    with pytest.raises(strata.NotFoundError):
+        strata.sql(tmp_path / "missing.strata", "SELECT 1")
+
+
+def test_damaged_store_is_corruption(tmp_path):
+    path = tmp_path / "d.strata"
+    strata.write_arrays(path, {"v": (("t", "x"), np.random.default_rng(0).normal(size=(40, 500)))}, record_dim="t")
+    for f in sorted((path / "data").glob("*")):
+        raw = bytearray(f.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        f.write_bytes(bytes(raw))
+    with pytest.raises(strata.CorruptionError):
+        strata.sql(path, "SELECT sum(v) FROM d")
+
+
+@needs_data
+def test_cli_sql_and_explain(ersst, tmp_path, capsys, monkeypatch):
+    paths, frame = ersst
+    monkeypatch.setenv("STRATA_COST_MODEL", str(tmp_path / "model.json"))
+    store = str(paths["V-S"])
+    assert main(["sql", store, "--tables"]) == 0
+    assert "ersst_vs: sst" in capsys.readouterr().out
+    out = tmp_path / "q2.csv"
+    assert main(["sql", store, Q2.replace("ersst", "ersst_vs"), "-o", str(out)]) == 0
+    got = pd.read_csv(out)
+    want = duck(Q2, frame)
+    np.testing.assert_allclose(got["m"].to_numpy(), want["m"].to_numpy(), rtol=1e-6)
+    pq = tmp_path / "q1.parquet"
+    assert main(["sql", store, Q1.replace("ersst", "ersst_vs"), "-o", str(pq), "--plan", "scan"]) == 0
+    assert len(pd.read_parquet(pq)) == len(duck(Q1, frame))
+    assert main(["sql", store, "SELECT count(*) AS n FROM ersst_vs WHERE sst > 28"]) == 0
+    assert str((np.nan_to_num(frame["sst"].to_numpy(), nan=-1) > 28).sum()) in capsys.readouterr().out
+    assert main(["sql", store, "SELECT nothing FROM ersst_vs"]) == 2
+    assert "error" in capsys.readouterr().err
+    assert main(["explain", store, "--where", "sst > 28", "--sel", "lat=-10:10"]) == 0
+    text = capsys.readouterr().out
+    assert "built-in defaults" in text and "choice" in text and "actual:" in text
+    assert main(["calibrate", "--quick", "--repeats", "1", "--quiet"]) == 0
+    assert "wrote" in capsys.readouterr().out and (tmp_path / "model.json").exists()
+    assert main(["explain", store, "--where", "sst > 28", "--no-run", "--output", "count"]) == 0
+    assert "calibrated" in capsys.readouterr().out
