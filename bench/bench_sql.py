@@ -23,14 +23,13 @@ slower than the better forced method on any point of the sweep. Also ``Dataset.q
 from __future__ import annotations
 
 import json
-import time
 
 import duckdb
 import netCDF4
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from common import DATA, WORK, fresh, git_rev, machine
+from common import DATA, WORK, best, fresh, git_rev, machine
 
 import strata
 from strata.planner import cost_model_path, load_cost_model_json
@@ -38,15 +37,6 @@ from strata.planner import cost_model_path, load_cost_model_json
 FILL = -999.0
 SWEEP = (0.001, 0.01, 0.05, 0.2, 0.5, 0.9)
 METHODS = ("auto", "index", "scan")
-
-
-def best(fn, repeat=5):
-    out, t = None, float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        t = min(t, time.perf_counter() - t0)
-    return t, out
 
 
 def inputs():

@@ -32,20 +32,11 @@ import netCDF4
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from common import DATA, WORK, dir_size, fresh, git_rev, machine
+from common import DATA, WORK, best, dir_size, fresh, git_rev, machine
 
 import strata
 
 FILL = -999.0
-
-
-def best(fn, repeat=5):
-    out, t = None, float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        t = min(t, time.perf_counter() - t0)
-    return t, out
 
 
 def inputs():

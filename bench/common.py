@@ -7,6 +7,7 @@ import pathlib
 import platform
 import shutil
 import subprocess
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -63,3 +64,13 @@ def random_boxes(shape, fraction: float, n: int, rng) -> list[tuple[slice, ...]]
 
 
 __all__ = ["DATA", "WORK", "dir_size", "fresh", "git_rev", "machine", "random_boxes"]
+
+
+def best(fn, repeat=5):
+    """(the shortest of ``repeat`` timings of ``fn()`` in seconds, its last result)."""
+    out, t = None, float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        t = min(t, time.perf_counter() - t0)
+    return t, out

@@ -16,7 +16,12 @@ use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
 
 fn to_py(e: Error) -> PyErr {
-    let class = match e.kind() {
+    exception(e.kind(), e.to_string())
+}
+
+/// The `strata.errors` exception for an error of `kind` with its formatted message.
+fn exception(kind: ErrorKind, message: String) -> PyErr {
+    let class = match kind {
         ErrorKind::Io => "StrataIOError",
         ErrorKind::Corruption => "CorruptionError",
         ErrorKind::InvalidArgument => "InvalidArgumentError",
@@ -24,7 +29,6 @@ fn to_py(e: Error) -> PyErr {
         ErrorKind::NotFound => "NotFoundError",
         ErrorKind::Conflict => "ConflictError",
     };
-    let message = e.to_string();
     Python::attach(|py| {
         let ty = py.import("strata.errors").and_then(|m| m.getattr(class)).and_then(|c| Ok(c.cast_into::<PyType>()?));
         match ty {
@@ -50,6 +54,21 @@ type Stats = (u64, u64, u64, u64, u64);
 
 fn stats_tuple(s: &strata_core::query::QueryStats) -> Stats {
     (s.subchunks, s.full, s.empty, s.boundary, s.scanned)
+}
+
+/// A value constraint (JSON) and a region, as the query calls take them.
+fn query_args(
+    predicate: &str,
+    starts: &[u64],
+    stops: &[u64],
+    steps: &[u64],
+) -> PyResult<(strata_core::query::Predicate, Vec<DimSelection>)> {
+    Ok((json_arg(predicate, "value constraint")?, selection(starts, stops, steps)?))
+}
+
+/// The cost model from its JSON, or the built-in defaults.
+fn cost_model(model_json: Option<&str>) -> PyResult<CostModel> {
+    model_json.map_or_else(|| Ok(CostModel::default()), |t| CostModel::from_json(t).map_err(to_py))
 }
 
 fn parse_method(text: &str) -> PyResult<Method> {
@@ -115,9 +134,8 @@ impl Reader {
         count_only: bool,
         method: &str,
     ) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, u64, Stats)> {
-        let pred: strata_core::query::Predicate = json_arg(predicate, "value constraint")?;
+        let (pred, sel) = query_args(predicate, &starts, &stops, &steps)?;
         let method = parse_method(method)?;
-        let sel = selection(&starts, &stops, &steps)?;
         let (selection, count, stats) =
             py.detach(|| self.inner.select_with(&pred, &sel, count_only, method)).map_err(to_py)?;
         let flat = numpy::PyArray1::from_vec(py, selection.flat);
@@ -140,8 +158,7 @@ impl Reader {
         level: Option<usize>,
         methods: Option<std::collections::HashMap<usize, String>>,
     ) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, Vec<Bound<'py, numpy::PyArray1<u8>>>, Stats)> {
-        let pred: strata_core::query::Predicate = json_arg(predicate, "value constraint")?;
-        let sel = selection(&starts, &stops, &steps)?;
+        let (pred, sel) = query_args(predicate, &starts, &stops, &steps)?;
         let mut by_slab = std::collections::HashMap::new();
         for (slab, m) in methods.unwrap_or_default() {
             by_slab.insert(slab, parse_method(&m)?);
@@ -170,12 +187,8 @@ impl Reader {
         model_json: Option<&str>,
         force: Option<&str>,
     ) -> PyResult<String> {
-        let pred: strata_core::query::Predicate = json_arg(predicate, "value constraint")?;
-        let sel = selection(&starts, &stops, &steps)?;
-        let model = match model_json {
-            Some(t) => CostModel::from_json(t).map_err(to_py)?,
-            None => CostModel::default(),
-        };
+        let (pred, sel) = query_args(predicate, &starts, &stops, &steps)?;
+        let model = cost_model(model_json)?;
         let force = force.map(parse_method).transpose()?;
         let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
         let plan = py.detach(|| self.inner.plan_query(&pred, &sel, &names, level, &model, force)).map_err(to_py)?;
@@ -367,10 +380,7 @@ impl SqlSession {
         force: Option<&str>,
         partitions: Option<usize>,
     ) -> PyResult<Self> {
-        let model = match model_json {
-            Some(t) => CostModel::from_json(t).map_err(to_py)?,
-            None => CostModel::default(),
-        };
+        let model = cost_model(model_json)?;
         let force = force.map(parse_method).transpose()?;
         let options = strata_sql::SqlOptions { model, force, target_partitions: partitions };
         let inner = py.detach(|| strata_sql::SqlSession::open(&stores, options)).map_err(to_py)?;
@@ -428,18 +438,6 @@ impl arrow::record_batch::RecordBatchReader for ArrowReader {
     }
 }
 
-/// An error of `kind` with an already formatted message, for the exception mapping.
-fn error_of(kind: ErrorKind, message: String) -> Error {
-    match kind {
-        ErrorKind::Io => Error::io(String::new(), std::io::Error::other(message)),
-        ErrorKind::Corruption => Error::Corruption(message),
-        ErrorKind::InvalidArgument => Error::InvalidArgument(message),
-        ErrorKind::Compatibility => Error::Compatibility(message),
-        ErrorKind::NotFound => Error::NotFound(message),
-        ErrorKind::Conflict => Error::Conflict(message),
-    }
-}
-
 /// A query's result, exported once through the Arrow C stream interface
 /// (`pyarrow.RecordBatchReader.from_stream(obj)`).
 #[pyclass(frozen, module = "strata._core")]
@@ -453,7 +451,7 @@ impl SqlStream {
     /// Raises the typed exception for the error the stream met, if any.
     fn raise_error(&self) -> PyResult<()> {
         match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some((kind, message)) => Err(to_py(error_of(kind, message))),
+            Some((kind, message)) => Err(exception(kind, message)),
             None => Ok(()),
         }
     }

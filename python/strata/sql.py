@@ -24,8 +24,7 @@ from typing import Any
 
 from . import _core
 from .errors import InvalidArgumentError
-
-METHODS = ("auto", "index", "scan")
+from .query import METHODS
 
 
 def _stores(store: str | os.PathLike | Mapping[str, str | os.PathLike], table: str | None):

@@ -155,7 +155,7 @@ def test_damaged_store_is_corruption(tmp_path):
         raw = bytearray(f.read_bytes())
         raw[len(raw) // 2] ^= 0xFF
         f.write_bytes(bytes(raw))
-    with pytest.raises(strata.CorruptionError):
+    with pytest.raises(strata.CorruptionError, match=r"^corrupt store: segment"):
         strata.sql(path, "SELECT sum(v) FROM d")
 
 

@@ -222,6 +222,18 @@ struct Counters {
     scanned: AtomicU64,
 }
 
+impl Counters {
+    fn into_stats(self) -> QueryStats {
+        QueryStats {
+            subchunks: self.subchunks.into_inner(),
+            full: self.full.into_inner(),
+            empty: self.empty.into_inner(),
+            boundary: self.boundary.into_inner(),
+            scanned: self.scanned.into_inner(),
+        }
+    }
+}
+
 /// One sub-chunk of the driver inside the region.
 struct QueryBox {
     slab: usize,
@@ -289,6 +301,10 @@ pub struct Points {
     /// One column per returned variable: its elements' little-endian bytes, in `flat` order.
     pub columns: Vec<Vec<u8>>,
 }
+
+/// Which elements of a box satisfy a constraint, and the raw bytes of each constrained
+/// variable read to find out.
+type ScanTest<'p> = (Vec<bool>, HashMap<&'p str, Vec<u8>>);
 
 /// One box's share of a [`Points`] result.
 struct BoxPoints {
@@ -426,13 +442,7 @@ impl StoreReader {
             flat.extend(f);
         }
         flat.par_sort_unstable();
-        let stats = QueryStats {
-            subchunks: counters.subchunks.into_inner(),
-            full: counters.full.into_inner(),
-            empty: counters.empty.into_inner(),
-            boundary: counters.boundary.into_inner(),
-            scanned: counters.scanned.into_inner(),
-        };
+        let stats = counters.into_stats();
         Ok((Selection { shape, flat }, count, stats))
     }
 
@@ -522,13 +532,7 @@ impl StoreReader {
             }
             columns.push(col);
         }
-        let stats = QueryStats {
-            subchunks: counters.subchunks.into_inner(),
-            full: counters.full.into_inner(),
-            empty: counters.empty.into_inner(),
-            boundary: counters.boundary.into_inner(),
-            scanned: counters.scanned.into_inner(),
-        };
+        let stats = counters.into_stats();
         Ok((Points { flat: order.into_iter().map(|o| o.0).collect(), columns }, stats))
     }
 
@@ -543,37 +547,25 @@ impl StoreReader {
         level: Option<usize>,
         counters: &Counters,
     ) -> Result<BoxPoints> {
-        counters.scanned.fetch_add(1, Ordering::Relaxed);
+        let (mask, raws) = self.scan_test(pred, b, counters)?;
+        let local: Vec<u32> = match &b.region {
+            Some(r) => r.iter().filter(|&p| mask[p as usize]).collect(),
+            None => mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i as u32).collect(),
+        };
         let sel = b.selection();
-        let n = b.len.iter().product::<u64>() as usize;
-        let mut raws: HashMap<&str, Vec<u8>> = HashMap::new();
-        let mut columns = HashMap::new();
-        for name in pred.variable_names() {
-            let (_, var) = self.manifest().variable(name)?;
-            let mut raw = vec![0u8; n * var.dtype.size()];
-            self.read_into_at(name, &sel, None, &mut raw)?;
-            columns.insert(name, (var.dtype.to_f64s(&raw), var.missing_values()));
-            raws.insert(name, raw);
-        }
-        let mut mask = pred.test_dense(&DenseValues { len: n, columns })?;
-        if let Some(r) = &b.region {
-            let mut inside = vec![false; n];
-            for p in r.iter() {
-                inside[p as usize] = true;
-            }
-            mask.iter_mut().zip(inside).for_each(|(m, i)| *m &= i);
-        }
-        let local: Vec<u32> = mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i as u32).collect();
+        let n = mask.len();
         let mut cols = Vec::with_capacity(outputs.len());
         for name in outputs {
             let (_, var) = self.manifest().variable(name)?;
             let es = var.dtype.size();
+            let read;
             let raw = match raws.get(name) {
-                Some(r) if level.is_none() => r.clone(),
+                Some(r) if level.is_none() => r,
                 _ => {
-                    let mut raw = vec![0u8; n * es];
-                    self.read_into_at(name, &sel, level, &mut raw)?;
-                    raw
+                    let mut buf = vec![0u8; n * es];
+                    self.read_into_at(name, &sel, level, &mut buf)?;
+                    read = buf;
+                    &read
                 }
             };
             let mut col = Vec::with_capacity(local.len() * es);
@@ -585,19 +577,27 @@ impl StoreReader {
         Ok(BoxPoints { flat: flat_of(b, shape, local.into_iter()), columns: Some(cols) })
     }
 
-    /// Reads the box of every constrained variable whole and tests each element.
-    fn scan_box(&self, pred: &Predicate, b: &QueryBox, counters: &Counters) -> Result<RoaringBitmap> {
+    /// Reads the box of every constrained variable whole (full precision) and tests each
+    /// element: which satisfy `pred`, and the raw bytes read, by variable.
+    fn scan_test<'p>(&self, pred: &'p Predicate, b: &QueryBox, counters: &Counters) -> Result<ScanTest<'p>> {
         counters.scanned.fetch_add(1, Ordering::Relaxed);
         let sel = b.selection();
         let n = b.len.iter().product::<u64>() as usize;
+        let mut raws = HashMap::new();
         let mut columns = HashMap::new();
         for name in pred.variable_names() {
             let (_, var) = self.manifest().variable(name)?;
             let mut raw = vec![0u8; n * var.dtype.size()];
             self.read_into_at(name, &sel, None, &mut raw)?;
             columns.insert(name, (var.dtype.to_f64s(&raw), var.missing_values()));
+            raws.insert(name, raw);
         }
-        let mask = pred.test_dense(&DenseValues { len: n, columns })?;
+        Ok((pred.test_dense(&DenseValues { len: n, columns })?, raws))
+    }
+
+    /// The local positions of a box where `pred` holds, by a scan.
+    fn scan_box(&self, pred: &Predicate, b: &QueryBox, counters: &Counters) -> Result<RoaringBitmap> {
+        let (mask, _) = self.scan_test(pred, b, counters)?;
         let hits = mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i as u32);
         Ok(RoaringBitmap::from_sorted_iter(hits).unwrap_or_default())
     }
