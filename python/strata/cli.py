@@ -455,8 +455,9 @@ def cmd_calibrate(args) -> int:
     model = calibrate(quick=args.quick, repeats=args.repeats, progress=not args.quiet)
     fit = model["fit"]
     print(f"wrote {fit['path']}: {model['source']}")
+    print(f"  {'ns per unit':>11} {'index':>10} {'scan':>10}")
     for k, v in model["ns"].items():
-        print(f"  {k:>9}: {v:10.4f} ns")
+        print(f"  {k:>11} {v:10.4f} {model['scan_ns'][k]:10.4f}")
     print(
         f"fit: median relative error {fit['median_relative_error']:.1%}; the model picks the faster method "
         f"within 10% on {fit['picks_within_10pct']:.0%} of the {fit['timings'] // 2} queries timed "

@@ -30,7 +30,7 @@ pub struct Work {
     pub tested: f64,
     /// Elements whose positions come from the index alone (bitmap unions).
     pub indexed: f64,
-    /// Returned elements picked by position out of decoded sub-chunks.
+    /// Returned elements copied out of decoded sub-chunks (by either method).
     pub gathered: f64,
 }
 
@@ -77,12 +77,20 @@ pub struct CostModel {
     pub version: u32,
     /// Where the constants come from ("default", or the calibration's date and machine).
     pub source: String,
+    /// Costs of the index method, and of the scan when `scan_ns` is absent.
     pub ns: Coefficients,
+    /// Costs of the scan, when fitted apart (`strata calibrate` fits each method on its
+    /// own timings: the same feature costs differently inside each method's loops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_ns: Option<Coefficients>,
     /// Observed / estimated time of the queries run so far, per method (1 when none).
     #[serde(default = "one")]
     pub index_correction: f64,
     #[serde(default = "one")]
     pub scan_correction: f64,
+    /// Observations folded into each correction (index, scan) in this process.
+    #[serde(skip)]
+    pub observations: [u32; 2],
 }
 
 fn one() -> f64 {
@@ -105,8 +113,10 @@ impl Default for CostModel {
                 indexed: 0.05,
                 gathered: 12.0,
             },
+            scan_ns: None,
             index_correction: 1.0,
             scan_correction: 1.0,
+            observations: [0, 0],
         }
     }
 }
@@ -121,7 +131,8 @@ impl CostModel {
                 m.version
             )));
         }
-        let c = m.ns.as_array();
+        let mut c = m.ns.as_array().to_vec();
+        c.extend(m.scan_ns.map(|s| s.as_array()).unwrap_or_default());
         if c.iter().chain([&m.index_correction, &m.scan_correction]).any(|x| !x.is_finite() || *x < 0.0) {
             return Err(Error::InvalidArgument("cost model constants must be finite and non-negative".into()));
         }
@@ -134,25 +145,56 @@ impl CostModel {
 
     /// Estimated seconds of `work` done by `method`.
     pub fn seconds(&self, method: Method, work: &Work) -> f64 {
-        let raw: f64 = self.ns.as_array().iter().zip(work.as_array()).map(|(c, w)| c * w).sum::<f64>() * 1e-9;
-        raw * match method {
+        let ns = match (method, &self.scan_ns) {
+            (Method::Scan, Some(s)) => s,
+            _ => &self.ns,
+        };
+        let raw: f64 = ns.as_array().iter().zip(work.as_array()).map(|(c, w)| c * w).sum::<f64>() * 1e-9;
+        raw * self.correction(method)
+    }
+
+    fn slot(method: Method) -> usize {
+        match method {
+            Method::Index => 0,
+            Method::Scan => 1,
+        }
+    }
+
+    /// The correction applied to `method`. A method not yet observed in this process
+    /// borrows the other's when that one has been: what slows one down here (a loaded
+    /// machine, concurrent pieces, a store unlike the calibration's) most likely slows
+    /// both, and correcting only the method that runs would tip the choice to the other.
+    pub fn correction(&self, method: Method) -> f64 {
+        let own = match method {
             Method::Index => self.index_correction,
             Method::Scan => self.scan_correction,
+        };
+        let other = match method {
+            Method::Index => (self.scan_correction, self.observations[1]),
+            Method::Scan => (self.index_correction, self.observations[0]),
+        };
+        if self.observations[Self::slot(method)] == 0 && other.1 > 0 {
+            other.0
+        } else {
+            own
         }
     }
 
     /// Folds an observed time into the method's correction (a moving average of the
-    /// observed/estimated ratio, kept within [0.1, 10]).
+    /// observed/estimated ratio, kept within [0.1, 10]). `estimated_s` is what
+    /// [`seconds`](Self::seconds) said for the work observed.
     pub fn observe(&mut self, method: Method, estimated_s: f64, observed_s: f64) {
         if estimated_s <= 0.0 || !observed_s.is_finite() || observed_s <= 0.0 {
             return;
         }
-        let c = match method {
-            Method::Index => &mut self.index_correction,
-            Method::Scan => &mut self.scan_correction,
-        };
-        let ratio = observed_s / (estimated_s / *c);
-        *c = (0.8 * *c + 0.2 * ratio).clamp(0.1, 10.0);
+        let current = self.correction(method);
+        let ratio = observed_s / (estimated_s / current);
+        let next = (0.8 * current + 0.2 * ratio).clamp(0.1, 10.0);
+        match method {
+            Method::Index => self.index_correction = next,
+            Method::Scan => self.scan_correction = next,
+        }
+        self.observations[Self::slot(method)] += 1;
     }
 }
 
@@ -401,9 +443,11 @@ impl StoreReader {
                     sw.calls += 1.0;
                     sw.decoded += n as f64;
                 }
+                // Either method copies the selected elements out of decoded sub-chunks.
+                sw.gathered += selected;
                 if selected > 0.0 {
-                    // The index method gathers the selected elements; with level V only the
-                    // bins holding them are read (all of them for another variable).
+                    // The index method reads them again; with level V only the bins holding
+                    // them (all of them for another variable).
                     let share = if binned && names.contains(name) {
                         let mut t = touched.clone();
                         t.sort_unstable();
@@ -480,6 +524,28 @@ mod tests {
         }
         assert!((m.scan_correction - 2.0).abs() < 0.05, "{}", m.scan_correction);
         assert_eq!(m.index_correction, 1.0);
+        // The unobserved index method borrows the scan's correction, so the choice between
+        // them still follows the calibrated constants.
+        assert_eq!(m.correction(Method::Index), m.scan_correction);
+        let wi = Work { segments: 10.0, ..Work::default() };
+        let before = m.seconds(Method::Index, &wi);
+        m.observe(Method::Index, before, before / 2.0);
+        assert_eq!(m.observations, [1, 40]);
+        assert!(m.correction(Method::Index) < m.scan_correction);
+    }
+
+    #[test]
+    fn scan_constants_apply_to_the_scan_only() {
+        let mut m = CostModel::default();
+        let w = Work { decoded: 1e6, ..Work::default() };
+        let index = m.seconds(Method::Index, &w);
+        m.scan_ns = Some(Coefficients { decoded: m.ns.decoded * 2.0, ..m.ns });
+        assert_eq!(m.seconds(Method::Index, &w), index);
+        assert!((m.seconds(Method::Scan, &w) - 2.0 * index).abs() < 1e-12);
+        let text = m.to_json();
+        assert!(text.contains("scan_ns"));
+        assert_eq!(CostModel::from_json(&text).ok(), Some(m));
+        assert!(!CostModel::default().to_json().contains("scan_ns"), "absent when not fitted apart");
     }
 
     #[test]

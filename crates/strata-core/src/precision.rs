@@ -49,6 +49,15 @@ pub fn chain_type(layout: &Layout, var: &Variable) -> Result<Option<strata_codec
 }
 
 /// Groups must be positive widths that add up to the element size.
+/// The byte widths of the groups read at precision `level` (all when None): one group of
+/// `element_size` bytes for a variable without level M.
+pub fn widths_read(groups: Option<&[usize]>, level: Option<usize>, element_size: usize) -> Vec<usize> {
+    match groups {
+        Some(g) => g[..level.unwrap_or(g.len()).min(g.len())].to_vec(),
+        None => vec![element_size],
+    }
+}
+
 pub fn check_groups(dtype: DType, groups: &[usize]) -> Result<()> {
     let es = dtype.size();
     if groups.is_empty() || groups.contains(&0) || groups.iter().sum::<usize>() != es || groups.len() > 8 {

@@ -19,7 +19,7 @@ use crate::segment::SegmentKey;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A comparison of a variable's values with a constant. Invalid elements (NaN and the
@@ -489,7 +489,18 @@ impl StoreReader {
                             Some(r) => hits & r,
                             None => hits,
                         };
-                        Ok(BoxPoints { flat: flat_of(b, &shape, hits.iter()), columns: None })
+                        // Returned variables chunked like the driver are picked out of the
+                        // same sub-chunk here; others are gathered by flat index below.
+                        let columns = if out_vars.iter().all(|v| v.chunking == driver.chunking) {
+                            let cols = outputs
+                                .iter()
+                                .map(|name| self.gather_box(name, b, &hits, level))
+                                .collect::<Result<Vec<_>>>()?;
+                            Some(cols)
+                        } else {
+                            None
+                        };
+                        Ok(BoxPoints { flat: flat_of(b, &shape, hits.iter()), columns })
                     }
                     Method::Scan => self.scan_points(pred, b, &shape, outputs, level, &counters),
                 }
@@ -765,6 +776,38 @@ impl StoreReader {
         self.decode_subchunk((slab, index, id), reads, &shape, split.as_ref(), &fetched)
     }
 
+    /// The values of `name` at the local positions `hits` of the driver's sub-chunk `b`
+    /// (`name` is chunked like the driver), at precision `level`: only the bins holding
+    /// them are read.
+    fn gather_box(&self, name: &str, b: &QueryBox, hits: &RoaringBitmap, level: Option<usize>) -> Result<Vec<u8>> {
+        let (var_idx, var) = self.manifest().variable(name)?;
+        let es = var.dtype.size();
+        if hits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let groups = crate::precision::byte_groups(&self.manifest().layout, var)?;
+        let widths = crate::precision::widths_read(groups.as_deref(), level, es);
+        let slab = &self.manifest().slabs[b.slab];
+        let index = self.slab_index(slab)?;
+        let id = (var_idx as u32, b.id.1, b.id.2);
+        let n = b.len.iter().product::<u64>();
+        let needed: Vec<u32> = match index.bins_of(id) {
+            Some(list) => list.iter().filter(|e| !e.positions.is_disjoint(hits)).map(|e| e.bin).collect(),
+            None => vec![0],
+        };
+        let reads = self.bin_reads(&index, slab, id, n, &widths, &|bin| needed.contains(&bin))?;
+        let raw = self.decode_reads(b.slab, &index, id, &reads, &b.len, groups)?;
+        let mut col = Vec::with_capacity(hits.len() as usize * es);
+        for l in hits {
+            let at = l as usize * es;
+            let Some(v) = raw.get(at..at + es) else {
+                return Err(Error::Corruption(format!("sub-chunk {id:?} of '{name}' is shorter than its index says")));
+            };
+            col.extend_from_slice(v);
+        }
+        Ok(col)
+    }
+
     /// The values of `name` at the given flat indices (any order) into `out` (one element
     /// per index, little-endian), at precision `level` (see [`read_into_at`](Self::read_into_at)).
     /// Only the sub-chunks — with level V, only the bins — holding those elements are read.
@@ -790,45 +833,59 @@ impl StoreReader {
             return Err(Error::InvalidArgument(format!("index {bad} is outside '{name}' of shape {shape:?}")));
         }
         let groups = crate::precision::byte_groups(&self.manifest().layout, var)?;
-        let widths: Vec<usize> = match &groups {
-            Some(g) => g[..level.unwrap_or(g.len()).min(g.len())].to_vec(),
-            None => vec![es],
-        };
+        let widths = crate::precision::widths_read(groups.as_deref(), level, es);
         let parts = self.parts_of(var);
         let record = self.manifest().is_record_var(var);
-        // Group the wanted elements by sub-chunk: (slab, chunk, sub-chunk) -> (local, output).
-        type Wanted = BTreeMap<(usize, u64, u32), (Vec<u64>, Vec<(u32, usize)>)>;
-        let mut wanted: Wanted = BTreeMap::new();
+        // Group the wanted elements by sub-chunk: (slab, chunk, sub-chunk) -> (lengths,
+        // (local, output) pairs). The loop reuses its buffers: it runs once per element.
+        type Wanted = HashMap<(usize, u64, u32), (Vec<u64>, Vec<(u32, usize)>)>;
+        let mut wanted: Wanted = HashMap::new();
         let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
+        let nd = shape.len();
+        let (mut coords, mut cc, mut sc, mut len, mut extent) =
+            (vec![0; nd], vec![0; nd], vec![0; nd], vec![0; nd], shape.clone());
+        let mut grids: HashMap<usize, Vec<u64>> = HashMap::new();
+        let mut last: Option<(usize, u64, u64)> = None;
         for (i, &f) in flat.iter().enumerate() {
-            let mut coords = unravel(f, &shape);
-            let (slab_pos, extent) = if record {
-                let Some(&(pos, start, count)) =
-                    parts.iter().find(|(_, start, count)| coords[0] >= *start && coords[0] < start + count)
-                else {
-                    return Err(Error::Corruption(format!("no slab holds record {} of '{name}'", coords[0])));
+            let mut rest = f;
+            for d in (0..nd).rev() {
+                coords[d] = rest % shape[d];
+                rest /= shape[d];
+            }
+            let slab_pos = if record {
+                let hit = match last {
+                    Some(l @ (_, start, count)) if coords[0] >= start && coords[0] < start + count => l,
+                    _ => {
+                        let Some(&found) =
+                            parts.iter().find(|(_, start, count)| coords[0] >= *start && coords[0] < start + count)
+                        else {
+                            return Err(Error::Corruption(format!("no slab holds record {} of '{name}'", coords[0])));
+                        };
+                        last = Some(found);
+                        found
+                    }
                 };
-                coords[0] -= start;
-                let mut e = shape.clone();
-                e[0] = count;
-                (pos, e)
+                coords[0] -= hit.1;
+                extent[0] = hit.2;
+                hit.0
             } else {
-                (parts.first().map_or(0, |p| p.0), shape.clone())
+                parts.first().map_or(0, |p| p.0)
             };
-            let grid = chunk_grid(&extent, &chunking.chunk);
-            let nd = coords.len();
-            let (mut cc, mut sc, mut lo, mut len) = (vec![0; nd], vec![0; nd], vec![0; nd], vec![0; nd]);
+            let grid = grids.entry(slab_pos).or_insert_with(|| chunk_grid(&extent, &chunking.chunk));
+            let (mut local, mut key_chunk, mut key_sub) = (0u64, 0u64, 0u64);
             for d in 0..nd {
                 cc[d] = coords[d] / chunking.chunk[d];
                 let chunk_lo = cc[d] * chunking.chunk[d];
                 let chunk_hi = (chunk_lo + chunking.chunk[d]).min(extent[d]);
                 sc[d] = (coords[d] - chunk_lo) / chunking.subchunk[d];
-                lo[d] = chunk_lo + sc[d] * chunking.subchunk[d];
-                len[d] = (lo[d] + chunking.subchunk[d]).min(chunk_hi) - lo[d];
+                let lo = chunk_lo + sc[d] * chunking.subchunk[d];
+                len[d] = (lo + chunking.subchunk[d]).min(chunk_hi) - lo;
+                local = local * len[d] + (coords[d] - lo);
+                key_chunk = key_chunk * grid[d] + cc[d];
+                key_sub = key_sub * sub_grid[d] + sc[d];
             }
-            let local: Vec<u64> = (0..nd).map(|d| coords[d] - lo[d]).collect();
-            let key = (slab_pos, ravel(&cc, &grid), ravel(&sc, &sub_grid) as u32);
-            wanted.entry(key).or_insert_with(|| (len.clone(), vec![])).1.push((ravel(&local, &len) as u32, i));
+            let key = (slab_pos, key_chunk, key_sub as u32);
+            wanted.entry(key).or_insert_with(|| (len.clone(), vec![])).1.push((local as u32, i));
         }
         let out_ptr = crate::reader::SendPtr::new(out.as_mut_ptr());
         let out_len = out.len();
@@ -840,7 +897,11 @@ impl StoreReader {
             let n = len.iter().product::<u64>();
             let needed: Vec<u32> = match index.bins_of(id) {
                 Some(list) => {
-                    list.iter().filter(|e| picks.iter().any(|(l, _)| e.positions.contains(*l))).map(|e| e.bin).collect()
+                    let mut locals: Vec<u32> = picks.iter().map(|p| p.0).collect();
+                    locals.sort_unstable();
+                    locals.dedup();
+                    let locals = RoaringBitmap::from_sorted_iter(locals).unwrap_or_default();
+                    list.iter().filter(|e| !e.positions.is_disjoint(&locals)).map(|e| e.bin).collect()
                 }
                 None => vec![0],
             };

@@ -348,10 +348,7 @@ impl StoreReader {
             return Err(Error::InvalidArgument("precision level must be at least 1".into()));
         }
         let groups = precision::byte_groups(&self.manifest.layout, var)?;
-        let widths: Vec<usize> = match &groups {
-            Some(g) => g[..level.unwrap_or(g.len()).min(g.len())].to_vec(),
-            None => vec![var.dtype.size()],
-        };
+        let widths = precision::widths_read(groups.as_deref(), level, var.dtype.size());
         let es = var.dtype.size();
         let expected = out_shape.iter().product::<u64>() as usize * es;
         if out.len() != expected {
