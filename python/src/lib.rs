@@ -372,17 +372,18 @@ struct SqlSession {
 impl SqlSession {
     /// `stores`: (path, table name or None). `force`: "index"/"scan" for every piece.
     #[staticmethod]
-    #[pyo3(signature = (stores, model_json=None, force=None, partitions=None))]
+    #[pyo3(signature = (stores, model_json=None, force=None, partitions=None, cache_bytes=None))]
     fn open(
         py: Python<'_>,
         stores: Vec<(String, Option<String>)>,
         model_json: Option<&str>,
         force: Option<&str>,
         partitions: Option<usize>,
+        cache_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let model = cost_model(model_json)?;
         let force = force.map(parse_method).transpose()?;
-        let options = strata_sql::SqlOptions { model, force, target_partitions: partitions };
+        let options = strata_sql::SqlOptions { model, force, target_partitions: partitions, cache_bytes };
         let inner = py.detach(|| strata_sql::SqlSession::open(&stores, options)).map_err(to_py)?;
         Ok(Self { inner })
     }

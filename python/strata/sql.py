@@ -37,7 +37,8 @@ def _stores(store: str | os.PathLike | Mapping[str, str | os.PathLike], table: s
 
 class SqlSession:
     """Stores registered as tables, for several queries. The cost model's corrections
-    learned from each query carry over to the next."""
+    learned from each query carry over to the next. ``cache_bytes``: decoded sub-chunks
+    each store keeps in memory across queries (default 64 MiB; 0 turns the cache off)."""
 
     def __init__(
         self,
@@ -46,6 +47,7 @@ class SqlSession:
         table: str | None = None,
         method: str = "auto",
         partitions: int | None = None,
+        cache_bytes: int | None = None,
     ):
         from .planner import load_cost_model_json
 
@@ -53,7 +55,11 @@ class SqlSession:
             raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
         force = None if method == "auto" else method
         self._session = _core.SqlSession.open(
-            _stores(store, table), model_json=load_cost_model_json(), force=force, partitions=partitions
+            _stores(store, table),
+            model_json=load_cost_model_json(),
+            force=force,
+            partitions=partitions,
+            cache_bytes=cache_bytes,
         )
 
     @property

@@ -1,5 +1,7 @@
 """SQL through DataFusion: results equal DuckDB over the same data (from xarray) and NumPy."""
 
+import json
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -66,7 +68,8 @@ def test_issue_queries_match_duckdb(ersst, layout, method):
 @needs_data
 def test_whole_empty_null_and_ordered_results(ersst):
     paths, frame = ersst
-    session = strata.SqlSession(paths["V-S"], table="ersst")
+    # Without the decoded-segment cache: every query decodes what it reads.
+    session = strata.SqlSession(paths["V-S"], table="ersst", cache_bytes=0)
     sst = frame["sst"].to_numpy()
     whole = session.execute("SELECT count(*) AS n, count(sst) AS valid, sum(sst) AS s FROM ersst").to_pylist()[0]
     assert whole["n"] == sst.size
@@ -183,5 +186,7 @@ def test_cli_sql_and_explain(ersst, tmp_path, capsys, monkeypatch):
     assert "built-in defaults" in text and "choice" in text and "actual:" in text
     assert main(["calibrate", "--quick", "--repeats", "1", "--quiet"]) == 0
     assert "wrote" in capsys.readouterr().out and (tmp_path / "model.json").exists()
+    model = json.loads((tmp_path / "model.json").read_text())
+    assert model["ns"].keys() == model["scan_ns"].keys() and all(v >= 0 for v in model["scan_ns"].values())
     assert main(["explain", store, "--where", "sst > 28", "--no-run", "--output", "count"]) == 0
     assert "calibrated" in capsys.readouterr().out

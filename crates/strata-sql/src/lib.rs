@@ -73,6 +73,9 @@ pub struct SqlOptions {
     pub force: Option<Method>,
     /// DataFusion partitions (default: the number of cores).
     pub target_partitions: Option<usize>,
+    /// Bytes of decoded sub-chunks each store's reader keeps (default
+    /// [`strata_core::cache::DEFAULT_CACHE_BYTES`]; 0 turns the cache off).
+    pub cache_bytes: Option<u64>,
 }
 
 /// A SQL session over one or more stores, with its own runtime.
@@ -107,7 +110,8 @@ impl SqlSession {
         let planning = Arc::new(Planning::new(options.model, options.force));
         let mut tables = Vec::new();
         for (path, name) in stores {
-            let reader = Arc::new(StoreReader::open(Store::local(path), None)?);
+            let cache = options.cache_bytes.unwrap_or(strata_core::cache::DEFAULT_CACHE_BYTES);
+            let reader = Arc::new(StoreReader::open_with_cache(Store::local(path), None, cache)?);
             let groups = table::groups(&reader);
             if groups.is_empty() {
                 return Err(table::no_tables(path));
