@@ -56,8 +56,21 @@ impl std::str::FromStr for Objective {
 /// The lossless candidates tried for a type (shuffle is pointless for bytes).
 pub fn candidates(dtype: NumType) -> Vec<&'static str> {
     // delta:0 is the previous element along the first axis: the previous time step for
-    // record variables, which pays off most on time series.
-    let mut c = vec!["zstd:3", "lz4", "pco:8", "pco:12", "delta+pco:8", "delta:0+pco:8", "delta:0+pco:12"];
+    // record variables, which pays off most on time series. Deltas along two or three
+    // axes in a row are a Lorenzo predictor (x - x[i-1] - x[j-1] + x[i-1,j-1], ...): on
+    // smooth fields pcodec then sees residuals near zero.
+    let mut c = vec![
+        "zstd:3",
+        "lz4",
+        "pco:8",
+        "pco:12",
+        "delta+pco:8",
+        "delta:0+pco:8",
+        "delta:0+pco:12",
+        "delta:-2+pco:12",
+        "delta:-1+delta:-2+pco:12",
+        "delta:0+delta:-1+delta:-2+pco:12",
+    ];
     if dtype.size() > 1 {
         c.extend([
             "shuffle+zstd:1",
@@ -68,6 +81,7 @@ pub fn candidates(dtype: NumType) -> Vec<&'static str> {
             "xor:0+shuffle+zstd:3",
             "xor:-1+shuffle+zstd:3",
             "delta:-1+shuffle+zstd:3",
+            "delta:-1+shuffle+zstd:19",
             "delta:0+shuffle+zstd:9",
             "bytecols:3",
             "bytecols:19",
