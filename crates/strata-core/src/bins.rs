@@ -195,10 +195,43 @@ impl Bins {
 }
 
 /// Writes a bin's elements (`values`, in position order) to their positions in a sub-chunk.
+/// Positions past the end of `out`, and those beyond the values given, are skipped (a
+/// corrupt index must not panic; the segment checks catch the mismatch).
 pub fn scatter(values: &[u8], positions: &RoaringBitmap, es: usize, out: &mut [u8]) {
-    for (i, p) in positions.iter().enumerate() {
-        let p = p as usize;
-        out[p * es..(p + 1) * es].copy_from_slice(&values[i * es..(i + 1) * es]);
+    // Every element of a sub-chunk of a V layout goes through here on a full read: fixed
+    // widths make each copy one move, and positions come from the bitmap in batches.
+    match es {
+        1 => scatter_fixed::<1>(values, positions, out),
+        2 => scatter_fixed::<2>(values, positions, out),
+        4 => scatter_fixed::<4>(values, positions, out),
+        8 => scatter_fixed::<8>(values, positions, out),
+        _ => {
+            for (p, v) in positions.iter().zip(values.chunks_exact(es.max(1))) {
+                let at = p as usize * es;
+                if let Some(dst) = out.get_mut(at..at + es) {
+                    dst.copy_from_slice(v);
+                }
+            }
+        }
+    }
+}
+
+fn scatter_fixed<const N: usize>(values: &[u8], positions: &RoaringBitmap, out: &mut [u8]) {
+    let mut src = values.chunks_exact(N);
+    let mut batch = [0u32; 1024];
+    let mut it = positions.iter();
+    loop {
+        let got = it.next_many(&mut batch);
+        if got.is_empty() {
+            return;
+        }
+        for &p in got.iter() {
+            let Some(v) = src.next() else { return };
+            let at = p as usize * N;
+            if let Some(dst) = out.get_mut(at..at + N) {
+                dst.copy_from_slice(v);
+            }
+        }
     }
 }
 
@@ -237,6 +270,23 @@ mod tests {
             scatter(bytes, positions, 4, &mut back);
         }
         assert_eq!(back, raw);
+    }
+
+    #[test]
+    fn scatter_spans_containers_and_batches_for_every_width() {
+        let positions: RoaringBitmap = (0..200_000u32).step_by(3).collect();
+        let n = positions.len() as usize;
+        for es in [1usize, 2, 4, 8, 3] {
+            let values: Vec<u8> = (0..n * es).map(|i| (i % 251) as u8).collect();
+            let mut out = vec![0u8; 200_000 * es];
+            scatter(&values, &positions, es, &mut out);
+            for (i, p) in positions.iter().enumerate() {
+                let p = p as usize;
+                assert_eq!(out[p * es..(p + 1) * es], values[i * es..(i + 1) * es], "es {es} element {i}");
+            }
+            // A corrupt index (positions past the buffer, too few values) must not panic.
+            scatter(&values[..es * 10], &positions, es, &mut out[..es * 5]);
+        }
     }
 
     #[test]

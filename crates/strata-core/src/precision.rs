@@ -90,27 +90,53 @@ pub fn split(raw: &[u8], es: usize, groups: &[usize]) -> Vec<Vec<u8>> {
 /// (see [`fill_all`]).
 pub fn assemble(parts: &[&[u8]], n: usize, dtype: DType, groups: &[usize], out: &mut [u8]) {
     let es = dtype.size();
-    let mut top = es;
+    // Byte planes, most significant byte first: plane j holds byte es-1-j of every element.
+    let mut planes: Vec<&[u8]> = Vec::with_capacity(es);
     for (part, &w) in parts.iter().zip(groups) {
-        for (p, b) in (top - w..top).rev().enumerate() {
-            let plane = &part[p * n..(p + 1) * n];
-            match es {
-                4 => scatter_plane::<4>(plane, b, out),
-                _ => scatter_plane::<8>(plane, b, out),
-            }
-        }
-        top -= w;
+        planes.extend((0..w).map(|p| &part[p * n..(p + 1) * n]));
     }
-    if top > 0 {
-        fill_all(out, top, dtype);
+    // One pass writing each element once (a pass per plane and another to fill rewrote the
+    // whole output several times: reads at reduced precision were bound by that traffic).
+    macro_rules! dispatch {
+        ($($es:literal, $k:literal);*) => {
+            match (es, planes.len()) {
+                $(($es, $k) => assemble_fixed::<$es, $k>(&planes, out),)*
+                _ => assemble_planes(&planes, es, dtype, out),
+            }
+        };
+    }
+    dispatch!(4, 1; 4, 2; 4, 3; 4, 4; 8, 1; 8, 2; 8, 3; 8, 4; 8, 5; 8, 6; 8, 7; 8, 8);
+}
+
+/// Elements of `ES` bytes from their `K` most significant byte planes, the rest filled by
+/// the rule of [`fill_all`].
+fn assemble_fixed<const ES: usize, const K: usize>(planes: &[&[u8]], out: &mut [u8]) {
+    let n = out.len() / ES;
+    let p: [&[u8]; K] = std::array::from_fn(|j| &planes[j][..n]);
+    let missing = ES - K;
+    let (sign, exponent): (u64, u64) = if ES == 4 { (1 << 31, 0x7f80_0000) } else { (1 << 63, 0x7ff0_0000_0000_0000) };
+    let half: u64 = if missing > 0 { 1 << (8 * missing - 1) } else { 0 };
+    for (i, e) in out.chunks_exact_mut(ES).enumerate() {
+        let mut known = 0u64;
+        for (j, plane) in p.iter().enumerate() {
+            known |= (plane[i] as u64) << (8 * (ES - 1 - j));
+        }
+        let special = known & !sign == 0 || known & exponent == exponent;
+        let word = if missing == 0 || special { known } else { known | half };
+        e.copy_from_slice(&word.to_le_bytes()[..ES]);
     }
 }
 
-/// Byte `b` of every element of size `ES` from one plane.
-#[inline]
-fn scatter_plane<const ES: usize>(plane: &[u8], b: usize, out: &mut [u8]) {
-    for (e, &v) in out.chunks_exact_mut(ES).zip(plane) {
-        e[b] = v;
+/// The general case of [`assemble`]: a pass per plane, then the fill.
+fn assemble_planes(planes: &[&[u8]], es: usize, dtype: DType, out: &mut [u8]) {
+    for (j, plane) in planes.iter().enumerate() {
+        let b = es - 1 - j;
+        for (e, &v) in out.chunks_exact_mut(es).zip(plane.iter()) {
+            e[b] = v;
+        }
+    }
+    if planes.len() < es {
+        fill_all(out, es - planes.len(), dtype);
     }
 }
 
@@ -174,6 +200,45 @@ mod tests {
         let mut out = vec![0u8; raw.len()];
         assemble(&refs, values.len(), DType::F32, groups, &mut out);
         out.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+
+    #[test]
+    fn one_pass_assembly_equals_the_plane_by_plane_rule() {
+        let f64s: Vec<f64> = (0..3000)
+            .map(|i| ((i as f64) * 0.61).cos() * 10f64.powi(i % 11 - 5))
+            .chain([0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e-310, f64::MAX, -f64::MIN_POSITIVE])
+            .collect();
+        let f32s: Vec<f32> = f64s.iter().map(|&v| v as f32).collect();
+        let cases: [(DType, Vec<u8>, Vec<Vec<usize>>); 2] = [
+            (
+                DType::F64,
+                f64s.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                vec![vec![2, 1, 1, 1, 1, 1, 1], vec![3, 5]],
+            ),
+            (DType::F32, f32s.iter().flat_map(|v| v.to_le_bytes()).collect(), vec![vec![2, 1, 1], vec![1, 1, 1, 1]]),
+        ];
+        for (dtype, raw, configs) in cases {
+            let es = dtype.size();
+            let n = raw.len() / es;
+            for groups in configs {
+                let parts = split(&raw, es, &groups);
+                for level in 1..=groups.len() {
+                    let refs: Vec<&[u8]> = parts.iter().take(level).map(|p| &p[..]).collect();
+                    let mut fast = vec![0xAAu8; raw.len()];
+                    assemble(&refs, n, dtype, &groups, &mut fast);
+                    let mut planes: Vec<&[u8]> = Vec::new();
+                    for (part, &w) in refs.iter().zip(&groups) {
+                        planes.extend((0..w).map(|q| &part[q * n..(q + 1) * n]));
+                    }
+                    let mut slow = vec![0u8; raw.len()];
+                    assemble_planes(&planes, es, dtype, &mut slow);
+                    assert_eq!(fast, slow, "{dtype:?} groups {groups:?} level {level}");
+                    if level == groups.len() {
+                        assert_eq!(fast, raw);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
