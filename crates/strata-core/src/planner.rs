@@ -153,6 +153,11 @@ impl CostModel {
         raw * self.correction(method)
     }
 
+    /// Observations folded into `method`'s correction so far.
+    pub fn observed(&self, method: Method) -> u32 {
+        self.observations[Self::slot(method)]
+    }
+
     fn slot(method: Method) -> usize {
         match method {
             Method::Index => 0,
