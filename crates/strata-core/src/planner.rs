@@ -294,13 +294,6 @@ impl StoreReader {
         Ok((n as u8, level.unwrap_or(n).clamp(1, n) as u8))
     }
 
-    fn all_bins(index: &SlabIndex, id: SubchunkId) -> Vec<u32> {
-        match index.bins_of(id) {
-            Some(list) => list.iter().map(|e| e.bin).collect(),
-            None => vec![0],
-        }
-    }
-
     /// Index-method work and selected fraction of `pred` over one driver sub-chunk.
     fn estimate_index(
         &self,
@@ -427,9 +420,9 @@ impl StoreReader {
                 let (var_idx, _) = self.manifest().variable(name)?;
                 let vid = (var_idx as u32, b.id.1, b.id.2);
                 let (groups, _) = self.groups_read(name, None)?;
-                let (bytes, segs) = subchunk_bytes(&index, vid, &Self::all_bins(&index, vid), groups);
-                sw.bytes += bytes;
-                sw.segments += segs;
+                let (bytes, segs) = index.stored(vid, groups);
+                sw.bytes += bytes as f64;
+                sw.segments += segs as f64;
                 sw.calls += 1.0;
                 sw.decoded += n as f64;
             }
@@ -438,8 +431,9 @@ impl StoreReader {
                 let (var_idx, _) = self.manifest().variable(name)?;
                 let vid = (var_idx as u32, b.id.1, b.id.2);
                 let (_, read) = self.groups_read(name, level)?;
-                let bins = Self::all_bins(&index, vid);
-                let (bytes, segs) = subchunk_bytes(&index, vid, &bins, read);
+                let bins = index.bins_of(vid).map_or(1, |b| b.len());
+                let (bytes, segs) = index.stored(vid, read);
+                let (bytes, segs) = (bytes as f64, segs as f64);
                 // A scan reads each returned variable whole, unless it was read to test
                 // the constraint at the same precision.
                 if !(names.contains(name) && level.is_none()) {
@@ -457,7 +451,7 @@ impl StoreReader {
                         let mut t = touched.clone();
                         t.sort_unstable();
                         t.dedup();
-                        t.len() as f64 / bins.len().max(1) as f64
+                        t.len() as f64 / bins.max(1) as f64
                     } else {
                         1.0
                     };

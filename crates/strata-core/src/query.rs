@@ -60,6 +60,30 @@ impl CmpOp {
         }
     }
 
+    /// Which of `values` satisfy `x op v`, NaN and the `missing` values never. One loop per
+    /// operator, so each compiles to a vectorized comparison (boundary segments of every
+    /// value query go through here).
+    pub fn matches(self, values: &[f64], v: f64, missing: &[f64]) -> Vec<bool> {
+        let mut keep: Vec<bool> = match self {
+            CmpOp::Lt => values.iter().map(|&x| x < v).collect(),
+            CmpOp::Le => values.iter().map(|&x| x <= v).collect(),
+            CmpOp::Gt => values.iter().map(|&x| x > v).collect(),
+            CmpOp::Ge => values.iter().map(|&x| x >= v).collect(),
+            CmpOp::Eq => values.iter().map(|&x| x == v).collect(),
+            // NaN fails every other comparison by itself.
+            CmpOp::Ne => values.iter().map(|&x| x != v && !x.is_nan()).collect(),
+        };
+        // Missing values need a second look only when one of them would pass.
+        if missing.iter().any(|&m| self.test(m, v)) {
+            for (k, x) in keep.iter_mut().zip(values) {
+                if missing.contains(x) {
+                    *k = false;
+                }
+            }
+        }
+        keep
+    }
+
     /// From the valid elements' minimum and maximum; `all_valid` when the segment has no
     /// invalid element (otherwise it is never full).
     pub(crate) fn coverage(self, count: u64, min: f64, max: f64, all_valid: bool, v: f64) -> Coverage {
@@ -291,6 +315,26 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
         flat.push(f);
     }
     flat
+}
+
+/// The positions of `p` whose element (in position order) is kept.
+fn kept_positions(p: &RoaringBitmap, keep: &[bool]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut it = p.iter();
+    let mut batch = [0u32; 1024];
+    let mut i = 0;
+    loop {
+        let got = it.next_many(&mut batch);
+        if got.is_empty() {
+            return out;
+        }
+        for &pos in got.iter() {
+            if keep.get(i).copied().unwrap_or(false) {
+                out.push(pos);
+            }
+            i += 1;
+        }
+    }
 }
 
 /// Elements where a constraint holds, with the values of the returned variables there.
@@ -747,10 +791,10 @@ impl StoreReader {
                 None => shape.clone(),
             };
             let values = self.decode_bin((b.slab, id), r, &seg_shape, split.as_ref(), &fetched)?;
-            let values = var.dtype.to_f64s(&values);
+            let keep = op.matches(&var.dtype.to_f64s(&values), value, &missing);
             let selected: Vec<u32> = match positions {
-                Some(p) => p.iter().zip(&values).filter(|(_, &x)| test(x)).map(|(p, _)| p).collect(),
-                None => (0..n as u32).zip(&values).filter(|(_, &x)| test(x)).map(|(p, _)| p).collect(),
+                Some(p) => kept_positions(p, &keep),
+                None => keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32).collect(),
             };
             selections.push(RoaringBitmap::from_sorted_iter(selected).unwrap_or_default());
         }
@@ -923,6 +967,22 @@ impl StoreReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matches_agrees_with_test_and_drops_nan_and_missing() {
+        let values = [-999.0, f64::NAN, -1.0, 0.0, 2.5, 3.0, f64::INFINITY];
+        let missing = [-999.0];
+        for op in [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne] {
+            for v in [-1000.0, -999.0, 0.0, 3.0] {
+                let want: Vec<bool> =
+                    values.iter().map(|&x| !x.is_nan() && !missing.contains(&x) && op.test(x, v)).collect();
+                assert_eq!(op.matches(&values, v, &missing), want, "{op:?} {v}");
+            }
+        }
+        let p: RoaringBitmap = [3u32, 9, 70_000].into_iter().collect();
+        assert_eq!(kept_positions(&p, &[true, false, true]), vec![3, 70_000]);
+        assert_eq!(kept_positions(&p, &[true]), vec![3], "missing flags count as not kept");
+    }
 
     #[test]
     fn coverage_follows_the_summary() {

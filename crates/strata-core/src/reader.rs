@@ -38,12 +38,22 @@ pub struct SlabIndex {
     pub positions: HashMap<SubchunkId, Vec<BinEntry>>,
     /// Level V: per variable, the slab's bin boundaries and counts.
     pub bins: HashMap<u32, BinSummary>,
+    /// Per sub-chunk, its stored bytes and segments by byte group (all bins together):
+    /// what a scan reads, looked up once instead of per (bin, group) when planning.
+    pub totals: HashMap<SubchunkId, Vec<(u64, u32)>>,
 }
 
 impl SlabIndex {
     /// The bins present in a sub-chunk, ascending, with their positions (None without V).
     pub fn bins_of(&self, id: SubchunkId) -> Option<&[BinEntry]> {
         self.positions.get(&id).map(|v| &v[..])
+    }
+
+    /// Stored bytes and segments of a sub-chunk's first `groups` byte groups, all bins.
+    pub fn stored(&self, id: SubchunkId, groups: u8) -> (u64, u32) {
+        self.totals
+            .get(&id)
+            .map_or((0, 0), |t| t.iter().take(groups as usize).fold((0, 0), |(b, n), &(gb, gn)| (b + gb, n + gn)))
     }
 }
 
@@ -284,7 +294,17 @@ impl StoreReader {
             }
         }
         let bins = data.bins.into_iter().map(|b| (b.var, b)).collect();
-        let ix = Arc::new(SlabIndex { segments, positions, bins });
+        let mut totals: HashMap<SubchunkId, Vec<(u64, u32)>> = HashMap::new();
+        for s in segments.values() {
+            let t = totals.entry((s.key.var, s.key.chunk, s.key.subchunk)).or_default();
+            let g = s.key.group as usize;
+            if t.len() <= g {
+                t.resize(g + 1, (0, 0));
+            }
+            t[g].0 += s.length;
+            t[g].1 += 1;
+        }
+        let ix = Arc::new(SlabIndex { segments, positions, bins, totals });
         self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
         Ok(ix)
     }
