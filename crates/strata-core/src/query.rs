@@ -49,7 +49,8 @@ pub(crate) enum Coverage {
 }
 
 impl CmpOp {
-    pub fn test(self, x: f64, v: f64) -> bool {
+    /// `x op v` for any ordered type (floats, and the microseconds of time coordinates).
+    pub fn test<T: PartialOrd>(self, x: T, v: T) -> bool {
         match self {
             CmpOp::Lt => x < v,
             CmpOp::Le => x <= v,
@@ -187,7 +188,7 @@ impl Predicate {
                 let Some((xs, missing)) = values.columns.get(var.as_str()) else {
                     return Err(Error::InvalidArgument(format!("no values of '{var}' to test")));
                 };
-                Ok(xs.iter().map(|&x| !x.is_nan() && !missing.contains(&x) && op.test(x, *value)).collect())
+                Ok(op.matches(xs, *value, missing))
             }
             Predicate::And { args } => {
                 let mut acc = vec![true; values.len];
@@ -706,22 +707,15 @@ impl StoreReader {
         let driver = &self.manifest().variables[b.id.0 as usize];
         let missing = var.missing_values();
         let n = b.len.iter().product::<u64>();
-        let test = |x: f64| !x.is_nan() && !missing.contains(&x) && op.test(x, value);
         if var.chunking != driver.chunking {
             // Another sub-chunk grid: read this box of the variable and test every element.
             counters.boundary.fetch_add(1, Ordering::Relaxed);
             let sel = b.selection();
             let mut raw = vec![0u8; n as usize * var.dtype.size()];
             self.read_into_at(name, &sel, None, &mut raw)?;
-            let mut hits = RoaringBitmap::new();
-            let mut p = 0u32;
-            var.dtype.for_each_f64(&raw, |x| {
-                if test(x) {
-                    hits.insert(p);
-                }
-                p += 1;
-            });
-            return Ok(hits);
+            let keep = op.matches(&var.dtype.to_f64s(&raw), value, &missing);
+            let hits = keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32);
+            return Ok(RoaringBitmap::from_sorted_iter(hits).unwrap_or_default());
         }
         let slab = &self.manifest().slabs[b.slab];
         let index = self.slab_index(slab)?;

@@ -126,17 +126,7 @@ fn coord_range(values: &CoordValues, len: u64, op: CmpOp, v: Operand) -> Option<
     let hits: Vec<bool> = match (values, v) {
         (CoordValues::Numeric(xs), Operand::Num(v)) => xs.iter().map(|&x| !x.is_nan() && op.test(x, v)).collect(),
         (CoordValues::Index, Operand::Num(v)) => (0..len).map(|i| op.test(i as f64, v)).collect(),
-        (CoordValues::Time(ts), Operand::Micros(v)) => ts
-            .iter()
-            .map(|&x| match op {
-                CmpOp::Lt => x < v,
-                CmpOp::Le => x <= v,
-                CmpOp::Gt => x > v,
-                CmpOp::Ge => x >= v,
-                CmpOp::Eq => x == v,
-                CmpOp::Ne => x != v,
-            })
-            .collect(),
+        (CoordValues::Time(ts), Operand::Micros(v)) => ts.iter().map(|&x| op.test(x, v)).collect(),
         _ => return None,
     };
     let first = hits.iter().position(|&h| h);
