@@ -71,6 +71,32 @@ fn cost_model(model_json: Option<&str>) -> PyResult<CostModel> {
     model_json.map_or_else(|| Ok(CostModel::default()), |t| CostModel::from_json(t).map_err(to_py))
 }
 
+/// The cost model `Dataset.query` plans with in this process: the stored model (keyed by its
+/// JSON text, None for the defaults) with the corrections learned from the queries run so
+/// far, as a SQL session keeps its own. A different text (after `strata calibrate`) starts
+/// over.
+static PROCESS_MODEL: Mutex<Option<(Option<String>, CostModel)>> = Mutex::new(None);
+
+fn with_process_model<T>(model_json: Option<&str>, f: impl FnOnce(&mut CostModel) -> T) -> PyResult<T> {
+    let mut guard = PROCESS_MODEL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match &mut *guard {
+        Some((key, model)) if key.as_deref() == model_json => Ok(f(model)),
+        slot => {
+            let mut model = cost_model(model_json)?;
+            let out = f(&mut model);
+            *slot = Some((model_json.map(String::from), model));
+            Ok(out)
+        }
+    }
+}
+
+fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Index => "index",
+        Method::Scan => "scan",
+    }
+}
+
 fn parse_method(text: &str) -> PyResult<Method> {
     match text {
         "index" => Ok(Method::Index),
@@ -173,7 +199,9 @@ impl Reader {
 
     /// The plan of a query (JSON, see `strata_core::planner::QueryPlan`): both methods'
     /// estimated work and time per slab, and the choice. `force`: "index" or "scan".
-    #[pyo3(signature = (predicate, starts, stops, steps, outputs, level=None, model_json=None, force=None))]
+    /// `refined`: plan with the process's model (`model_json` corrected by the queries
+    /// observed so far, see `observe_query`) instead of `model_json` as stored.
+    #[pyo3(signature = (predicate, starts, stops, steps, outputs, level=None, model_json=None, force=None, refined=false))]
     #[allow(clippy::too_many_arguments)]
     fn plan(
         &self,
@@ -186,9 +214,10 @@ impl Reader {
         level: Option<usize>,
         model_json: Option<&str>,
         force: Option<&str>,
+        refined: bool,
     ) -> PyResult<String> {
         let (pred, sel) = query_args(predicate, &starts, &stops, &steps)?;
-        let model = cost_model(model_json)?;
+        let model = if refined { with_process_model(model_json, |m| m.clone())? } else { cost_model(model_json)? };
         let force = force.map(parse_method).transpose()?;
         let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
         let plan = py.detach(|| self.inner.plan_query(&pred, &sel, &names, level, &model, force)).map_err(to_py)?;
@@ -477,6 +506,34 @@ impl SqlStream {
 }
 
 /// The codecs this build knows: (name, kind, option set by `name:N` in a short chain).
+/// The method the process's model picks for a query estimated at `index_s` and `scan_s`
+/// seconds (see `strata_core::planner::CostModel::choose`: close calls explore).
+#[pyfunction]
+#[pyo3(signature = (index_s, scan_s, model_json=None))]
+fn choose_method(index_s: f64, scan_s: f64, model_json: Option<&str>) -> PyResult<&'static str> {
+    with_process_model(model_json, |m| method_name(m.choose(index_s, scan_s)))
+}
+
+/// Folds the observed seconds of a query run by `method`, estimated at `estimated_s` by a
+/// refined plan, into the process's model.
+#[pyfunction]
+#[pyo3(signature = (method, estimated_s, observed_s, model_json=None))]
+fn observe_query(method: &str, estimated_s: f64, observed_s: f64, model_json: Option<&str>) -> PyResult<()> {
+    let method = parse_method(method)?;
+    with_process_model(model_json, |m| m.observe(method, estimated_s, observed_s))
+}
+
+/// The process's model as JSON (corrections included), for `explain` and tests.
+#[pyfunction]
+#[pyo3(signature = (model_json=None))]
+fn process_model_json(model_json: Option<&str>) -> PyResult<String> {
+    with_process_model(model_json, |m| {
+        let mut v = serde_json::to_value(&*m).unwrap_or_default();
+        v["observations"] = serde_json::json!({"index": m.observed(Method::Index), "scan": m.observed(Method::Scan)});
+        v.to_string()
+    })
+}
+
 #[pyfunction]
 fn known_codecs() -> Vec<(String, String, Option<String>)> {
     strata_codecs::registry::KNOWN.iter().map(|(n, k, o)| (n.to_string(), k.to_string(), o.map(String::from))).collect()
@@ -563,6 +620,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SqlStream>()?;
     m.add_function(wrap_pyfunction!(versions_json, m)?)?;
     m.add_function(wrap_pyfunction!(known_codecs, m)?)?;
+    m.add_function(wrap_pyfunction!(choose_method, m)?)?;
+    m.add_function(wrap_pyfunction!(observe_query, m)?)?;
+    m.add_function(wrap_pyfunction!(process_model_json, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_samples, m)?)?;
     m.add_function(wrap_pyfunction!(auto_shape, m)?)?;
     m.add_function(wrap_pyfunction!(default_candidates, m)?)?;

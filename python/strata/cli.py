@@ -237,6 +237,48 @@ def _positions(args, ds, var) -> dict:
     return positions
 
 
+def _stream_points(args, ds, isel: dict, names: list[str], output: str) -> int:
+    """Writes a points/positions result to .csv or .parquet one piece at a time (bounded
+    memory whatever the result's size)."""
+    import pandas as pd
+
+    if not args.file.endswith((".csv", ".parquet")):
+        raise InvalidArgumentError(f"output '{args.file}' must end in .csv or .parquet for {output}")
+    from .query import _variables, parse_where
+
+    dims = ds[_variables(parse_where(args.where))[0]].dims
+    pieces = ds.query_batches(
+        args.where,
+        isel=isel,
+        variables=names,
+        output=output,
+        precision=args.precision,
+        max_rel_error=args.max_rel_error,
+        method=args.plan,
+    )
+    rows, writer, t0 = 0, None, time.perf_counter()
+    try:
+        for piece in pieces:
+            frame = pd.DataFrame(dict(zip(dims, piece, strict=True))) if output == "positions" else piece
+            if args.file.endswith(".csv"):
+                frame.to_csv(args.file, mode="w" if writer is None else "a", header=writer is None, index=False)
+                writer = True
+            else:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(args.file, table.schema)
+                writer.write_table(table)
+            rows += len(frame)
+    finally:
+        if writer not in (None, True):
+            writer.close()
+    print(f"wrote {rows} rows to {args.file} ({(time.perf_counter() - t0) * 1e3:.1f} ms)")
+    return 0
+
+
 def _value_query(args, ds, var, positions) -> int:
     import pandas as pd
 
@@ -244,6 +286,8 @@ def _value_query(args, ds, var, positions) -> int:
     names = [n.strip() for n in args.variables.split(",")] if args.variables else [var.name]
     # A single index keeps its dimension here: value queries return whole-dimension results.
     isel = {d: slice(p, p + 1) if isinstance(p, int) else p for d, p in positions.items()}
+    if args.file and output in ("points", "positions"):
+        return _stream_points(args, ds, isel, names, output)
     t0 = time.perf_counter()
     result, stats = ds.query(
         args.where,

@@ -173,6 +173,45 @@ class Dataset:
             method=method,
         )
 
+    def query_batches(
+        self,
+        where: str,
+        *,
+        isel: dict | None = None,
+        sel: dict | None = None,
+        variables: list[str] | None = None,
+        output: str = "points",
+        precision: int | None = None,
+        max_rel_error: float | None = None,
+        method: str = "auto",
+        records: int | None = None,
+    ):
+        """:meth:`query`, streamed: an iterator of results, one per run of sub-chunks along
+        the first dimension (at least ``records`` records; default one sub-chunk), in order. Memory
+        holds one piece's result at a time, so a result larger than memory can be written
+        out piece by piece; stop iterating to cancel the rest.
+
+        ``output`` is ``"points"`` (DataFrames), ``"positions"`` (index tuples) or
+        ``"count"`` (ints, to sum). Each piece is planned on its own.
+
+        >>> total = sum(ds.query_batches("sst > 28", output="count"))  # doctest: +SKIP
+        >>> for frame in ds.query_batches("sst > 28"):  # doctest: +SKIP
+        ...     frame.to_csv("hot.csv", mode="a", header=False, index=False)"""
+        from .query import iter_query
+
+        return iter_query(
+            self,
+            where,
+            isel=isel,
+            sel=sel,
+            variables=variables,
+            output=output,
+            precision=precision,
+            max_rel_error=max_rel_error,
+            method=method,
+            records=records,
+        )
+
     def to_xarray(self, **kwargs):
         """This version as an ``xarray.Dataset`` with lazy, indexed reads (CF decoding applied)."""
         import xarray as xr

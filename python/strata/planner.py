@@ -11,9 +11,11 @@ The per-unit costs are the machine's: ``strata calibrate`` times both methods on
 stores over a sweep of selectivities and outputs, fits each method's constants by
 non-negative least squares on relative error, and writes them to the cost model file:
 ``$STRATA_COST_MODEL``, else ``~/.config/strata/cost_model.json``. Without a file the
-built-in defaults apply (measured on a 2-core x86-64 machine). Within a session, the ratio
-of observed to estimated time of the pieces run corrects each method's estimate (a moving
-average), so a model that is off for this store or this machine converges on it.
+built-in defaults apply (measured on a 2-core x86-64 machine). Within a SQL session, and
+within a process for ``Dataset.query``, the ratio of observed to estimated time of the
+queries run corrects each method's estimate (a moving average), so a model that is off for
+this store or this machine converges on it; on close calls the method estimated slower
+still runs now and then, so both corrections are learned.
 """
 
 from __future__ import annotations
@@ -53,9 +55,25 @@ def load_cost_model_json() -> str | None:
         raise InvalidArgumentError(f"cannot read the cost model {path}: {err}") from err
 
 
-def plan(ds, tree: dict, starts, stops, steps, outputs: list[str], level: int | None, force: str | None = None) -> dict:
-    """The planner's plan for a query on an open dataset (see ``strata_core::planner``)."""
-    text = ds._reader.plan(json.dumps(tree), starts, stops, steps, outputs, level, load_cost_model_json(), force)
+def plan(
+    ds,
+    tree: dict,
+    starts,
+    stops,
+    steps,
+    outputs: list[str],
+    level: int | None,
+    force: str | None = None,
+    model_json: str | None = None,
+    refined: bool = False,
+) -> dict:
+    """The planner's plan for a query on an open dataset (see ``strata_core::planner``).
+
+    ``model_json``: the stored model (read from the cost model file when None). ``refined``:
+    plan with the process's model, the stored one corrected by the queries observed so far."""
+    if model_json is None:
+        model_json = load_cost_model_json()
+    text = ds._reader.plan(json.dumps(tree), starts, stops, steps, outputs, level, model_json, force, refined)
     return json.loads(text)
 
 

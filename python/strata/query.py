@@ -176,8 +176,10 @@ def run_query(
     max_rel_error: float | None = None,
     with_stats: bool = False,
     method: str = "auto",
+    region: tuple[list[int], list[int], list[int]] | None = None,
 ):
-    """See :meth:`strata.Dataset.query`."""
+    """See :meth:`strata.Dataset.query`. ``region``: (starts, stops, steps) by position,
+    instead of ``isel``/``sel``."""
     if output not in OUTPUTS:
         raise InvalidArgumentError(f"output must be one of {', '.join(OUTPUTS)}, not '{output}'")
     tree = parse_where(where) if isinstance(where, str) else where
@@ -188,7 +190,7 @@ def run_query(
     if method not in METHODS:
         raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
     driver = ds[names[0]]
-    starts, stops, steps = _region(ds, driver.dims, driver.shape, isel, sel)
+    starts, stops, steps = region if region is not None else _region(ds, driver.dims, driver.shape, isel, sel)
     query = json.dumps(tree)
     views = {}
     if output in ("points", "dense"):
@@ -206,26 +208,37 @@ def run_query(
     # the selection comes first and each variable is gathered at its own level.
     outputs = list(views) if len(levels) == 1 else []
     level = next(iter(levels)) if len(levels) == 1 else None
-    from .planner import plan
+    from . import _core
+    from .planner import load_cost_model_json, plan
 
-    p = plan(ds, tree, starts, stops, steps, outputs, level, None if method == "auto" else method)
+    model_json = load_cost_model_json()
+    force = None if method == "auto" else method
+    p = plan(ds, tree, starts, stops, steps, outputs, level, force, model_json, refined=True)
     methods = {s["slab"]: s["choice"] for s in p["slabs"]}
+    index_s, scan_s = _seconds(p, "index"), _seconds(p, "scan")
+    # The process's model decides between the two totals; on a close call it may run the
+    # method estimated slower (to learn its correction), then on every slab.
+    pick = force or _core.choose_method(index_s, scan_s, model_json)
+    if pick != ("scan" if scan_s < index_s else "index"):
+        methods = dict.fromkeys(methods, pick)
     started = time.perf_counter()
     if output in ("count", "positions"):
-        # One method for the whole selection: the one with the lower total estimate.
-        chosen = min(("index", "scan"), key=lambda m: _seconds(p, m)) if method == "auto" else method
-        flat, count, raw_stats = ds._reader.select(query, starts, stops, steps, output == "count", chosen)
-        methods = dict.fromkeys(methods, chosen)
+        # One method for the whole selection.
+        flat, count, raw_stats = ds._reader.select(query, starts, stops, steps, output == "count", pick)
+        methods = dict.fromkeys(methods, pick)
         columns = []
     else:
         flat, columns, raw_stats = ds._reader.points(query, starts, stops, steps, outputs, level, methods)
         count = flat.size
+    observed = time.perf_counter() - started
+    estimated = sum(s["index_seconds"] if methods.get(s["slab"]) == "index" else s["scan_seconds"] for s in p["slabs"])
+    used = set(methods.values())
+    if len(used) == 1:
+        _core.observe_query(next(iter(used)), estimated, observed, model_json)
     stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), raw_stats, strict=True))
-    stats["methods"] = sorted(set(methods.values()))
-    stats["estimated_s"] = sum(
-        s["index_seconds"] if methods.get(s["slab"]) == "index" else s["scan_seconds"] for s in p["slabs"]
-    )
-    stats["seconds"] = time.perf_counter() - started
+    stats["methods"] = sorted(used)
+    stats["estimated_s"] = estimated
+    stats["seconds"] = observed
     result: Any
     if output == "count":
         result = int(count)
@@ -241,6 +254,61 @@ def run_query(
         else:
             result = _dense(driver, starts, stops, steps, flat, values)
     return (result, stats) if with_stats else result
+
+
+def iter_query(
+    ds: Dataset,
+    where: str | dict,
+    *,
+    isel: dict | None = None,
+    sel: dict | None = None,
+    variables: list[str] | None = None,
+    output: str = "points",
+    precision: int | None = None,
+    max_rel_error: float | None = None,
+    method: str = "auto",
+    records: int | None = None,
+):
+    """See :meth:`strata.Dataset.query_batches`."""
+    if output not in ("points", "positions", "count"):
+        raise InvalidArgumentError(f"query_batches streams points, positions or count, not '{output}'")
+    tree = parse_where(where) if isinstance(where, str) else where
+    names = _variables(tree)
+    for n in names:
+        if n not in ds.variables:
+            raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
+    driver = ds[names[0]]
+    starts, stops, steps = _region(ds, driver.dims, driver.shape, isel, sel)
+    kw = dict(variables=variables, output=output, precision=precision, max_rel_error=max_rel_error, method=method)
+    if records is not None and records < 1:
+        raise InvalidArgumentError(f"records must be at least 1, not {records}")
+    if method not in METHODS:
+        raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
+    if not driver.shape or stops[0] <= starts[0]:
+        return iter([run_query(ds, tree, region=(starts, stops, steps), **kw)])
+    # Pieces end on sub-chunk boundaries along the first dimension, so no sub-chunk is read
+    # by two pieces; `records` asks for longer pieces (rounded up to such boundaries).
+    chunk = max(1, int(driver.chunks[0])) if driver.chunks else 1
+    sub = max(1, int(driver.subchunks[0])) if driver.subchunks else chunk
+    return _pieces(ds, tree, starts, stops, steps, (chunk, min(sub, chunk)), records or 1, kw)
+
+
+def _pieces(ds: Dataset, tree: dict, starts, stops, steps, grid: tuple[int, int], records: int, kw: dict):
+    chunk, sub = grid
+
+    def next_cut(x: int) -> int:
+        base = x // chunk * chunk
+        return min(base + ((x - base) // sub + 1) * sub, base + chunk)
+
+    first, stop, step = starts[0], stops[0], steps[0]
+    while first < stop:
+        end = next_cut(first)
+        while end - first < records and end < stop:
+            end = next_cut(end)
+        end = min(end, stop)
+        yield run_query(ds, tree, region=([first, *starts[1:]], [end, *stops[1:]], steps), **kw)
+        # The next selected index at or after `end`.
+        first += -(-(end - first) // step) * step
 
 
 def _seconds(p: dict, method: str) -> float:

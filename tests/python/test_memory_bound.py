@@ -40,3 +40,43 @@ def test_import_memory_is_bounded_by_slabs_not_file_size(tmp_path):
     growth_mb = int(result.stdout.strip().splitlines()[-1])
     # The file is 415 MB; holding it would grow the process by at least that much.
     assert growth_mb < 120, f"peak memory grew by {growth_mb} MB while importing a 415 MB file"
+
+
+QUERY_SCRIPT = textwrap.dedent(
+    """
+    import resource, sys
+    import strata
+
+    ds = strata.open(sys.argv[1])
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rows = 0
+    for frame in ds.query_batches("field > 0"):
+        rows += len(frame)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # The same result whole, to show what streaming saved (and that the measure sees it).
+    whole = len(ds.query("field > 0"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(rows, whole, (after - before) // 1024, (peak - before) // 1024)
+    """
+)
+
+
+def test_streamed_query_memory_is_bounded_by_pieces(tmp_path):
+    import numpy as np
+
+    import strata
+
+    records, ny, nx = 400, 180, 360  # 400 x 180 x 360 f32 = 104 MB
+    base = np.sin(np.arange(ny * nx, dtype="f4")).reshape(ny, nx)
+    field = np.broadcast_to(base, (records, ny, nx)) + np.arange(records, dtype="f4")[:, None, None] * 1e-3
+    store = tmp_path / "q.strata"
+    strata.write_arrays(store, {"field": (("time", "y", "x"), field)}, record_dim="time", layout="V-S", bins=8)
+    want = int((field > 0).sum())
+    del field
+    result = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, str(store)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    rows, whole, growth_mb, whole_mb = map(int, result.stdout.split())
+    # Half the points: 13M rows of 4 columns, over 400 MB as one DataFrame.
+    assert rows == whole == want
+    assert whole_mb > 400, f"the whole result grew the process by only {whole_mb} MB"
+    assert growth_mb < 150, f"peak memory grew by {growth_mb} MB streaming a {whole_mb} MB query result"

@@ -95,6 +95,83 @@ def test_every_output_matches_numpy(layout_store, method):
         np.testing.assert_array_equal(dk.data[ref], k[ref])
 
 
+def test_dataset_query_refines_the_process_cost_model(tmp_path, monkeypatch):
+    """Dataset.query folds each query's observed time into the process's model, and on a
+    close call runs the method estimated slower until both have been observed."""
+    import json
+
+    from strata import _core
+
+    model = tmp_path / "model.json"
+    text = json.dumps(
+        {
+            "version": 1,
+            "source": "test",
+            "ns": dict.fromkeys(("byte", "segment", "call", "decoded", "tested", "indexed", "gathered"), 1.0),
+        }
+    )
+    model.write_text(text)
+    monkeypatch.setenv("STRATA_COST_MODEL", str(model))
+    t, _, _ = write(tmp_path / "s.strata", "V-S")
+    ds = strata.open(tmp_path / "s.strata")
+    seen = set()
+    for i in range(30):
+        got, stats = ds.query("t > 1", output="count", with_stats=True)
+        assert got == (valid(t) & (t > 1)).sum()
+        seen.update(stats["methods"])
+        state = json.loads(_core.process_model_json(text))
+        assert sum(state["observations"].values()) == i + 1, state
+    # Forced runs are observed too.
+    ds.query("t > 1", output="points", method="scan")
+    state = json.loads(_core.process_model_json(text))
+    assert state["observations"]["scan"] >= 1 and sum(state["observations"].values()) == 31
+    # Another stored model starts over. A close call runs the method observed less until it
+    # has been observed a quarter as often; a clear call follows the estimate.
+    other = text.replace('"test"', '"other"')
+    assert _core.choose_method(1.0, 1.1, other) == "index"
+    for _ in range(8):
+        _core.observe_query("index", 1.0, 1.0, other)
+    assert _core.choose_method(1.0, 1.1, other) == "scan"
+    assert _core.choose_method(1.0, 5.0, other) == "index"
+    _core.observe_query("scan", 1.0, 1.0, other)
+    _core.observe_query("scan", 1.0, 1.0, other)
+    assert _core.choose_method(1.0, 1.1, other) == "index"
+    assert _core.choose_method(5.0, 1.0, other) == "scan"
+
+
+def test_query_batches_stream_the_same_result(tmp_path):
+    import pandas as pd
+
+    t, s, _ = write(tmp_path / "b.strata", "V-S")
+    ds = strata.open(tmp_path / "b.strata")
+    where, ref = "t > 1 or s < 33", (valid(t) & (t > 1)) | (s < 33)
+    whole = ds.query(where, variables=["t", "k"])
+    pieces = list(ds.query_batches(where, variables=["t", "k"]))
+    # One piece per sub-chunk along time (3 records, in chunks of 10: cuts at 3, 6, 9, 10, 13, ..., 23, 24).
+    assert ds["t"].subchunks[0] == 3 and ds["t"].chunks[0] == 10
+    assert len(pieces) == 10
+    pd.testing.assert_frame_equal(pd.concat(pieces, ignore_index=True), whole)
+    assert sum(ds.query_batches(where, output="count", records=7)) == ref.sum()
+    # A strided region with a piece boundary inside a stride.
+    got = list(ds.query_batches(where, isel={"time": slice(3, 24, 4), "x": slice(1, 30, 2)}, output="positions"))
+    sub = np.zeros_like(ref)
+    sub[3:24:4, :, 1:30:2] = ref[3:24:4, :, 1:30:2]
+    for axis, want in enumerate(np.nonzero(sub)):
+        np.testing.assert_array_equal(np.concatenate([p[axis] for p in got]), want)
+    # Stopping early cancels the rest: nothing more is read.
+    it = ds.query_batches(where)
+    next(it)
+    before = ds.read_stats()
+    it.close()
+    assert ds.read_stats() == before
+    with pytest.raises(strata.InvalidArgumentError, match="streams"):
+        ds.query_batches(where, output="dense")
+    with pytest.raises(strata.InvalidArgumentError, match="records"):
+        ds.query_batches(where, records=0)
+    with pytest.raises(strata.InvalidArgumentError, match="method"):
+        ds.query_batches(where, method="fast")
+
+
 @pytest.mark.parametrize("method", ["index", "scan"])
 def test_regions_with_strides(layout_store, method):
     layout, path, (t, s, k) = layout_store

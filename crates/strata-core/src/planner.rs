@@ -99,6 +99,10 @@ fn one() -> f64 {
 
 pub const COST_MODEL_VERSION: u32 = 1;
 
+/// Estimates within this factor of each other are a close call, where the model's error
+/// can exceed the difference (see [`CostModel::choose`]).
+pub const CLOSE_CALL: f64 = 1.3;
+
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
@@ -182,6 +186,26 @@ impl CostModel {
             other.0
         } else {
             own
+        }
+    }
+
+    /// The method for a query estimated at `index_s` and `scan_s` seconds. On a close call
+    /// (estimates within [`CLOSE_CALL`]) the method estimated slower still runs about one
+    /// time in five until it has been observed a quarter as often as the other, so the
+    /// corrections learn both methods on the store being queried and the choice follows
+    /// what they measure (with one method observed, both share its correction and the
+    /// calibrated constants decide).
+    pub fn choose(&self, index_s: f64, scan_s: f64) -> Method {
+        let (best, other, best_s, other_s) = if scan_s < index_s {
+            (Method::Scan, Method::Index, scan_s, index_s)
+        } else {
+            (Method::Index, Method::Scan, index_s, scan_s)
+        };
+        let close = other_s <= CLOSE_CALL * best_s;
+        if close && self.observed(other) * 4 < self.observed(best) {
+            other
+        } else {
+            best
         }
     }
 
@@ -531,6 +555,26 @@ mod tests {
         m.observe(Method::Index, before, before / 2.0);
         assert_eq!(m.observations, [1, 40]);
         assert!(m.correction(Method::Index) < m.scan_correction);
+    }
+
+    #[test]
+    fn close_calls_explore_until_both_methods_are_observed() {
+        let mut m = CostModel::default();
+        // Clear winners and fresh models: the cheaper estimate.
+        assert_eq!(m.choose(1.0, 2.0), Method::Index);
+        assert_eq!(m.choose(2.0, 1.0), Method::Scan);
+        assert_eq!(m.choose(1.0, 1.1), Method::Index);
+        for _ in 0..8 {
+            m.observe(Method::Index, 1.0, 1.0);
+        }
+        // A close call with the scan never observed: the scan runs ...
+        assert_eq!(m.choose(1.0, 1.1), Method::Scan);
+        // ... but not when the index is clearly cheaper.
+        assert_eq!(m.choose(1.0, 1.5), Method::Index);
+        m.observe(Method::Scan, 1.0, 1.0);
+        m.observe(Method::Scan, 1.0, 1.0);
+        // Observed a quarter as often: back to the estimate.
+        assert_eq!(m.choose(1.0, 1.1), Method::Index);
     }
 
     #[test]

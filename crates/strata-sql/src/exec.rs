@@ -212,36 +212,14 @@ fn arrow_error(e: datafusion::arrow::error::ArrowError) -> Error {
     Error::InvalidArgument(format!("building a result batch: {e}"))
 }
 
-/// Estimates within this factor of each other are a close call, where the model's error
-/// can exceed the difference.
-const CLOSE_CALL: f64 = 1.3;
-
-/// The method for one piece and its estimated time. On a close call the method estimated
-/// slower still runs on about one piece in five until it has been observed as often, so the
-/// session's corrections learn both methods on this store and the choice follows what they
-/// measure (with only one method observed, both share its correction and the calibrated
-/// constants decide).
+/// The method for one piece and its estimated time (see
+/// [`strata_core::planner::CostModel::choose`]).
 fn choose(req: &ScanRequest, pred: &Predicate, sel: &[DimSelection], outputs: &[&str]) -> Result<(Method, f64)> {
     let planning = &req.table.planning;
     let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
     let plan = req.table.reader.plan_query(pred, sel, outputs, None, &model, planning.force)?;
     let (index_s, scan_s) = (plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan));
-    let method = match planning.force {
-        Some(m) => m,
-        None => {
-            let (best, other, best_s, other_s) = if scan_s < index_s {
-                (Method::Scan, Method::Index, scan_s, index_s)
-            } else {
-                (Method::Index, Method::Scan, index_s, scan_s)
-            };
-            let close = other_s <= CLOSE_CALL * best_s;
-            if close && model.observed(other) * 4 < model.observed(best) {
-                other
-            } else {
-                best
-            }
-        }
-    };
+    let method = planning.force.unwrap_or_else(|| model.choose(index_s, scan_s));
     Ok((method, plan.seconds_with(method)))
 }
 
