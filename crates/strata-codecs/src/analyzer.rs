@@ -153,10 +153,25 @@ pub fn objective_value(s: &Score, objective: Objective) -> f64 {
     }
 }
 
-/// The index of the best score for `objective` (None for an empty list).
+/// Ratios within this fraction of the best are a tie for [`Objective::Ratio`]: a sample's
+/// ratio estimates the whole variable's to about this much, so a longer chain that wins by
+/// less is as likely to lose on the whole variable.
+pub const RATIO_TIE: f64 = 0.005;
+
+/// The index of the best score for `objective` (None for an empty list). For `Ratio`, the
+/// chain with the fewest stages among those tied with the best ratio (see [`RATIO_TIE`]),
+/// then the higher ratio.
 pub fn choose(scores: &[Score], objective: Objective) -> Option<usize> {
     let key = |i: usize| objective_value(&scores[i], objective);
-    (0..scores.len()).max_by(|&a, &b| key(a).total_cmp(&key(b)))
+    let best = (0..scores.len()).max_by(|&a, &b| key(a).total_cmp(&key(b)))?;
+    if objective != Objective::Ratio {
+        return Some(best);
+    }
+    let floor = scores[best].ratio * (1.0 - RATIO_TIE);
+    let stages = |i: usize| scores[i].chain.split('+').count();
+    (0..scores.len())
+        .filter(|&i| scores[i].ratio >= floor)
+        .min_by(|&a, &b| stages(a).cmp(&stages(b)).then(scores[b].ratio.total_cmp(&scores[a].ratio)))
 }
 
 #[cfg(test)]
@@ -178,6 +193,11 @@ mod tests {
         let slow_writer = Score { chain: "slow".into(), ratio: 4.0, encode_mb_s: 2.0, decode_mb_s: 5000.0 };
         assert_eq!(choose(&[slow_writer, s("ok", 2.0, 2000.0)], Objective::Balanced), Some(1));
         assert_eq!(choose(&[], Objective::Ratio), None);
+        // A longer chain must win the ratio by more than the tie margin.
+        let close = [s("delta:-1+pco:12", 2.005, 300.0), s("pco:12", 2.0, 300.0), s("zstd:3", 1.5, 900.0)];
+        assert_eq!(choose(&close, Objective::Ratio), Some(1));
+        let clear = [s("delta:-1+pco:12", 2.2, 300.0), s("pco:12", 2.0, 300.0)];
+        assert_eq!(choose(&clear, Objective::Ratio), Some(0));
     }
 
     #[test]

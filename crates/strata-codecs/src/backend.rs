@@ -252,7 +252,7 @@ impl Backend for ByteColumnsBackend {
         let n = input.len() / es;
         // Columns are the planes of a byte shuffle (a tail, if any, is its own column).
         let mut planes = vec![0u8; input.len()];
-        crate::transform::shuffle(es, input, &mut planes);
+        crate::shuffle::shuffle(es, input, &mut planes);
         let mut columns: Vec<&[u8]> = (0..es).map(|b| &planes[b * n..(b + 1) * n]).collect();
         if input.len() > n * es {
             columns.push(&planes[n * es..]);
@@ -314,7 +314,7 @@ impl Backend for ByteColumnsBackend {
         }
         out.clear();
         out.resize(decoded_len, 0);
-        crate::transform::unshuffle(es, &planes, out);
+        crate::shuffle::unshuffle(es, &planes, out);
         Ok(())
     }
 }

@@ -13,6 +13,7 @@ mod error;
 mod fpc;
 mod lossy;
 pub mod registry;
+mod shuffle;
 mod spec;
 mod sz;
 mod transform;
