@@ -186,7 +186,13 @@ def report(results) -> str:
         lines.append(f"| {r['dataset']} | " + " | ".join(cells) + " |")
     nc_name = next(t for t in peers if t.startswith("netCDF4"))
     zarr = next(t for t in peers if t.startswith("Zarr"))
+    # The issue's bar names four peers; python-blosc2's NDArray is an extra one, reported apart.
+    barred = [t for t in peers if not t.startswith("python-blosc2")]
+    extra = [t for t in peers if t not in barred]
     beats = sum(
+        r["tools"]["strata ratio"]["ratio"] >= max(r["tools"][t]["ratio"] for t in barred) for r in results["rows"]
+    )
+    beats_all = sum(
         r["tools"]["strata ratio"]["ratio"] >= max(r["tools"][t]["ratio"] for t in peers) for r in results["rows"]
     )
     balanced_ok = sum(
@@ -204,8 +210,10 @@ def report(results) -> str:
         "",
         "| bar | met | figure |",
         "|---|---|---|",
-        f"| `ratio` ≥ best peer (incl. pcodec alone) on every dataset | {'yes' if beats == n else '**no**'} "
+        f"| `ratio` ≥ best of {', '.join(barred)} on every dataset | {'yes' if beats == n else '**no**'} "
         f"| {beats} of {n} |",
+        f"| (not a bar) `ratio` ≥ every peer including {', '.join(extra)} | {'yes' if beats_all == n else 'no'} "
+        f"| {beats_all} of {n} |",
         f"| `ratio` ≥ 1.15x netCDF4-zlib, geometric mean | "
         f"{'yes' if geo['strata ratio'] >= 1.15 * geo[nc_name] else '**no**'} "
         f"| {geo['strata ratio'] / geo[nc_name]:.3f}x |",
