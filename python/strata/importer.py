@@ -400,9 +400,9 @@ def _refine(meta: dict, var, rng, first, objective: str) -> tuple[str, dict]:
         candidates=[s["chain"] for s in top],
         min_seconds=0.0 if objective == "ratio" else 10 * _IMPORT_MIN_SECONDS,
     )
-    best = max(second.scores, key=lambda s: s["value"][objective])
+    # The analyzer's own rule decides (for ratio, near-ties go to the shorter chain).
     values = {s["chain"]: round(s["value"][objective], 4) for s in second.scores}
-    return best["chain"], {"sample_bytes": second.sample_bytes, objective: values}
+    return second.choice[objective], {"sample_bytes": second.sample_bytes, objective: values}
 
 
 def _recheck_codecs(nc, record_vars: list[dict], objective_override: str | None = None) -> dict:
