@@ -148,7 +148,9 @@ impl Reader {
     /// in the region: (flat indices as a uint64 array, count, stats). With `count_only`
     /// the indices are not collected. Stats: (sub-chunks, full, empty, boundary segments).
     /// `method`: "index" or "scan" (same result, different work).
-    #[pyo3(signature = (predicate, starts, stops, steps, count_only=false, method="index"))]
+    /// With `coordinates`, the first item is instead a list of int64 arrays, one per
+    /// dimension (np.nonzero's form).
+    #[pyo3(signature = (predicate, starts, stops, steps, count_only=false, method="index", coordinates=false))]
     #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn select<'py>(
         &self,
@@ -159,13 +161,21 @@ impl Reader {
         steps: Vec<u64>,
         count_only: bool,
         method: &str,
-    ) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, u64, Stats)> {
+        coordinates: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, u64, Stats)> {
         let (pred, sel) = query_args(predicate, &starts, &stops, &steps)?;
         let method = parse_method(method)?;
         let (selection, count, stats) =
             py.detach(|| self.inner.select_with(&pred, &sel, count_only, method)).map_err(to_py)?;
-        let flat = numpy::PyArray1::from_vec(py, selection.flat);
-        Ok((flat, count, stats_tuple(&stats)))
+        let first = if coordinates {
+            let coords = py.detach(|| selection.coordinates());
+            let arrays: Vec<Bound<'py, numpy::PyArray1<i64>>> =
+                coords.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect();
+            pyo3::types::PyList::new(py, arrays)?.into_any()
+        } else {
+            numpy::PyArray1::from_vec(py, selection.flat).into_any()
+        };
+        Ok((first, count, stats_tuple(&stats)))
     }
 
     /// Where the constraint holds in the region and the values of `outputs` there (flat

@@ -224,7 +224,9 @@ def run_query(
     started = time.perf_counter()
     if output in ("count", "positions"):
         # One method for the whole selection.
-        flat, count, raw_stats = ds._reader.select(query, starts, stops, steps, output == "count", pick)
+        flat, count, raw_stats = ds._reader.select(
+            query, starts, stops, steps, output == "count", pick, output == "positions"
+        )
         methods = dict.fromkeys(methods, pick)
         columns = []
     else:
@@ -243,7 +245,7 @@ def run_query(
     if output == "count":
         result = int(count)
     elif output == "positions":
-        result = np.unravel_index(flat.astype(np.int64), driver.shape)
+        result = tuple(flat)
     else:
         if outputs:
             values = {n: _native(col.view(views[n].dtype)) for n, col in zip(outputs, columns, strict=True)}

@@ -347,11 +347,11 @@ impl StoreReader {
                 match index.bins_of(vid) {
                     Some(list) => {
                         for e in list {
-                            let all_valid = e.count == e.positions.len();
+                            let all_valid = e.count == e.len;
                             match op.coverage(e.count, e.min, e.max, all_valid, *value) {
                                 crate::query::Coverage::Empty => {}
                                 crate::query::Coverage::Full => {
-                                    work.indexed += e.positions.len() as f64;
+                                    work.indexed += e.len as f64;
                                     selected += e.count as f64;
                                     touched.push(e.bin);
                                 }
@@ -359,8 +359,8 @@ impl StoreReader {
                                     let (b, s) = subchunk_bytes(index, vid, &[e.bin], groups);
                                     work.bytes += b;
                                     work.segments += s;
-                                    work.decoded += e.positions.len() as f64;
-                                    work.tested += e.positions.len() as f64;
+                                    work.decoded += e.len as f64;
+                                    work.tested += e.len as f64;
                                     selected += e.count as f64 * boundary_fraction(*op, e.min, e.max, *value);
                                     boundary += 1.0;
                                     touched.push(e.bin);

@@ -11,10 +11,11 @@
 //! Selection is always exact: boundary values are read at full precision. Only the values
 //! a query returns are read at a reduced precision level.
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grid::{chunk_grid, ravel, subchunk_grid, unravel, AxisBlock};
 use crate::manifest::{Level, Variable};
-use crate::reader::{BinRead, DimSelection, StoreReader, SubchunkId};
+use crate::reader::{BinEntry, BinRead, DimSelection, StoreReader, SubchunkId};
 use crate::segment::SegmentKey;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
@@ -65,19 +66,40 @@ impl CmpOp {
     /// operator, so each compiles to a vectorized comparison (boundary segments of every
     /// value query go through here).
     pub fn matches(self, values: &[f64], v: f64, missing: &[f64]) -> Vec<bool> {
+        self.matches_each(values.iter().copied(), v, missing)
+    }
+
+    /// [`matches`](Self::matches) on little-endian elements of `dtype`, floats compared as
+    /// they are read (no f64 copy of the segment).
+    pub fn matches_raw(self, dtype: DType, bytes: &[u8], v: f64, missing: &[f64]) -> Vec<bool> {
+        fn read<const N: usize>(c: &[u8]) -> [u8; N] {
+            let mut a = [0u8; N];
+            a.copy_from_slice(c);
+            a
+        }
+        match dtype {
+            DType::F32 => {
+                self.matches_each(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(read(c)) as f64), v, missing)
+            }
+            DType::F64 => self.matches_each(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(read(c))), v, missing),
+            _ => self.matches(&dtype.to_f64s(bytes), v, missing),
+        }
+    }
+
+    fn matches_each<I: Iterator<Item = f64> + Clone>(self, values: I, v: f64, missing: &[f64]) -> Vec<bool> {
         let mut keep: Vec<bool> = match self {
-            CmpOp::Lt => values.iter().map(|&x| x < v).collect(),
-            CmpOp::Le => values.iter().map(|&x| x <= v).collect(),
-            CmpOp::Gt => values.iter().map(|&x| x > v).collect(),
-            CmpOp::Ge => values.iter().map(|&x| x >= v).collect(),
-            CmpOp::Eq => values.iter().map(|&x| x == v).collect(),
+            CmpOp::Lt => values.clone().map(|x| x < v).collect(),
+            CmpOp::Le => values.clone().map(|x| x <= v).collect(),
+            CmpOp::Gt => values.clone().map(|x| x > v).collect(),
+            CmpOp::Ge => values.clone().map(|x| x >= v).collect(),
+            CmpOp::Eq => values.clone().map(|x| x == v).collect(),
             // NaN fails every other comparison by itself.
-            CmpOp::Ne => values.iter().map(|&x| x != v && !x.is_nan()).collect(),
+            CmpOp::Ne => values.clone().map(|x| x != v && !x.is_nan()).collect(),
         };
         // Missing values need a second look only when one of them would pass.
         if missing.iter().any(|&m| self.test(m, v)) {
             for (k, x) in keep.iter_mut().zip(values) {
-                if missing.contains(x) {
+                if missing.contains(&x) {
                     *k = false;
                 }
             }
@@ -285,6 +307,49 @@ pub struct Selection {
     pub flat: Vec<u64>,
 }
 
+impl Selection {
+    /// The selected elements' coordinates, one vector per dimension (what `np.nonzero`
+    /// gives). Divisions by the trailing extents use a precomputed reciprocal when the
+    /// indices fit in 32 bits (Lemire's fastdiv); the work is split across threads.
+    pub fn coordinates(&self) -> Vec<Vec<i64>> {
+        let nd = self.shape.len();
+        let mut out: Vec<Vec<i64>> = (0..nd).map(|_| vec![0i64; self.flat.len()]).collect();
+        if nd == 0 || self.flat.is_empty() {
+            return out;
+        }
+        let small = self.shape.iter().product::<u64>() <= u64::from(u32::MAX);
+        // ceil(2^64 / d) for d > 1 (d = 1 divides by itself below).
+        let magic: Vec<u64> = self.shape.iter().map(|&d| if d > 1 { u64::MAX / d + 1 } else { 0 }).collect();
+        const PART: usize = 1 << 16;
+        let mut parts: Vec<Vec<&mut [i64]>> = (0..self.flat.len().div_ceil(PART)).map(|_| Vec::new()).collect();
+        for col in out.iter_mut() {
+            for (k, piece) in col.chunks_mut(PART).enumerate() {
+                parts[k].push(piece);
+            }
+        }
+        parts.into_par_iter().enumerate().for_each(|(k, mut cols)| {
+            let flat = &self.flat[k * PART..(k * PART + PART).min(self.flat.len())];
+            for (i, &f) in flat.iter().enumerate() {
+                let mut rest = f;
+                for d in (1..nd).rev() {
+                    let extent = self.shape[d].max(1);
+                    let q = if extent == 1 {
+                        rest
+                    } else if small {
+                        ((u128::from(magic[d]) * u128::from(rest)) >> 64) as u64
+                    } else {
+                        rest / extent
+                    };
+                    cols[d][i] = (rest - q * extent) as i64;
+                    rest = q;
+                }
+                cols[0][i] = rest as i64;
+            }
+        });
+        out
+    }
+}
+
 /// The union of disjoint-or-not position sets. Run containers are expanded first: the
 /// crate inserts into a run container element by element, which dominated query time.
 fn union_all<'a>(parts: impl IntoIterator<Item = &'a RoaringBitmap>) -> RoaringBitmap {
@@ -298,7 +363,8 @@ fn union_all<'a>(parts: impl IntoIterator<Item = &'a RoaringBitmap>) -> RoaringB
 }
 
 /// Local row-major offsets of a box -> global flat indices, without per-element
-/// allocation: the box's first element plus each local coordinate times the global stride.
+/// allocation: one 32-bit division splits a local offset into its row (all axes but the
+/// last) and column, and a table gives each row's global offset.
 fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec<u64> {
     let nd = b.len.len();
     let mut strides = vec![1u64; nd];
@@ -307,34 +373,184 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
     }
     let base: u64 = b.start.iter().zip(&strides).map(|(s, t)| s * t).sum();
     let mut flat = Vec::with_capacity(local.size_hint().0);
-    for p in local {
-        let (mut rest, mut f) = (p as u64, base);
-        for d in (0..nd).rev() {
-            f += (rest % b.len[d]) * strides[d];
-            rest /= b.len[d];
+    if nd == 0 {
+        flat.extend(local.map(|_| base));
+        return flat;
+    }
+    let mut local = local.peekable();
+    if local.peek().is_none() {
+        return flat;
+    }
+    let cols = b.len[nd - 1].max(1) as u32;
+    let rows: u64 = b.len[..nd - 1].iter().product();
+    // Each row's global offset, counting the rows like an odometer (no divisions).
+    let mut row_base = Vec::with_capacity(rows as usize);
+    let mut coord = vec![0u64; nd - 1];
+    let mut f = base;
+    for _ in 0..rows {
+        row_base.push(f);
+        for d in (0..nd - 1).rev() {
+            coord[d] += 1;
+            f += strides[d];
+            if coord[d] < b.len[d] {
+                break;
+            }
+            f -= coord[d] * strides[d];
+            coord[d] = 0;
         }
-        flat.push(f);
+    }
+    for p in local {
+        let (row, col) = (p / cols, p % cols);
+        // A position past the box comes only from a corrupt index (bin_reads rejects those
+        // it reads); it falls on the last row rather than panicking.
+        let at = row_base.get(row as usize).or(row_base.last()).copied().unwrap_or(base);
+        flat.push(at + col as u64);
     }
     flat
 }
 
-/// The positions of `p` whose element (in position order) is kept.
+/// Sorts `v` by `key` (below 2^`bits`) with a least-significant-digit radix sort, 11 bits
+/// a pass: query results are sorted by flat index, where a comparison sort costs several
+/// times more. Passes whose digit is the same for every element are skipped.
+fn radix_sort_by_key<T: Copy>(v: &mut Vec<T>, bits: u32, key: impl Fn(&T) -> u64) {
+    const DIGIT: u32 = 11;
+    if v.len() < 2048 {
+        v.sort_unstable_by_key(|x| key(x));
+        return;
+    }
+    let mut buf = v.clone();
+    for pass in 0..bits.div_ceil(DIGIT) {
+        let shift = pass * DIGIT;
+        let digit = |x: &T| ((key(x) >> shift) & ((1 << DIGIT) - 1)) as usize;
+        let mut counts = vec![0usize; 1 << DIGIT];
+        for x in v.iter() {
+            counts[digit(x)] += 1;
+        }
+        if counts.iter().any(|&c| c == v.len()) {
+            continue;
+        }
+        let mut sum = 0;
+        for c in counts.iter_mut() {
+            (*c, sum) = (sum, sum + *c);
+        }
+        for x in v.iter() {
+            let d = digit(x);
+            buf[counts[d]] = *x;
+            counts[d] += 1;
+        }
+        std::mem::swap(v, &mut buf);
+    }
+}
+
+/// Joins per-box flat indices in ascending order. Boxes starting at the same index along
+/// the first axis form a band (sub-chunk rows partition that axis, so bands never
+/// interleave): each band is sorted on its own, bands in parallel, and joined in order.
+fn sorted_by_bands(parts: impl Iterator<Item = (u64, Vec<u64>)>) -> Vec<u64> {
+    let mut bands: std::collections::BTreeMap<u64, Vec<u64>> = std::collections::BTreeMap::new();
+    for (start, flat) in parts {
+        bands.entry(start).or_default().extend(flat);
+    }
+    let sorted: Vec<Vec<u64>> = bands
+        .into_values()
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|mut band| {
+            band.sort_unstable();
+            band
+        })
+        .collect();
+    sorted.concat()
+}
+
+/// Bits needed for flat indices into `shape`.
+fn index_bits(shape: &[u64]) -> u32 {
+    64 - shape.iter().product::<u64>().leading_zeros()
+}
+
+/// The positions of `p` whose element (in position order) is kept. Walked by runs of
+/// consecutive positions (bins of smooth fields are mostly runs), not one by one.
 fn kept_positions(p: &RoaringBitmap, keep: &[bool]) -> Vec<u32> {
     let mut out = Vec::new();
     let mut it = p.iter();
-    let mut batch = [0u32; 1024];
-    let mut i = 0;
-    loop {
-        let got = it.next_many(&mut batch);
-        if got.is_empty() {
-            return out;
-        }
-        for &pos in got.iter() {
-            if keep.get(i).copied().unwrap_or(false) {
-                out.push(pos);
+    let mut i = 0usize;
+    while let Some(r) = it.next_range() {
+        let start = *r.start();
+        let end = (i + (r.end() - start) as usize + 1).min(keep.len());
+        for (j, &k) in keep[i.min(end)..end].iter().enumerate() {
+            if k {
+                out.push(start + j as u32);
             }
-            i += 1;
         }
+        i = end;
+    }
+    out
+}
+
+/// What one comparison found in one box: segments selected whole and tested ones.
+#[derive(Default)]
+struct Verdicts<'i> {
+    /// The whole box (a sub-chunk without level V whose summary is covered).
+    all: bool,
+    /// Bins selected whole, from their summaries.
+    full: Vec<&'i BinEntry>,
+    /// Segments read and tested: their bin's positions (None: the whole box in order) and
+    /// which of their elements pass.
+    tested: Vec<(Option<&'i RoaringBitmap>, Vec<bool>)>,
+}
+
+impl Verdicts<'_> {
+    /// The passing local positions of a box of `n` elements.
+    fn positions(self, n: u64) -> RoaringBitmap {
+        if self.all {
+            let mut hits = RoaringBitmap::new();
+            hits.insert_range(0..n as u32);
+            return hits;
+        }
+        let kept: Vec<RoaringBitmap> = self
+            .tested
+            .iter()
+            .map(|(p, keep)| {
+                let selected: Vec<u32> = match p {
+                    Some(p) => kept_positions(p, keep),
+                    None => keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32).collect(),
+                };
+                RoaringBitmap::from_sorted_iter(selected).unwrap_or_default()
+            })
+            .collect();
+        // Full bins' positions (often run containers) are unioned once at the end: adding
+        // array containers into a run container one by one is quadratic.
+        union_all(self.full.iter().map(|e| &e.positions).chain(&kept))
+    }
+
+    /// The passing local positions of a box of `n` elements, not in order (the caller
+    /// sorts the query's flat indices once).
+    fn unordered_positions(self, n: u64) -> Vec<u32> {
+        if self.all {
+            return (0..n as u32).collect();
+        }
+        let mut out = Vec::with_capacity(self.full.iter().map(|e| e.len as usize).sum());
+        for e in &self.full {
+            let mut it = e.positions.iter();
+            while let Some(r) = it.next_range() {
+                out.extend(r);
+            }
+        }
+        for (p, keep) in &self.tested {
+            match p {
+                Some(p) => out.extend(kept_positions(p, keep)),
+                None => out.extend(keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32)),
+            }
+        }
+        out
+    }
+
+    /// How many elements of a box of `n` pass.
+    fn count(self, n: u64) -> u64 {
+        if self.all {
+            return n;
+        }
+        let full: u64 = self.full.iter().map(|e| e.len).sum();
+        full + self.tested.iter().map(|(_, keep)| keep.iter().filter(|&&k| k).count() as u64).sum::<u64>()
     }
 }
 
@@ -466,6 +682,17 @@ impl StoreReader {
             .par_iter()
             .map(|b| {
                 counters.subchunks.fetch_add(1, Ordering::Relaxed);
+                if let (Method::Index, None, Predicate::Cmp { var, op, value }) = (method, &b.region, pred) {
+                    // One comparison over whole boxes: counted, or positions listed, without
+                    // building bitmaps.
+                    let n = b.len.iter().product::<u64>();
+                    if count_only {
+                        return Ok((self.count_cmp(var, *op, *value, b, &counters)?, vec![]));
+                    }
+                    let local =
+                        self.with_verdicts(var, *op, *value, b, None, &counters, |v| v.unordered_positions(n))?;
+                    return Ok((local.len() as u64, flat_of(b, &shape, local.into_iter())));
+                }
                 let hits = match method {
                     Method::Index => self.eval(pred, b, b.region.as_ref(), &counters)?,
                     Method::Scan => self.scan_box(pred, b, &counters)?,
@@ -482,11 +709,8 @@ impl StoreReader {
             })
             .collect::<Result<_>>()?;
         let count = per_box.iter().map(|(n, _)| n).sum();
-        let mut flat: Vec<u64> = Vec::with_capacity(if count_only { 0 } else { count as usize });
-        for (_, f) in per_box {
-            flat.extend(f);
-        }
-        flat.par_sort_unstable();
+        let bands = boxes.iter().zip(per_box).map(|(b, (_, f))| (b.start.first().copied().unwrap_or(0), f));
+        let flat = sorted_by_bands(bands);
         let stats = counters.into_stats();
         Ok((Selection { shape, flat }, count, stats))
     }
@@ -574,7 +798,7 @@ impl StoreReader {
                 }
             }
         }
-        order.par_sort_unstable_by_key(|o| o.0);
+        radix_sort_by_key(&mut order, index_bits(&shape), |o| o.0);
         let mut columns = Vec::with_capacity(outputs.len());
         for (k, v) in out_vars.iter().enumerate() {
             let es = v.dtype.size();
@@ -703,47 +927,62 @@ impl StoreReader {
         mask: Option<&RoaringBitmap>,
         counters: &Counters,
     ) -> Result<RoaringBitmap> {
+        let n = b.len.iter().product::<u64>();
+        self.with_verdicts(name, op, value, b, mask, counters, |v| v.positions(n))
+    }
+
+    /// How many elements of box `b` satisfy one comparison: like [`eval_cmp`](Self::eval_cmp)
+    /// without building positions (full bins count by their length, tested ones by their
+    /// passing elements).
+    fn count_cmp(&self, name: &str, op: CmpOp, value: f64, b: &QueryBox, counters: &Counters) -> Result<u64> {
+        let n = b.len.iter().product::<u64>();
+        self.with_verdicts(name, op, value, b, None, counters, |v| v.count(n))
+    }
+
+    /// Classifies the segments of `name` in box `b` for `x op value` (from the index
+    /// summaries), reads and tests the boundary ones, and hands the verdicts to `then`.
+    #[allow(clippy::too_many_arguments)] // internal: one comparison and its context
+    fn with_verdicts<R>(
+        &self,
+        name: &str,
+        op: CmpOp,
+        value: f64,
+        b: &QueryBox,
+        mask: Option<&RoaringBitmap>,
+        counters: &Counters,
+        then: impl FnOnce(Verdicts<'_>) -> R,
+    ) -> Result<R> {
         let (var_idx, var) = self.manifest().variable(name)?;
         let driver = &self.manifest().variables[b.id.0 as usize];
         let missing = var.missing_values();
         let n = b.len.iter().product::<u64>();
+        let mut v = Verdicts::default();
         if var.chunking != driver.chunking {
             // Another sub-chunk grid: read this box of the variable and test every element.
             counters.boundary.fetch_add(1, Ordering::Relaxed);
             let sel = b.selection();
             let mut raw = vec![0u8; n as usize * var.dtype.size()];
             self.read_into_at(name, &sel, None, &mut raw)?;
-            let keep = op.matches(&var.dtype.to_f64s(&raw), value, &missing);
-            let hits = keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32);
-            return Ok(RoaringBitmap::from_sorted_iter(hits).unwrap_or_default());
+            v.tested.push((None, op.matches_raw(var.dtype, &raw, value, &missing)));
+            return Ok(then(v));
         }
         let slab = &self.manifest().slabs[b.slab];
         let index = self.slab_index(slab)?;
         let id = (var_idx as u32, b.id.1, b.id.2);
         let binned = self.manifest().layout.order.contains(&Level::V);
-        // The segments' verdicts: positions of full ones, boundary bins to read.
-        let mut hits = RoaringBitmap::new();
-        // Full bins' positions (often run containers) are unioned once at the end: adding
-        // array containers into a run container one by one is quadratic.
-        let mut full: Vec<&RoaringBitmap> = Vec::new();
         let mut boundary = Vec::new();
-        let entry = |bin: u32| {
-            index.segments.get(&SegmentKey { var: id.0, chunk: id.1, subchunk: id.2, bin, group: 0 }).ok_or_else(|| {
-                Error::Corruption(format!("slab {} has no segment for '{name}' sub-chunk {id:?} bin {bin}", slab.id))
-            })
-        };
         if binned {
             let Some(list) = index.bins_of(id) else {
                 return Err(Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id)));
             };
             for e in list {
-                match op.coverage(e.count, e.min, e.max, e.count == e.positions.len(), value) {
+                match op.coverage(e.count, e.min, e.max, e.count == e.len, value) {
                     Coverage::Empty => {
                         counters.empty.fetch_add(1, Ordering::Relaxed);
                     }
                     Coverage::Full => {
                         counters.full.fetch_add(1, Ordering::Relaxed);
-                        full.push(&e.positions);
+                        v.full.push(e);
                     }
                     Coverage::Boundary if mask.is_some_and(|m| m.is_disjoint(&e.positions)) => {
                         counters.empty.fetch_add(1, Ordering::Relaxed);
@@ -752,22 +991,25 @@ impl StoreReader {
                 }
             }
         } else {
-            let e = entry(0)?;
+            let key = SegmentKey { var: id.0, chunk: id.1, subchunk: id.2, bin: 0, group: 0 };
+            let e = index.segments.get(&key).ok_or_else(|| {
+                Error::Corruption(format!("slab {} has no segment for '{name}' sub-chunk {id:?}", slab.id))
+            })?;
             match op.coverage(e.count, e.min, e.max, e.count == n, value) {
                 Coverage::Empty => {
                     counters.empty.fetch_add(1, Ordering::Relaxed);
-                    return Ok(hits);
+                    return Ok(then(v));
                 }
                 Coverage::Full => {
                     counters.full.fetch_add(1, Ordering::Relaxed);
-                    hits.insert_range(0..n as u32);
-                    return Ok(hits);
+                    v.all = true;
+                    return Ok(then(v));
                 }
                 Coverage::Boundary => boundary.push(0),
             }
         }
         if boundary.is_empty() {
-            return Ok(union_all(full));
+            return Ok(then(v));
         }
         counters.boundary.fetch_add(boundary.len() as u64, Ordering::Relaxed);
         // Boundary segments are read at full precision: the selection is exact.
@@ -777,7 +1019,6 @@ impl StoreReader {
         let fetched = self.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
         let split = groups.map(|g| (g.clone(), g.len()));
         let shape: Vec<usize> = b.len.iter().map(|&l| l as usize).collect();
-        let mut selections = Vec::with_capacity(reads.len());
         for r in &reads {
             let positions = self.bin_positions(&index, id, r.bin)?;
             let seg_shape = match positions {
@@ -785,14 +1026,9 @@ impl StoreReader {
                 None => shape.clone(),
             };
             let values = self.decode_bin((b.slab, id), r, &seg_shape, split.as_ref(), &fetched)?;
-            let keep = op.matches(&var.dtype.to_f64s(&values), value, &missing);
-            let selected: Vec<u32> = match positions {
-                Some(p) => kept_positions(p, &keep),
-                None => keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32).collect(),
-            };
-            selections.push(RoaringBitmap::from_sorted_iter(selected).unwrap_or_default());
+            v.tested.push((positions, op.matches_raw(var.dtype, &values, value, &missing)));
         }
-        Ok(union_all(full.into_iter().chain(&selections)))
+        Ok(then(v))
     }
 
     /// Fetches and decodes some bins of one sub-chunk into a sub-chunk buffer (elements of
@@ -963,6 +1199,59 @@ mod tests {
     use super::*;
 
     #[test]
+    fn coordinates_unravel_flat_indices() {
+        for shape in [vec![5u64, 7, 9], vec![4, 1, 6], vec![3, 1 << 20, 1 << 13], vec![70_000]] {
+            let total: u64 = shape.iter().product();
+            let flat: Vec<u64> = (0..200_000u64).map(|i| (i * 2_654_435_761) % total).collect();
+            let sel = Selection { shape: shape.clone(), flat: flat.clone() };
+            let coords = sel.coordinates();
+            for (i, &f) in flat.iter().enumerate() {
+                let mut rest = f;
+                for d in (0..shape.len()).rev() {
+                    assert_eq!(coords[d][i] as u64, rest % shape[d], "{shape:?} {f}");
+                    rest /= shape[d];
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn radix_sort_matches_a_comparison_sort() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for (n, bits) in [(0usize, 1u32), (100, 20), (5000, 26), (70_000, 40), (70_000, 64)] {
+            let mut v: Vec<(u64, u32)> = (0..n as u32)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (if bits == 64 { x } else { x % (1 << bits) }, i)
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort_by_key(|p| p.0);
+            radix_sort_by_key(&mut v, bits, |p| p.0);
+            assert_eq!(v.iter().map(|p| p.0).collect::<Vec<_>>(), want.iter().map(|p| p.0).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn flat_indices_of_a_box() {
+        let shape = [5u64, 7, 9];
+        let b = QueryBox { slab: 0, id: (0, 0, 0), start: vec![1, 2, 3], len: vec![3, 4, 5], region: None };
+        let local: Vec<u32> = (0..60).collect();
+        let got = flat_of(&b, &shape, local.iter().copied());
+        let mut want = vec![];
+        for t in 1..4u64 {
+            for y in 2..6u64 {
+                for x in 3..8u64 {
+                    want.push((t * 7 + y) * 9 + x);
+                }
+            }
+        }
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn matches_agrees_with_test_and_drops_nan_and_missing() {
         let values = [-999.0, f64::NAN, -1.0, 0.0, 2.5, 3.0, f64::INFINITY];
         let missing = [-999.0];
@@ -971,8 +1260,25 @@ mod tests {
                 let want: Vec<bool> =
                     values.iter().map(|&x| !x.is_nan() && !missing.contains(&x) && op.test(x, v)).collect();
                 assert_eq!(op.matches(&values, v, &missing), want, "{op:?} {v}");
+                let f64s: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+                assert_eq!(op.matches_raw(DType::F64, &f64s, v, &missing), want, "{op:?} {v} f64");
+                let f32s: Vec<u8> = values.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect();
+                assert_eq!(op.matches_raw(DType::F32, &f32s, v, &missing), want, "{op:?} {v} f32");
+                let i32s: Vec<u8> = [-999i32, 0, -1, 0, 2, 3, i32::MAX].iter().flat_map(|x| x.to_le_bytes()).collect();
+                let ints = [-999.0, 0.0, -1.0, 0.0, 2.0, 3.0, i32::MAX as f64];
+                assert_eq!(
+                    op.matches_raw(DType::I32, &i32s, v, &missing),
+                    op.matches(&ints, v, &missing),
+                    "{op:?} {v} i32"
+                );
             }
         }
+        // Runs and single positions, and fewer flags than positions.
+        let runs: RoaringBitmap = (10u32..20).chain(30..33).chain([50]).collect();
+        let keep: Vec<bool> = (0..14).map(|i| i % 3 == 0).collect();
+        let want: Vec<u32> = runs.iter().zip(&keep).filter(|(_, &k)| k).map(|(p, _)| p).collect();
+        assert_eq!(kept_positions(&runs, &keep), want);
+        assert_eq!(kept_positions(&runs, &keep[..11]), want[..want.len() - 1].to_vec());
         let p: RoaringBitmap = [3u32, 9, 70_000].into_iter().collect();
         assert_eq!(kept_positions(&p, &[true, false, true]), vec![3, 70_000]);
         assert_eq!(kept_positions(&p, &[true]), vec![3], "missing flags count as not kept");

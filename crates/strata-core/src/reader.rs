@@ -63,6 +63,9 @@ impl SlabIndex {
 pub struct BinEntry {
     pub bin: u32,
     pub positions: RoaringBitmap,
+    /// `positions.len()`, counted once at load: for run containers roaring sums the runs
+    /// on every call, and the planner asks for every bin of every sub-chunk.
+    pub len: u64,
     pub count: u64,
     pub min: f64,
     pub max: f64,
@@ -284,7 +287,8 @@ impl StoreReader {
             let e = segments.get(&key).ok_or_else(|| {
                 Error::Corruption(format!("index file {}: bin positions without a segment {key:?}", slab.index))
             })?;
-            let entry = BinEntry { bin: b.bin, positions: b.positions, count: e.count, min: e.min, max: e.max };
+            let len = b.positions.len();
+            let entry = BinEntry { bin: b.bin, positions: b.positions, len, count: e.count, min: e.min, max: e.max };
             positions.entry((b.var, b.chunk, b.subchunk)).or_default().push(entry);
         }
         for list in positions.values_mut() {
@@ -453,7 +457,7 @@ impl StoreReader {
             let list = index
                 .bins_of(id)
                 .ok_or_else(|| Error::Corruption(format!("slab {}: no bin positions for segment {id:?}", slab.id)))?;
-            if list.iter().map(|e| e.positions.len()).sum::<u64>() != elements
+            if list.iter().map(|e| e.len).sum::<u64>() != elements
                 || list.iter().any(|e| e.positions.max().is_some_and(|m| m as u64 >= elements))
             {
                 return Err(Error::Corruption(format!(
@@ -461,7 +465,7 @@ impl StoreReader {
                     slab.id
                 )));
             }
-            list.iter().filter(|e| want(e.bin)).map(|e| (e.bin, e.positions.len())).collect()
+            list.iter().filter(|e| want(e.bin)).map(|e| (e.bin, e.len)).collect()
         } else {
             vec![(0, elements)]
         };
