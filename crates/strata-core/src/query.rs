@@ -409,62 +409,29 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
     flat
 }
 
-/// Sorts `v` by `key` (below 2^`bits`) with a least-significant-digit radix sort, 11 bits
-/// a pass: query results are sorted by flat index, where a comparison sort costs several
-/// times more. Passes whose digit is the same for every element are skipped.
-fn radix_sort_by_key<T: Copy>(v: &mut Vec<T>, bits: u32, key: impl Fn(&T) -> u64) {
-    const DIGIT: u32 = 11;
-    if v.len() < 2048 {
-        v.sort_unstable_by_key(|x| key(x));
-        return;
-    }
-    let mut buf = v.clone();
-    for pass in 0..bits.div_ceil(DIGIT) {
-        let shift = pass * DIGIT;
-        let digit = |x: &T| ((key(x) >> shift) & ((1 << DIGIT) - 1)) as usize;
-        let mut counts = vec![0usize; 1 << DIGIT];
-        for x in v.iter() {
-            counts[digit(x)] += 1;
-        }
-        if counts.iter().any(|&c| c == v.len()) {
-            continue;
-        }
-        let mut sum = 0;
-        for c in counts.iter_mut() {
-            (*c, sum) = (sum, sum + *c);
-        }
-        for x in v.iter() {
-            let d = digit(x);
-            buf[counts[d]] = *x;
-            counts[d] += 1;
-        }
-        std::mem::swap(v, &mut buf);
-    }
-}
-
-/// Joins per-box flat indices in ascending order. Boxes starting at the same index along
-/// the first axis form a band (sub-chunk rows partition that axis, so bands never
+/// Joins per-box results in ascending flat index (`key`). Boxes starting at the same index
+/// along the first axis form a band (sub-chunk rows partition that axis, so bands never
 /// interleave): each band is sorted on its own, bands in parallel, and joined in order.
-fn sorted_by_bands(parts: impl Iterator<Item = (u64, Vec<u64>)>) -> Vec<u64> {
-    let mut bands: std::collections::BTreeMap<u64, Vec<u64>> = std::collections::BTreeMap::new();
-    for (start, flat) in parts {
-        bands.entry(start).or_default().extend(flat);
+fn sorted_by_bands<T: Send>(parts: impl Iterator<Item = (u64, Vec<T>)>, key: fn(&T) -> u64) -> Vec<T> {
+    let mut bands: std::collections::BTreeMap<u64, Vec<T>> = std::collections::BTreeMap::new();
+    for (start, rows) in parts {
+        bands.entry(start).or_default().extend(rows);
     }
-    let sorted: Vec<Vec<u64>> = bands
+    let sorted: Vec<Vec<T>> = bands
         .into_values()
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|mut band| {
-            band.sort_unstable();
+            band.sort_unstable_by_key(key);
             band
         })
         .collect();
-    sorted.concat()
+    sorted.into_iter().flatten().collect()
 }
 
-/// Bits needed for flat indices into `shape`.
-fn index_bits(shape: &[u64]) -> u32 {
-    64 - shape.iter().product::<u64>().leading_zeros()
+fn post_inc(g: &mut u32) -> u32 {
+    *g += 1;
+    *g - 1
 }
 
 /// The positions of `p` whose element (in position order) is kept. Walked by runs of
@@ -710,7 +677,7 @@ impl StoreReader {
             .collect::<Result<_>>()?;
         let count = per_box.iter().map(|(n, _)| n).sum();
         let bands = boxes.iter().zip(per_box).map(|(b, (_, f))| (b.start.first().copied().unwrap_or(0), f));
-        let flat = sorted_by_bands(bands);
+        let flat = sorted_by_bands(bands, |&f| f);
         let stats = counters.into_stats();
         Ok((Selection { shape, flat }, count, stats))
     }
@@ -784,21 +751,20 @@ impl StoreReader {
             self.gather(name, &gathered_flat, level, &mut buf)?;
             gathered.push(buf);
         }
-        // Merge in flat order.
+        // Merge in flat order: (flat index, part, row in the part's columns), u32::MAX as
+        // the part for values gathered above.
         let total: usize = parts.iter().map(|p| p.flat.len()).sum();
-        let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
         let mut g = 0u32;
-        for (i, p) in parts.iter().enumerate() {
-            for (j, &f) in p.flat.iter().enumerate() {
-                if p.columns.is_none() {
-                    order.push((f, u32::MAX, g));
-                    g += 1;
-                } else {
-                    order.push((f, i as u32, j as u32));
-                }
-            }
+        let mut entries = Vec::with_capacity(parts.len());
+        for (i, (p, b)) in parts.iter().zip(&boxes).enumerate() {
+            let rows: Vec<(u64, u32, u32)> = if p.columns.is_none() {
+                p.flat.iter().map(|&f| (f, u32::MAX, post_inc(&mut g))).collect()
+            } else {
+                p.flat.iter().enumerate().map(|(j, &f)| (f, i as u32, j as u32)).collect()
+            };
+            entries.push((b.start.first().copied().unwrap_or(0), rows));
         }
-        radix_sort_by_key(&mut order, index_bits(&shape), |o| o.0);
+        let order = sorted_by_bands(entries.into_iter(), |o| o.0);
         let mut columns = Vec::with_capacity(outputs.len());
         for (k, v) in out_vars.iter().enumerate() {
             let es = v.dtype.size();
@@ -1216,22 +1182,10 @@ mod tests {
     }
 
     #[test]
-    fn radix_sort_matches_a_comparison_sort() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for (n, bits) in [(0usize, 1u32), (100, 20), (5000, 26), (70_000, 40), (70_000, 64)] {
-            let mut v: Vec<(u64, u32)> = (0..n as u32)
-                .map(|i| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (if bits == 64 { x } else { x % (1 << bits) }, i)
-                })
-                .collect();
-            let mut want = v.clone();
-            want.sort_by_key(|p| p.0);
-            radix_sort_by_key(&mut v, bits, |p| p.0);
-            assert_eq!(v.iter().map(|p| p.0).collect::<Vec<_>>(), want.iter().map(|p| p.0).collect::<Vec<_>>());
-        }
+    fn bands_join_in_flat_order() {
+        // Two boxes per band (side by side along the last axis), bands given out of order.
+        let parts = vec![(4u64, vec![40u64, 42, 50]), (0, vec![1, 3, 11]), (4, vec![45, 47, 55]), (0, vec![6, 8, 16])];
+        assert_eq!(sorted_by_bands(parts.into_iter(), |&f| f), vec![1, 3, 6, 8, 11, 16, 40, 42, 45, 47, 50, 55]);
     }
 
     #[test]
