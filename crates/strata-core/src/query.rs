@@ -422,11 +422,21 @@ fn sorted_by_bands<T: Send>(parts: impl Iterator<Item = (u64, Vec<T>)>, key: fn(
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|mut band| {
-            band.sort_unstable_by_key(key);
+            // A band can hold a whole query (one row of sub-chunks): large ones are sorted
+            // with both threads too.
+            if band.len() > 1 << 16 {
+                band.par_sort_unstable_by_key(key);
+            } else {
+                band.sort_unstable_by_key(key);
+            }
             band
         })
         .collect();
-    sorted.into_iter().flatten().collect()
+    let mut out = Vec::with_capacity(sorted.iter().map(Vec::len).sum());
+    for band in sorted {
+        out.extend(band);
+    }
+    out
 }
 
 fn post_inc(g: &mut u32) -> u32 {
@@ -754,17 +764,16 @@ impl StoreReader {
         // Merge in flat order: (flat index, part, row in the part's columns), u32::MAX as
         // the part for values gathered above.
         let total: usize = parts.iter().map(|p| p.flat.len()).sum();
+        let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
         let mut g = 0u32;
-        let mut entries = Vec::with_capacity(parts.len());
-        for (i, (p, b)) in parts.iter().zip(&boxes).enumerate() {
-            let rows: Vec<(u64, u32, u32)> = if p.columns.is_none() {
-                p.flat.iter().map(|&f| (f, u32::MAX, post_inc(&mut g))).collect()
+        for (i, p) in parts.iter().enumerate() {
+            if p.columns.is_none() {
+                order.extend(p.flat.iter().map(|&f| (f, u32::MAX, post_inc(&mut g))));
             } else {
-                p.flat.iter().enumerate().map(|(j, &f)| (f, i as u32, j as u32)).collect()
-            };
-            entries.push((b.start.first().copied().unwrap_or(0), rows));
+                order.extend(p.flat.iter().enumerate().map(|(j, &f)| (f, i as u32, j as u32)));
+            }
         }
-        let order = sorted_by_bands(entries.into_iter(), |o| o.0);
+        order.par_sort_unstable_by_key(|o| o.0);
         let mut columns = Vec::with_capacity(outputs.len());
         for (k, v) in out_vars.iter().enumerate() {
             let es = v.dtype.size();
