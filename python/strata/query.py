@@ -235,8 +235,12 @@ def run_query(
     observed = time.perf_counter() - started
     estimated = sum(s["index_seconds"] if methods.get(s["slab"]) == "index" else s["scan_seconds"] for s in p["slabs"])
     used = set(methods.values())
-    if len(used) == 1:
-        _core.observe_query(next(iter(used)), estimated, observed, model_json)
+    # One call ran every slab, so a query mixing methods has one observed time: each method
+    # is credited its share by estimate (the same observed/estimated ratio for both).
+    for m in used:
+        share = sum(s[f"{m}_seconds"] for s in p["slabs"] if methods.get(s["slab"]) == m)
+        if share > 0 and estimated > 0:
+            _core.observe_query(m, share, observed * share / estimated, model_json)
     stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), raw_stats, strict=True))
     stats["methods"] = sorted(used)
     stats["estimated_s"] = estimated
