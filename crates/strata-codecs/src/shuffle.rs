@@ -147,9 +147,9 @@ mod sse2 {
                                 _mm_unpackhi_epi16(x[1], y[1]),
                             ]
                         });
-                        for j in 0..4 {
-                            _mm_storeu_si128(dst.add(2 * j), _mm_unpacklo_epi32(q[0][j], q[1][j]));
-                            _mm_storeu_si128(dst.add(2 * j + 1), _mm_unpackhi_epi32(q[0][j], q[1][j]));
+                        for (j, (&lo, &hi)) in q[0].iter().zip(&q[1]).enumerate() {
+                            _mm_storeu_si128(dst.add(2 * j), _mm_unpacklo_epi32(lo, hi));
+                            _mm_storeu_si128(dst.add(2 * j + 1), _mm_unpackhi_epi32(lo, hi));
                         }
                     }
                     _ => return 0,
