@@ -63,8 +63,13 @@ def test_analyze_scores_candidates_and_picks_per_objective(imported):
         assert sst.dtype == "f32" and sst.sample_bytes > 100_000
         chains = {s["chain"]: s for s in sst.scores}
         assert {"shuffle+zstd:3", "pco:8", "lz4", "xor:0+shuffle+zstd:3"} <= set(chains)
-        best_ratio = max(chains.values(), key=lambda s: s["ratio"])
-        assert sst.choice["ratio"] == best_ratio["chain"]
+        # The best ratio, or a chain with fewer stages within 0.5% of it (a tie).
+        best_ratio = max(s["ratio"] for s in chains.values())
+        tied = [c for c, s in chains.items() if s["ratio"] >= best_ratio * (1 - 0.005)]
+        stages = min(c.count("+") for c in tied)
+        picked = sst.choice["ratio"]
+        assert picked in tied and picked.count("+") == stages
+        assert chains[picked]["ratio"] == max(chains[c]["ratio"] for c in tied if c.count("+") == stages)
         assert set(sst.choice) == {"ratio", "speed", "balanced"}
         assert all(s["ratio"] > 1 and s["decode_mb_s"] > 0 for s in sst.scores)
     with pytest.raises(strata.InvalidArgumentError, match="nope"):
