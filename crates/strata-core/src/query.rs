@@ -412,7 +412,7 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
 /// Joins per-box results in ascending flat index (`key`). Boxes starting at the same index
 /// along the first axis form a band (sub-chunk rows partition that axis, so bands never
 /// interleave): each band is sorted on its own, bands in parallel, and joined in order.
-fn sorted_by_bands<T: Send>(parts: impl Iterator<Item = (u64, Vec<T>)>, key: fn(&T) -> u64) -> Vec<T> {
+fn sorted_by_bands<T: Send, K: Fn(&T) -> u64 + Sync>(parts: impl Iterator<Item = (u64, Vec<T>)>, key: K) -> Vec<T> {
     let mut bands: std::collections::BTreeMap<u64, Vec<T>> = std::collections::BTreeMap::new();
     for (start, rows) in parts {
         bands.entry(start).or_default().extend(rows);
@@ -425,9 +425,9 @@ fn sorted_by_bands<T: Send>(parts: impl Iterator<Item = (u64, Vec<T>)>, key: fn(
             // A band can hold a whole query (one row of sub-chunks): large ones are sorted
             // with both threads too.
             if band.len() > 1 << 16 {
-                band.par_sort_unstable_by_key(key);
+                band.par_sort_unstable_by_key(&key);
             } else {
-                band.sort_unstable_by_key(key);
+                band.sort_unstable_by_key(&key);
             }
             band
         })
