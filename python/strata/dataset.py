@@ -187,9 +187,10 @@ class Dataset:
         records: int | None = None,
     ):
         """:meth:`query`, streamed: an iterator of results, one per run of sub-chunks along
-        the first dimension (at least ``records`` records; default one sub-chunk), in order. Memory
-        holds one piece's result at a time, so a result larger than memory can be written
-        out piece by piece; stop iterating to cancel the rest.
+        the first dimension (at least ``records`` records; default one sub-chunk), in order. The
+        next piece is read and decoded on a worker thread while you handle the current one,
+        so memory holds at most two pieces and a result larger than memory can be written out
+        piece by piece; closing the iterator (or leaving a loop) cancels the rest.
 
         ``output`` is ``"points"`` (DataFrames), ``"positions"`` (index tuples) or
         ``"count"`` (ints, to sum). Each piece is planned on its own.

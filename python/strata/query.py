@@ -300,21 +300,38 @@ def iter_query(
 
 
 def _pieces(ds: Dataset, tree: dict, starts, stops, steps, grid: tuple[int, int], records: int, kw: dict):
+    """Runs the pieces one ahead of the consumer: the next piece is read and decoded on a
+    worker thread (the extension releases the GIL) while the caller handles the current one,
+    so at most two pieces are in memory. Closing the iterator waits for the piece in flight
+    and starts no other."""
+    from concurrent.futures import ThreadPoolExecutor
+
     chunk, sub = grid
 
     def next_cut(x: int) -> int:
         base = x // chunk * chunk
         return min(base + ((x - base) // sub + 1) * sub, base + chunk)
 
-    first, stop, step = starts[0], stops[0], steps[0]
-    while first < stop:
-        end = next_cut(first)
-        while end - first < records and end < stop:
-            end = next_cut(end)
-        end = min(end, stop)
-        yield run_query(ds, tree, region=([first, *starts[1:]], [end, *stops[1:]], steps), **kw)
-        # The next selected index at or after `end`.
-        first += -(-(end - first) // step) * step
+    def regions():
+        first, stop, step = starts[0], stops[0], steps[0]
+        while first < stop:
+            end = next_cut(first)
+            while end - first < records and end < stop:
+                end = next_cut(end)
+            end = min(end, stop)
+            yield ([first, *starts[1:]], [end, *stops[1:]], steps)
+            # The next selected index at or after `end`.
+            first += -(-(end - first) // step) * step
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-prefetch") as pool:
+        pending = None
+        for region in regions():
+            ahead = pool.submit(run_query, ds, tree, region=region, **kw)
+            if pending is not None:
+                yield pending.result()
+            pending = ahead
+        if pending is not None:
+            yield pending.result()
 
 
 def _seconds(p: dict, method: str) -> float:
