@@ -237,46 +237,39 @@ def _positions(args, ds, var) -> dict:
     return positions
 
 
-def _stream_points(args, ds, isel: dict, names: list[str], output: str) -> int:
+def _stream_points(args, ds, dims: tuple[str, ...], query: dict) -> int:
     """Writes a points/positions result to .csv or .parquet one piece at a time (bounded
     memory whatever the result's size)."""
-    import pandas as pd
-
+    output = query["output"]
     if not args.file.endswith((".csv", ".parquet")):
         raise InvalidArgumentError(f"output '{args.file}' must end in .csv or .parquet for {output}")
-    from .query import _variables, parse_where
-
-    dims = ds[_variables(parse_where(args.where))[0]].dims
-    pieces = ds.query_batches(
-        args.where,
-        isel=isel,
-        variables=names,
-        output=output,
-        precision=args.precision,
-        max_rel_error=args.max_rel_error,
-        method=args.plan,
-    )
-    rows, writer, t0 = 0, None, time.perf_counter()
+    rows, parquet, t0 = 0, None, time.perf_counter()
     try:
-        for piece in pieces:
-            frame = pd.DataFrame(dict(zip(dims, piece, strict=True))) if output == "positions" else piece
+        for piece in ds.query_batches(args.where, **query):
+            frame = _frame(dims, piece, output)
             if args.file.endswith(".csv"):
-                frame.to_csv(args.file, mode="w" if writer is None else "a", header=writer is None, index=False)
-                writer = True
+                frame.to_csv(args.file, mode="a" if rows else "w", header=not rows, index=False)
             else:
                 import pyarrow as pa
                 import pyarrow.parquet as pq
 
                 table = pa.Table.from_pandas(frame, preserve_index=False)
-                if writer is None:
-                    writer = pq.ParquetWriter(args.file, table.schema)
-                writer.write_table(table)
+                if parquet is None:
+                    parquet = pq.ParquetWriter(args.file, table.schema)
+                parquet.write_table(table)
             rows += len(frame)
     finally:
-        if writer not in (None, True):
-            writer.close()
+        if parquet is not None:
+            parquet.close()
     print(f"wrote {rows} rows to {args.file} ({(time.perf_counter() - t0) * 1e3:.1f} ms)")
     return 0
+
+
+def _frame(dims: tuple[str, ...], result, output: str):
+    """A points result as it is, positions as a table with a column per dimension."""
+    import pandas as pd
+
+    return pd.DataFrame(dict(zip(dims, result, strict=True))) if output == "positions" else result
 
 
 def _value_query(args, ds, var, positions) -> int:
@@ -286,19 +279,24 @@ def _value_query(args, ds, var, positions) -> int:
     names = [n.strip() for n in args.variables.split(",")] if args.variables else [var.name]
     # A single index keeps its dimension here: value queries return whole-dimension results.
     isel = {d: slice(p, p + 1) if isinstance(p, int) else p for d, p in positions.items()}
-    if args.file and output in ("points", "positions"):
-        return _stream_points(args, ds, isel, names, output)
-    t0 = time.perf_counter()
-    result, stats = ds.query(
-        args.where,
+    query = dict(
         isel=isel,
         variables=names,
         output=output,
         precision=args.precision,
         max_rel_error=args.max_rel_error,
-        with_stats=True,
         method=args.plan,
     )
+    from .query import _constraint
+
+    # The constraint's first variable gives the dimensions of positions (checked as the
+    # query would check it).
+    _, constrained = _constraint(ds, args.where, args.plan)
+    dims = ds[constrained[0]].dims
+    if args.file and output in ("points", "positions"):
+        return _stream_points(args, ds, dims, query)
+    t0 = time.perf_counter()
+    result, stats = ds.query(args.where, with_stats=True, **query)
     elapsed = time.perf_counter() - t0
     print(
         f"{stats['subchunks']} sub-chunks by {'+'.join(stats['methods']) or 'index'}: {stats['full']} segments "
@@ -309,24 +307,12 @@ def _value_query(args, ds, var, positions) -> int:
     if output == "count":
         print(result)
         return 0
-    if output == "positions":
-        from .query import _variables, parse_where
-
-        driver = ds[_variables(parse_where(args.where))[0]]
-        result = pd.DataFrame(dict(zip(driver.dims, result, strict=True)))
-    if isinstance(result, pd.DataFrame):
-        if args.file:
-            if args.file.endswith(".parquet"):
-                result.to_parquet(args.file, index=False)
-            elif args.file.endswith(".csv"):
-                result.to_csv(args.file, index=False)
-            else:
-                raise InvalidArgumentError(f"output '{args.file}' must end in .csv or .parquet for {output}")
-            print(f"wrote {len(result)} rows to {args.file}")
-        else:
-            print(f"{len(result)} points")
-            with pd.option_context("display.max_rows", args.max_print):
-                print(result.to_string(max_rows=args.max_print))
+    if output in ("points", "positions"):
+        # (Written to a file, these streamed above.)
+        result = _frame(dims, result, output)
+        print(f"{len(result)} points")
+        with pd.option_context("display.max_rows", args.max_print):
+            print(result.to_string(max_rows=args.max_print))
         return 0
     if args.file:
         if not args.file.endswith(".npy"):

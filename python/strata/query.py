@@ -164,6 +164,19 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
     return starts, stops, steps
 
 
+def _constraint(ds: Dataset, where: str | dict, method: str) -> tuple[dict, list[str]]:
+    """The parsed constraint and the variables it names, checked against the store, and
+    the method checked."""
+    tree = parse_where(where) if isinstance(where, str) else where
+    names = _variables(tree)
+    for n in names:
+        if n not in ds.variables:
+            raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
+    if method not in METHODS:
+        raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
+    return tree, names
+
+
 def run_query(
     ds: Dataset,
     where: str | dict,
@@ -182,13 +195,7 @@ def run_query(
     instead of ``isel``/``sel``."""
     if output not in OUTPUTS:
         raise InvalidArgumentError(f"output must be one of {', '.join(OUTPUTS)}, not '{output}'")
-    tree = parse_where(where) if isinstance(where, str) else where
-    names = _variables(tree)
-    for n in names:
-        if n not in ds.variables:
-            raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
-    if method not in METHODS:
-        raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
+    tree, names = _constraint(ds, where, method)
     driver = ds[names[0]]
     starts, stops, steps = region if region is not None else _region(ds, driver.dims, driver.shape, isel, sel)
     query = json.dumps(tree)
@@ -278,18 +285,13 @@ def iter_query(
     """See :meth:`strata.Dataset.query_batches`."""
     if output not in ("points", "positions", "count"):
         raise InvalidArgumentError(f"query_batches streams points, positions or count, not '{output}'")
-    tree = parse_where(where) if isinstance(where, str) else where
-    names = _variables(tree)
-    for n in names:
-        if n not in ds.variables:
-            raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
+    if records is not None and records < 1:
+        raise InvalidArgumentError(f"records must be at least 1, not {records}")
+    # Checked here, not when the first piece runs: errors surface at the call.
+    tree, names = _constraint(ds, where, method)
     driver = ds[names[0]]
     starts, stops, steps = _region(ds, driver.dims, driver.shape, isel, sel)
     kw = dict(variables=variables, output=output, precision=precision, max_rel_error=max_rel_error, method=method)
-    if records is not None and records < 1:
-        raise InvalidArgumentError(f"records must be at least 1, not {records}")
-    if method not in METHODS:
-        raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
     if not driver.shape or stops[0] <= starts[0]:
         return iter([run_query(ds, tree, region=(starts, stops, steps), **kw)])
     # Pieces end on sub-chunk boundaries along the first dimension, so no sub-chunk is read

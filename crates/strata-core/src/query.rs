@@ -409,15 +409,15 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
     flat
 }
 
-/// Joins per-box results in ascending flat index (`key`). Boxes starting at the same index
-/// along the first axis form a band (sub-chunk rows partition that axis, so bands never
+/// Joins per-box flat indices in ascending order. Boxes starting at the same index along
+/// the first axis form a band (sub-chunk rows partition that axis, so bands never
 /// interleave): each band is sorted on its own, bands in parallel, and joined in order.
-fn sorted_by_bands<T: Send, K: Fn(&T) -> u64 + Sync>(parts: impl Iterator<Item = (u64, Vec<T>)>, key: K) -> Vec<T> {
-    let mut bands: std::collections::BTreeMap<u64, Vec<T>> = std::collections::BTreeMap::new();
-    for (start, rows) in parts {
-        bands.entry(start).or_default().extend(rows);
+fn sorted_by_bands(parts: impl Iterator<Item = (u64, Vec<u64>)>) -> Vec<u64> {
+    let mut bands: std::collections::BTreeMap<u64, Vec<u64>> = std::collections::BTreeMap::new();
+    for (start, flat) in parts {
+        bands.entry(start).or_default().extend(flat);
     }
-    let sorted: Vec<Vec<T>> = bands
+    let sorted: Vec<Vec<u64>> = bands
         .into_values()
         .collect::<Vec<_>>()
         .into_par_iter()
@@ -425,28 +425,23 @@ fn sorted_by_bands<T: Send, K: Fn(&T) -> u64 + Sync>(parts: impl Iterator<Item =
             // A band can hold a whole query (one row of sub-chunks): large ones are sorted
             // with both threads too.
             if band.len() > 1 << 16 {
-                band.par_sort_unstable_by_key(&key);
+                band.par_sort_unstable();
             } else {
-                band.sort_unstable_by_key(&key);
+                band.sort_unstable();
             }
             band
         })
         .collect();
-    let mut out = Vec::with_capacity(sorted.iter().map(Vec::len).sum());
-    for band in sorted {
-        out.extend(band);
-    }
-    out
+    sorted.concat()
 }
 
-fn post_inc(g: &mut u32) -> u32 {
-    *g += 1;
-    *g - 1
-}
-
-/// The positions of `p` whose element (in position order) is kept. Walked by runs of
-/// consecutive positions (bins of smooth fields are mostly runs), not one by one.
-fn kept_positions(p: &RoaringBitmap, keep: &[bool]) -> Vec<u32> {
+/// The positions of the elements kept: `p` lists them in element order (a bin's positions),
+/// or None when element `i` is at position `i`. Bins are walked by runs of consecutive
+/// positions (bins of smooth fields are mostly runs), not one by one.
+fn kept_positions(p: Option<&RoaringBitmap>, keep: &[bool]) -> Vec<u32> {
+    let Some(p) = p else {
+        return keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32).collect();
+    };
     let mut out = Vec::new();
     let mut it = p.iter();
     let mut i = 0usize;
@@ -486,13 +481,7 @@ impl Verdicts<'_> {
         let kept: Vec<RoaringBitmap> = self
             .tested
             .iter()
-            .map(|(p, keep)| {
-                let selected: Vec<u32> = match p {
-                    Some(p) => kept_positions(p, keep),
-                    None => keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32).collect(),
-                };
-                RoaringBitmap::from_sorted_iter(selected).unwrap_or_default()
-            })
+            .map(|(p, keep)| RoaringBitmap::from_sorted_iter(kept_positions(*p, keep)).unwrap_or_default())
             .collect();
         // Full bins' positions (often run containers) are unioned once at the end: adding
         // array containers into a run container one by one is quadratic.
@@ -513,10 +502,7 @@ impl Verdicts<'_> {
             }
         }
         for (p, keep) in &self.tested {
-            match p {
-                Some(p) => out.extend(kept_positions(p, keep)),
-                None => out.extend(keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32)),
-            }
+            out.extend(kept_positions(*p, keep));
         }
         out
     }
@@ -687,7 +673,7 @@ impl StoreReader {
             .collect::<Result<_>>()?;
         let count = per_box.iter().map(|(n, _)| n).sum();
         let bands = boxes.iter().zip(per_box).map(|(b, (_, f))| (b.start.first().copied().unwrap_or(0), f));
-        let flat = sorted_by_bands(bands, |&f| f);
+        let flat = sorted_by_bands(bands);
         let stats = counters.into_stats();
         Ok((Selection { shape, flat }, count, stats))
     }
@@ -768,7 +754,8 @@ impl StoreReader {
         let mut g = 0u32;
         for (i, p) in parts.iter().enumerate() {
             if p.columns.is_none() {
-                order.extend(p.flat.iter().map(|&f| (f, u32::MAX, post_inc(&mut g))));
+                order.extend(p.flat.iter().zip(g..).map(|(&f, k)| (f, u32::MAX, k)));
+                g += p.flat.len() as u32;
             } else {
                 order.extend(p.flat.iter().enumerate().map(|(j, &f)| (f, i as u32, j as u32)));
             }
@@ -805,7 +792,7 @@ impl StoreReader {
         let (mask, raws) = self.scan_test(pred, b, counters)?;
         let local: Vec<u32> = match &b.region {
             Some(r) => r.iter().filter(|&p| mask[p as usize]).collect(),
-            None => mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i as u32).collect(),
+            None => kept_positions(None, &mask),
         };
         let sel = b.selection();
         let n = mask.len();
@@ -853,8 +840,7 @@ impl StoreReader {
     /// The local positions of a box where `pred` holds, by a scan.
     fn scan_box(&self, pred: &Predicate, b: &QueryBox, counters: &Counters) -> Result<RoaringBitmap> {
         let (mask, _) = self.scan_test(pred, b, counters)?;
-        let hits = mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i as u32);
-        Ok(RoaringBitmap::from_sorted_iter(hits).unwrap_or_default())
+        Ok(RoaringBitmap::from_sorted_iter(kept_positions(None, &mask)).unwrap_or_default())
     }
 
     /// The local positions of a box where `pred` holds. `mask`: only these positions matter
@@ -1194,7 +1180,7 @@ mod tests {
     fn bands_join_in_flat_order() {
         // Two boxes per band (side by side along the last axis), bands given out of order.
         let parts = vec![(4u64, vec![40u64, 42, 50]), (0, vec![1, 3, 11]), (4, vec![45, 47, 55]), (0, vec![6, 8, 16])];
-        assert_eq!(sorted_by_bands(parts.into_iter(), |&f| f), vec![1, 3, 6, 8, 11, 16, 40, 42, 45, 47, 50, 55]);
+        assert_eq!(sorted_by_bands(parts.into_iter()), vec![1, 3, 6, 8, 11, 16, 40, 42, 45, 47, 50, 55]);
     }
 
     #[test]
@@ -1240,11 +1226,12 @@ mod tests {
         let runs: RoaringBitmap = (10u32..20).chain(30..33).chain([50]).collect();
         let keep: Vec<bool> = (0..14).map(|i| i % 3 == 0).collect();
         let want: Vec<u32> = runs.iter().zip(&keep).filter(|(_, &k)| k).map(|(p, _)| p).collect();
-        assert_eq!(kept_positions(&runs, &keep), want);
-        assert_eq!(kept_positions(&runs, &keep[..11]), want[..want.len() - 1].to_vec());
+        assert_eq!(kept_positions(Some(&runs), &keep), want);
+        assert_eq!(kept_positions(Some(&runs), &keep[..11]), want[..want.len() - 1].to_vec());
+        assert_eq!(kept_positions(None, &[false, true, true]), vec![1, 2]);
         let p: RoaringBitmap = [3u32, 9, 70_000].into_iter().collect();
-        assert_eq!(kept_positions(&p, &[true, false, true]), vec![3, 70_000]);
-        assert_eq!(kept_positions(&p, &[true]), vec![3], "missing flags count as not kept");
+        assert_eq!(kept_positions(Some(&p), &[true, false, true]), vec![3, 70_000]);
+        assert_eq!(kept_positions(Some(&p), &[true]), vec![3], "missing flags count as not kept");
     }
 
     #[test]
