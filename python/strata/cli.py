@@ -672,7 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--file",
         help="write the result to this file instead of printing: .nc or .npy (dense), .csv or .parquet "
-        "(points, positions)",
+        "(points, positions; written piece by piece, so results larger than memory work)",
     )
     prec = s.add_mutually_exclusive_group()
     prec.add_argument(
