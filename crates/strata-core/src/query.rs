@@ -318,8 +318,7 @@ impl Selection {
             return out;
         }
         let small = self.shape.iter().product::<u64>() <= u64::from(u32::MAX);
-        // ceil(2^64 / d) for d > 1 (d = 1 divides by itself below).
-        let magic: Vec<u64> = self.shape.iter().map(|&d| if d > 1 { u64::MAX / d + 1 } else { 0 }).collect();
+        let divs: Vec<FastDiv> = self.shape.iter().map(|&d| FastDiv::new(d, small)).collect();
         const PART: usize = 1 << 16;
         let mut parts: Vec<Vec<&mut [i64]>> = (0..self.flat.len().div_ceil(PART)).map(|_| Vec::new()).collect();
         for col in out.iter_mut() {
@@ -332,21 +331,41 @@ impl Selection {
             for (i, &f) in flat.iter().enumerate() {
                 let mut rest = f;
                 for d in (1..nd).rev() {
-                    let extent = self.shape[d].max(1);
-                    let q = if extent == 1 {
-                        rest
-                    } else if small {
-                        ((u128::from(magic[d]) * u128::from(rest)) >> 64) as u64
-                    } else {
-                        rest / extent
-                    };
-                    cols[d][i] = (rest - q * extent) as i64;
+                    let q = divs[d].div(rest);
+                    cols[d][i] = (rest - q * divs[d].d) as i64;
                     rest = q;
                 }
                 cols[0][i] = rest as i64;
             }
         });
         out
+    }
+}
+
+/// Division by a fixed extent. Dividends known to fit in 32 bits use a precomputed
+/// reciprocal (Lemire's fastdiv): a multiplication instead of a 64-bit division, which
+/// dominated turning flat indices into rows and coordinates.
+#[derive(Clone, Copy)]
+struct FastDiv {
+    d: u64,
+    /// ceil(2^64 / d) when dividends fit in 32 bits and d > 1; 0 otherwise.
+    magic: u64,
+}
+
+impl FastDiv {
+    fn new(d: u64, small_dividends: bool) -> Self {
+        let d = d.max(1);
+        let magic = if small_dividends && d > 1 { u64::MAX / d + 1 } else { 0 };
+        FastDiv { d, magic }
+    }
+
+    #[inline]
+    fn div(self, x: u64) -> u64 {
+        if self.magic != 0 {
+            ((u128::from(self.magic) * u128::from(x)) >> 64) as u64
+        } else {
+            x / self.d
+        }
     }
 }
 
@@ -363,8 +382,8 @@ fn union_all<'a>(parts: impl IntoIterator<Item = &'a RoaringBitmap>) -> RoaringB
 }
 
 /// Local row-major offsets of a box -> global flat indices, without per-element
-/// allocation: one 32-bit division splits a local offset into its row (all axes but the
-/// last) and column, and a table gives each row's global offset.
+/// allocation: a multiplication by a reciprocal splits a local offset into its row (all
+/// axes but the last) and column, and a table gives each row's global offset.
 fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec<u64> {
     let nd = b.len.len();
     let mut strides = vec![1u64; nd];
@@ -399,8 +418,10 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
             coord[d] = 0;
         }
     }
+    let div = FastDiv::new(u64::from(cols), true);
     for p in local {
-        let (row, col) = (p / cols, p % cols);
+        let row = div.div(u64::from(p)) as u32;
+        let col = p - row * cols;
         // A position past the box comes only from a corrupt index (bin_reads rejects those
         // it reads); it falls on the last row rather than panicking.
         let at = row_base.get(row as usize).or(row_base.last()).copied().unwrap_or(base);
@@ -411,50 +432,119 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
 
 /// Joins per-box flat indices in ascending order. Boxes starting at the same index along
 /// the first axis form a band (sub-chunk rows partition that axis, so bands never
-/// interleave): each band is sorted on its own, bands in parallel, and joined in order.
-fn sorted_by_bands(parts: impl Iterator<Item = (u64, Vec<u64>)>) -> Vec<u64> {
-    let mut bands: std::collections::BTreeMap<u64, Vec<u64>> = std::collections::BTreeMap::new();
+/// interleave): each band is ordered on its own, bands in parallel, and joined in order.
+/// `row_len` is the extent of the last axis; `parts` are (box start, flat indices).
+fn sorted_by_bands<'s>(parts: impl Iterator<Item = (&'s [u64], Vec<u64>)>, row_len: u64) -> Vec<u64> {
+    let mut bands: std::collections::BTreeMap<u64, Vec<(u64, Vec<u64>)>> = std::collections::BTreeMap::new();
+    let mut max = 0u64;
     for (start, flat) in parts {
-        bands.entry(start).or_default().extend(flat);
+        if let Some(&m) = flat.iter().max() {
+            max = max.max(m);
+            let first = start.first().copied().unwrap_or(0);
+            bands.entry(first).or_default().push((start.last().copied().unwrap_or(0), flat));
+        }
     }
-    let sorted: Vec<Vec<u64>> = bands
-        .into_values()
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .map(|mut band| {
-            // A band can hold a whole query (one row of sub-chunks): large ones are sorted
-            // with both threads too.
-            if band.len() > 1 << 16 {
-                band.par_sort_unstable();
-            } else {
-                band.sort_unstable();
-            }
-            band
-        })
-        .collect();
+    let div = FastDiv::new(row_len, max <= u64::from(u32::MAX));
+    let sorted: Vec<Vec<u64>> =
+        bands.into_values().collect::<Vec<_>>().into_par_iter().map(|parts| sort_band(parts, div)).collect();
     sorted.concat()
+}
+
+/// One band's flat indices in ascending order, by a counting sort on their rows (all axes
+/// but the last): a band's boxes cover a few rows each, so this is linear where a
+/// comparison sort was 13% of a selective query. Taking the boxes by their start along the
+/// last axis, the boxes sharing a row land there in order, so rows need sorting only when
+/// a box's own indices were not ascending. `parts` are (start along the last axis,
+/// flat indices).
+fn sort_band(mut parts: Vec<(u64, Vec<u64>)>, div: FastDiv) -> Vec<u64> {
+    parts.sort_by_key(|p| p.0);
+    let n: usize = parts.iter().map(|p| p.1.len()).sum();
+    if n == 0 {
+        return Vec::new();
+    }
+    let ascending = parts.iter().all(|p| p.1.is_sorted());
+    let (mut lo, mut hi) = (u64::MAX, 0);
+    for p in &parts {
+        let (a, b) = match (ascending, p.1.first(), p.1.last()) {
+            (true, Some(&a), Some(&b)) => (a, b),
+            _ => (p.1.iter().copied().min().unwrap_or(u64::MAX), p.1.iter().copied().max().unwrap_or(0)),
+        };
+        lo = lo.min(a);
+        hi = hi.max(b);
+    }
+    let first_row = div.div(lo);
+    let rows = (div.div(hi) - first_row + 1) as usize;
+    if parts.len() == 1 || rows > 4 * n + 4096 {
+        // One box, or rows too sparse for a histogram: a comparison sort.
+        let mut all: Vec<u64> = parts.into_iter().flat_map(|p| p.1).collect();
+        if !(ascending && all.is_sorted()) {
+            if all.len() > 1 << 16 {
+                all.par_sort_unstable();
+            } else {
+                all.sort_unstable();
+            }
+        }
+        return all;
+    }
+    let mut ends = vec![0usize; rows + 1];
+    for p in &parts {
+        for &f in &p.1 {
+            ends[(div.div(f) - first_row) as usize + 1] += 1;
+        }
+    }
+    for r in 0..rows {
+        ends[r + 1] += ends[r];
+    }
+    let mut next = ends.clone();
+    let mut out = vec![0u64; n];
+    for p in &parts {
+        for &f in &p.1 {
+            let r = (div.div(f) - first_row) as usize;
+            out[next[r]] = f;
+            next[r] += 1;
+        }
+    }
+    if !ascending {
+        for r in 0..rows {
+            out[ends[r]..ends[r + 1]].sort_unstable();
+        }
+    }
+    out
 }
 
 /// The positions of the elements kept: `p` lists them in element order (a bin's positions),
 /// or None when element `i` is at position `i`. Bins are walked by runs of consecutive
-/// positions (bins of smooth fields are mostly runs), not one by one.
+/// positions (cheaper than decoding each position, even for the short runs of noisy
+/// fields), and the kept ones written without branching.
 fn kept_positions(p: Option<&RoaringBitmap>, keep: &[bool]) -> Vec<u32> {
-    let Some(p) = p else {
-        return keep.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| i as u32).collect();
-    };
-    let mut out = Vec::new();
-    let mut it = p.iter();
-    let mut i = 0usize;
-    while let Some(r) = it.next_range() {
-        let start = *r.start();
-        let end = (i + (r.end() - start) as usize + 1).min(keep.len());
-        for (j, &k) in keep[i.min(end)..end].iter().enumerate() {
-            if k {
-                out.push(start + j as u32);
+    let kept = keep.iter().filter(|&&k| k).count();
+    let mut out = vec![0u32; kept + 1];
+    let mut n = 0usize;
+    match p {
+        None => {
+            for (i, &k) in keep.iter().enumerate() {
+                out[n] = i as u32;
+                n += k as usize;
             }
         }
-        i = end;
+        Some(p) => {
+            let mut it = p.iter();
+            let mut i = 0usize;
+            while let Some(r) = it.next_range() {
+                let start = *r.start();
+                let end = (i + (r.end() - start) as usize + 1).min(keep.len());
+                for (j, &k) in keep[i.min(end)..end].iter().enumerate() {
+                    out[n] = start + j as u32;
+                    n += k as usize;
+                }
+                i = end;
+                if i == keep.len() {
+                    break;
+                }
+            }
+        }
     }
+    out.truncate(n);
     out
 }
 
@@ -672,8 +762,8 @@ impl StoreReader {
             })
             .collect::<Result<_>>()?;
         let count = per_box.iter().map(|(n, _)| n).sum();
-        let bands = boxes.iter().zip(per_box).map(|(b, (_, f))| (b.start.first().copied().unwrap_or(0), f));
-        let flat = sorted_by_bands(bands);
+        let bands = boxes.iter().zip(per_box).map(|(b, (_, f))| (b.start.as_slice(), f));
+        let flat = sorted_by_bands(bands, shape.last().copied().unwrap_or(1));
         let stats = counters.into_stats();
         Ok((Selection { shape, flat }, count, stats))
     }
@@ -1178,9 +1268,59 @@ mod tests {
 
     #[test]
     fn bands_join_in_flat_order() {
-        // Two boxes per band (side by side along the last axis), bands given out of order.
-        let parts = vec![(4u64, vec![40u64, 42, 50]), (0, vec![1, 3, 11]), (4, vec![45, 47, 55]), (0, vec![6, 8, 16])];
-        assert_eq!(sorted_by_bands(parts.into_iter()), vec![1, 3, 6, 8, 11, 16, 40, 42, 45, 47, 50, 55]);
+        // A 2-D grid of rows of 10: two boxes per band (side by side along the last axis),
+        // given out of order.
+        let parts: Vec<(Vec<u64>, Vec<u64>)> = vec![
+            (vec![4, 0], vec![40, 42, 50]),
+            (vec![0, 5], vec![6, 8, 16]),
+            (vec![4, 5], vec![45, 47, 55]),
+            (vec![0, 0], vec![1, 3, 11]),
+        ];
+        let got = sorted_by_bands(parts.iter().map(|(s, f)| (s.as_slice(), f.clone())), 10);
+        assert_eq!(got, vec![1, 3, 6, 8, 11, 16, 40, 42, 45, 47, 50, 55]);
+    }
+
+    #[test]
+    fn bands_sort_any_tiling_and_unordered_boxes() {
+        // A 12x7x9 grid tiled by 4x3x4 boxes (edge boxes shorter), a pseudo-random subset
+        // of each box, some boxes' indices reversed (several bins), boxes in any order.
+        let shape = [12u64, 7, 9];
+        let sub = [4u64, 3, 4];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut parts: Vec<(Vec<u64>, Vec<u64>)> = Vec::new();
+        for t in (0..shape[0]).step_by(sub[0] as usize) {
+            for y in (0..shape[1]).step_by(sub[1] as usize) {
+                for x in (0..shape[2]).step_by(sub[2] as usize) {
+                    let mut flat = Vec::new();
+                    for a in t..(t + sub[0]).min(shape[0]) {
+                        for b in y..(y + sub[1]).min(shape[1]) {
+                            for c in x..(x + sub[2]).min(shape[2]) {
+                                if rand() % 3 == 0 {
+                                    flat.push((a * shape[1] + b) * shape[2] + c);
+                                }
+                            }
+                        }
+                    }
+                    if rand() % 2 == 0 {
+                        flat.reverse();
+                    }
+                    parts.push((vec![t, y, x], flat));
+                }
+            }
+        }
+        for i in (1..parts.len()).rev() {
+            parts.swap(i, (rand() % (i as u64 + 1)) as usize);
+        }
+        let mut want: Vec<u64> = parts.iter().flat_map(|p| p.1.iter().copied()).collect();
+        want.sort_unstable();
+        let got = sorted_by_bands(parts.iter().map(|(s, f)| (s.as_slice(), f.clone())), shape[2]);
+        assert_eq!(got, want);
     }
 
     #[test]
