@@ -13,7 +13,8 @@ points, two queries:
 each timed warm (index loaded, files in the page cache, strata's decoded-segment cache off
 as DuckDB keeps no decoded data between queries), with the planner free
 (``auto``), forced to the index, forced to a scan (best of 15 turns in a rotating order; 7 when a
-method takes over 0.3 s, 3 over a second), and on DuckDB (best of 5). Every answer is checked
+method takes over 0.3 s, 3 over a second; within a turn a query under 0.1 s is repeated until
+it has taken 0.1 s, at most 25 times), and on DuckDB (best of 5). Every answer is checked
 against DuckDB's (row count, and the sum of sst). The bar: ``auto`` never more than 10%
 slower than the better forced method on any point of the sweep. Also ``Dataset.query``
 (points output) with the same three settings.
@@ -25,14 +26,13 @@ slower than the better forced method on any point of the sweep. Also ``Dataset.q
 from __future__ import annotations
 
 import json
-import time
 
 import duckdb
 import netCDF4
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from common import DATA, WORK, best, fresh, git_rev, machine
+from common import DATA, WORK, best, fresh, git_rev, interleaved, machine
 
 import strata
 from strata.planner import cost_model_path, load_cost_model_json
@@ -83,26 +83,6 @@ def build(label, sst, lat, lon, days):
     )
     pq.write_table(table, parquet, compression="zstd")
     return store, parquet
-
-
-def interleaved(runs: dict):
-    """Best time of each run, the runs taking turns in a rotating order so that each sees
-    the same states of the machine: 15 turns while the slowest run is under 0.3 s
-    (short queries vary most from run to run), 7 under a second, else 3."""
-    times = dict.fromkeys(runs, float("inf"))
-    answers = {}
-    turn = 0
-    while turn < 3 or (turn < 7 and max(times.values()) < 1.0) or (turn < 15 and max(times.values()) < 0.3):
-        names = list(runs)
-        # Each turn starts with another run: what runs just before (a scan freeing hundreds
-        # of megabytes) slows the next one down, so no run always follows the same one.
-        for name in names[turn % len(names) :] + names[: turn % len(names)]:
-            fn = runs[name]
-            t0 = time.perf_counter()
-            answers[name] = fn()
-            times[name] = min(times[name], time.perf_counter() - t0)
-        turn += 1
-    return times, answers
 
 
 def main():
@@ -168,7 +148,8 @@ def write_markdown(results):
         + (results["cost_model"]["source"] if results["cost_model"] else f"built-in defaults (no {cost_model_path()})"),
         "",
         "Warm; strata best of 15 turns, the three taking turns in a rotating order (7 when one takes over "
-        "0.3 s, 3 over a second), DuckDB "
+        "0.3 s, 3 over a second; within a turn a query under 0.1 s repeats until it has taken 0.1 s, at most "
+        "25 times), DuckDB "
         "best of 5. `auto`: the cost model picks index or scan per piece; `index`/`scan`: forced. "
         "`auto vs best`: auto's time over the better forced method's (bar: ≤ 1.10). `DuckDB / auto`: how many "
         "times faster strata is than DuckDB over Parquet.",

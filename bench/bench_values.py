@@ -4,7 +4,9 @@ Inputs: ERSST ``sst`` (f32, 684x89x180, land as fill values) and ERSST x4 (the s
 four times along time, 175 MB: a larger input built from it). For each, the 99th and 90th
 percentiles of the valid values give constraints ``sst > q`` selecting 1% and 10% of the
 points. Region-only queries (the count, and the positions) are timed, warm (index files
-loaded, data in the page cache), best of 5, on:
+loaded, data in the page cache), the best time of runs taking turns in a rotating order
+(``common.interleaved``: 7 turns when the slowest takes under a second, a run under 0.1 s
+repeated within a turn until it has taken 0.1 s), on:
 
 - strata, the store written with ``layout="V-M-S"`` (16 equal-frequency bins), ``Dataset.query``;
 - a NumPy full scan of the same store: read the whole variable, then ``np.count_nonzero`` /
@@ -32,7 +34,7 @@ import netCDF4
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from common import DATA, WORK, best, dir_size, fresh, git_rev, machine
+from common import DATA, WORK, best, dir_size, fresh, git_rev, interleaved, machine
 
 import strata
 
@@ -118,17 +120,21 @@ def value_queries(label, arr):
             ("DuckDB over Parquet", lambda: duck(), lambda: duck(positions=True)),
             ("python-blosc2 lazy expr", lambda: blosc(), lambda: blosc(positions=True)),
         ]
-        timings = {}
+        runs = {}
         for name, count_fn, pos_fn in tools:
-            tc, n = best(count_fn)
-            tp, pos = best(pos_fn)
+            runs[(name, "count")] = count_fn
+            runs[(name, "positions")] = pos_fn
+        times, answers = interleaved(runs)
+        timings = {}
+        for name, _, _ in tools:
+            n, pos = answers[(name, "count")], answers[(name, "positions")]
             assert n == ref_count, (name, n, ref_count)
             if isinstance(pos, dict):  # DuckDB: rows in any order
                 got = np.sort(np.ravel_multi_index((pos["time"], pos["lat"], pos["lon"]), arr.shape))
                 assert np.array_equal(got, np.ravel_multi_index(ref_pos, arr.shape)), name
             else:
                 assert all(np.array_equal(a, b) for a, b in zip(pos, ref_pos, strict=True)), name
-            timings[name] = (tc, tp)
+            timings[name] = (times[(name, "count")], times[(name, "positions")])
         _, stats = ds_v.query(where, output="count", with_stats=True)
         base = timings["strata V-M-S query"]
         for name, (tc, tp) in timings.items():
@@ -205,7 +211,8 @@ def main() -> None:
         f"Commit: {git_rev()}, {time.strftime('%Y-%m-%d')}",
         "",
         "Region-only queries `sst > q` with q the 99th / 90th percentile of the valid values (1% / 10% of "
-        "the points), warm (index loaded, files in the page cache), best of 5, both cores, decoded-segment "
+        "the points), warm (index loaded, files in the page cache), best of turns in a rotating order (a run "
+        "under 0.1 s repeated within a turn until 0.1 s; `common.interleaved`), both cores, decoded-segment "
         "cache off. `count` returns the number of points, `positions` the index arrays (np.nonzero form; "
         "DuckDB returns the rows). Every answer is checked against NumPy. x = time / strata's time "
         "(higher: strata faster). strata store: `layout='V-M-S'`, 16 equal-frequency bins per slab, "
