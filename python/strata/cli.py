@@ -198,9 +198,14 @@ def cmd_query(args) -> int:
         var = var.at_precision(args.precision, max_rel_error=args.max_rel_error)
         if var.level is not None:
             print(f"precision level {var.level}: worst relative error {var.max_rel_error:.3g}", file=sys.stderr)
-    positions = _positions(args, ds, var)
+    positions, by_aux = _positions(args, ds, var)
     if args.where is not None:
-        return _value_query(args, ds, var, positions)
+        return _value_query(args, ds, var, positions, by_aux)
+    if by_aux:
+        raise InvalidArgumentError(
+            f"--sel on {', '.join(by_aux)} (coordinates spanning several dimensions) selects through a mask: "
+            "it goes with --where"
+        )
     data = var.isel(**positions)
     kept_dims = [d for d in var.dims if not isinstance(positions.get(d), int)]
     if args.file:
@@ -213,9 +218,11 @@ def cmd_query(args) -> int:
     return 0
 
 
-def _positions(args, ds, var) -> dict:
-    """--isel and --sel as positions per dimension."""
+def _positions(args, ds, var) -> tuple[dict, dict]:
+    """--isel and --sel as positions per dimension, and the --sel ranges of auxiliary
+    coordinates (2-D lat/lon: variables spanning dimensions of ``var``) as (lo, hi)."""
     positions: dict = {}
+    by_aux: dict = {}
     for item in args.isel or []:
         dim, rng = _parse_range(item, "--isel")
         positions[dim] = _index_slice(rng, "--isel")
@@ -223,6 +230,12 @@ def _positions(args, ds, var) -> dict:
 
     for item in args.sel or []:
         dim, rng = _parse_range(item, "--sel")
+        if dim not in var.dims and dim in ds.variables and ds[dim].dims and set(ds[dim].dims) <= set(var.dims):
+            lo, colon, hi = rng.partition(":")
+            if not colon:
+                raise InvalidArgumentError(f"--sel {dim}: '{dim}' is not a dimension; give a range LO:HI")
+            by_aux[dim] = tuple(_label(b, None) for b in (lo, hi))
+            continue
         if dim not in var.dims:
             raise InvalidArgumentError(f"'{var.name}' has no dimension '{dim}' (dims: {var.dims})")
         if dim in positions:
@@ -234,7 +247,7 @@ def _positions(args, ds, var) -> dict:
         else:
             label = _label(rng, index)
         positions[dim] = label_to_positions(index, label, dim, getattr(args, "method", None))
-    return positions
+    return positions, by_aux
 
 
 def _stream_points(args, ds, dims: tuple[str, ...], query: dict) -> int:
@@ -272,7 +285,7 @@ def _frame(dims: tuple[str, ...], result, output: str):
     return pd.DataFrame(dict(zip(dims, result, strict=True))) if output == "positions" else result
 
 
-def _value_query(args, ds, var, positions) -> int:
+def _value_query(args, ds, var, positions, by_aux) -> int:
     import pandas as pd
 
     output = args.output or "dense"
@@ -281,6 +294,7 @@ def _value_query(args, ds, var, positions) -> int:
     isel = {d: slice(p, p + 1) if isinstance(p, int) else p for d, p in positions.items()}
     query = dict(
         isel=isel,
+        sel=by_aux or None,
         variables=names,
         output=output,
         precision=args.precision,
@@ -432,9 +446,9 @@ def cmd_explain(args) -> int:
         if n not in ds.variables:
             raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
     driver = ds[names[0]]
-    positions = _positions(args, ds, driver)
+    positions, by_aux = _positions(args, ds, driver)
     isel = {d: slice(p, p + 1) if isinstance(p, int) else p for d, p in positions.items()}
-    starts, stops, steps = _region(ds, driver.dims, driver.shape, isel, None)
+    starts, stops, steps, _ = _region(ds, driver.dims, driver.shape, isel, by_aux)
     outputs = (
         []
         if args.output in ("count", "positions")
@@ -467,7 +481,13 @@ def cmd_explain(args) -> int:
         return 0
     before = ds.read_stats()
     _, stats = ds.query(
-        args.where, isel=isel, variables=outputs or None, output=args.output, with_stats=True, method=args.plan
+        args.where,
+        isel=isel,
+        sel=by_aux or None,
+        variables=outputs or None,
+        output=args.output,
+        with_stats=True,
+        method=args.plan,
     )
     after = ds.read_stats()
     print(

@@ -132,11 +132,15 @@ def _variables(tree: dict) -> list[str]:
 
 
 def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: dict | None, sel: dict | None):
-    """Per dimension (start, stop, step) from positional and label selections."""
+    """Per dimension (start, stop, step) from positional and label selections, and the
+    :class:`~strata._area.Area` selected through auxiliary coordinates (None without any):
+    the region is narrowed to its bounding box."""
+    from ._area import area, split_selection
     from ._coords import label_to_positions
 
     picks: dict[str, Any] = dict(isel or {})
-    for dim, label in (sel or {}).items():
+    sel, by_aux = split_selection(ds, dims, sel)
+    for dim, label in sel.items():
         if dim in picks:
             raise InvalidArgumentError(f"dimension '{dim}' is selected twice")
         if dim not in dims:
@@ -161,7 +165,12 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
         starts.append(start)
         stops.append(max(start, stop))
         steps.append(step)
-    return starts, stops, steps
+    selected = area(ds, dims, shape, by_aux)
+    if selected is not None:
+        selected.narrow(starts, stops, steps)
+        if selected.covers(starts, stops, steps):
+            selected = None
+    return starts, stops, steps, selected
 
 
 def _constraint(ds: Dataset, where: str | dict, method: str) -> tuple[dict, list[str]]:
@@ -189,15 +198,15 @@ def run_query(
     max_rel_error: float | None = None,
     with_stats: bool = False,
     method: str = "auto",
-    region: tuple[list[int], list[int], list[int]] | None = None,
+    region: tuple | None = None,
 ):
-    """See :meth:`strata.Dataset.query`. ``region``: (starts, stops, steps) by position,
-    instead of ``isel``/``sel``."""
+    """See :meth:`strata.Dataset.query`. ``region``: (starts, stops, steps, area) as
+    :func:`_region` gives it, instead of ``isel``/``sel``."""
     if output not in OUTPUTS:
         raise InvalidArgumentError(f"output must be one of {', '.join(OUTPUTS)}, not '{output}'")
     tree, names = _constraint(ds, where, method)
     driver = ds[names[0]]
-    starts, stops, steps = region if region is not None else _region(ds, driver.dims, driver.shape, isel, sel)
+    starts, stops, steps, selected = region if region is not None else _region(ds, driver.dims, driver.shape, isel, sel)
     query = json.dumps(tree)
     views = {}
     if output in ("points", "dense"):
@@ -230,14 +239,22 @@ def run_query(
         methods = dict.fromkeys(methods, pick)
     started = time.perf_counter()
     if output in ("count", "positions"):
-        # One method for the whole selection.
-        flat, count, raw_stats = ds._reader.select(
-            query, starts, stops, steps, output == "count", pick, output == "positions"
-        )
+        # One method for the whole selection. Points outside an area are dropped from the
+        # positions, so a count through an area lists them too.
+        count_only = output == "count" and selected is None
+        flat, count, raw_stats = ds._reader.select(query, starts, stops, steps, count_only, pick, not count_only)
+        if selected is not None:
+            keep = selected.keep(flat)
+            flat = [c[keep] for c in flat]
+            count = int(np.count_nonzero(keep))
         methods = dict.fromkeys(methods, pick)
         columns = []
     else:
         flat, columns, raw_stats = ds._reader.points(query, starts, stops, steps, outputs, level, methods)
+        if selected is not None and flat.size:
+            keep = selected.keep_flat(flat, driver.shape)
+            columns = [c.reshape(flat.size, -1)[keep].reshape(-1) for c in columns]
+            flat = flat[keep]
         count = flat.size
     observed = time.perf_counter() - started
     estimated = sum(s["index_seconds"] if methods.get(s["slab"]) == "index" else s["scan_seconds"] for s in p["slabs"])
@@ -290,24 +307,25 @@ def iter_query(
     # Checked here, not when the first piece runs: errors surface at the call.
     tree, names = _constraint(ds, where, method)
     driver = ds[names[0]]
-    starts, stops, steps = _region(ds, driver.dims, driver.shape, isel, sel)
+    starts, stops, steps, selected = _region(ds, driver.dims, driver.shape, isel, sel)
     kw = dict(variables=variables, output=output, precision=precision, max_rel_error=max_rel_error, method=method)
     if not driver.shape or stops[0] <= starts[0]:
-        return iter([run_query(ds, tree, region=(starts, stops, steps), **kw)])
+        return iter([run_query(ds, tree, region=(starts, stops, steps, selected), **kw)])
     # Pieces end on sub-chunk boundaries along the first dimension, so no sub-chunk is read
     # by two pieces; `records` asks for longer pieces (rounded up to such boundaries).
     chunk = max(1, int(driver.chunks[0])) if driver.chunks else 1
     sub = max(1, int(driver.subchunks[0])) if driver.subchunks else chunk
-    return _pieces(ds, tree, starts, stops, steps, (chunk, min(sub, chunk)), records or 1, kw)
+    return _pieces(ds, tree, (starts, stops, steps, selected), (chunk, min(sub, chunk)), records or 1, kw)
 
 
-def _pieces(ds: Dataset, tree: dict, starts, stops, steps, grid: tuple[int, int], records: int, kw: dict):
+def _pieces(ds: Dataset, tree: dict, region: tuple, grid: tuple[int, int], records: int, kw: dict):
     """Runs the pieces one ahead of the consumer: the next piece is read and decoded on a
     worker thread (the extension releases the GIL) while the caller handles the current one,
     so at most two pieces are in memory. Closing the iterator waits for the piece in flight
     and starts no other."""
     from concurrent.futures import ThreadPoolExecutor
 
+    starts, stops, steps, selected = region
     chunk, sub = grid
 
     def next_cut(x: int) -> int:
@@ -321,7 +339,7 @@ def _pieces(ds: Dataset, tree: dict, starts, stops, steps, grid: tuple[int, int]
             while end - first < records and end < stop:
                 end = next_cut(end)
             end = min(end, stop)
-            yield ([first, *starts[1:]], [end, *stops[1:]], steps)
+            yield ([first, *starts[1:]], [end, *stops[1:]], steps, selected)
             # The next selected index at or after `end`.
             first += -(-(end - first) // step) * step
 
@@ -361,6 +379,13 @@ def _points(ds: Dataset, driver, flat: np.ndarray, values: dict):
             columns[dim] = np.asarray(ds.coordinate_index(dim))[idx]
         else:
             columns[dim if dim not in values else f"{dim}_index"] = idx
+    # Auxiliary coordinates (2-D lat/lon of a curvilinear grid) at each point.
+    from ._area import auxiliary_coordinates, coordinate_values
+
+    for name in auxiliary_coordinates(ds, driver):
+        if name not in columns and name not in values:
+            aux = ds[name]
+            columns[name] = coordinate_values(ds, name)[tuple(index[driver.dims.index(d)] for d in aux.dims)]
     columns.update(values)
     return pd.DataFrame(columns)
 

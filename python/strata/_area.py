@@ -1,0 +1,166 @@
+"""Selection through auxiliary coordinates: 2-D curvilinear lat/lon (``lat(y, x)``), or the
+1-D coordinates of an unstructured mesh (``lat(ncol)``), are not dimensions, so a range of
+their values is not a range of positions. It becomes a mask over the axes they span: the
+query reads the mask's bounding box, and the points outside the mask are dropped from its
+result.
+
+>>> ds.query("siconc > 50", sel={"latitude": slice(60, 90)}, output="count")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+
+
+@dataclass
+class Area:
+    """Which elements of some axes of the queried variables are selected."""
+
+    axes: tuple[int, ...]
+    """The queried variables' axes the mask spans, in order."""
+    mask: np.ndarray
+    """Over the whole extent of those axes."""
+
+    def narrow(self, starts: list[int], stops: list[int], steps: list[int]) -> None:
+        """Shrinks a region (in place) to the mask's bounding box along its axes."""
+        for k, axis in enumerate(self.axes):
+            others = tuple(j for j in range(self.mask.ndim) if j != k)
+            hit = np.flatnonzero(self.mask.any(axis=others)) if self.mask.size else np.array([], dtype=np.intp)
+            if hit.size == 0:
+                stops[axis] = starts[axis]
+                continue
+            lo, hi = int(hit[0]), int(hit[-1]) + 1
+            if lo > starts[axis]:
+                # The first selected index at or after lo, on the region's stride.
+                step = steps[axis]
+                starts[axis] += -(-(lo - starts[axis]) // step) * step
+            stops[axis] = max(starts[axis], min(stops[axis], hi))
+
+    def covers(self, starts: list[int], stops: list[int], steps: list[int]) -> bool:
+        """Whether every element of the region along the mask's axes is selected (nothing to
+        drop afterwards)."""
+        box = tuple(slice(starts[a], stops[a], steps[a]) for a in self.axes)
+        return bool(self.mask[box].all())
+
+    def keep(self, coords: list[np.ndarray] | tuple[np.ndarray, ...]) -> np.ndarray:
+        """Which of the points (one index array per axis of the queried variables) are in."""
+        return self.mask[tuple(np.asarray(coords[a]) for a in self.axes)]
+
+    def keep_flat(self, flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """As :meth:`keep`, for row-major flat indices into ``shape``."""
+        coords = np.unravel_index(flat.astype(np.int64), shape) if len(shape) else ()
+        return self.keep(coords)
+
+
+def split_selection(ds: Dataset, dims: tuple[str, ...], sel: dict | None) -> tuple[dict, dict]:
+    """``sel`` as (selections by dimension, selections by auxiliary coordinate). An
+    auxiliary coordinate is a variable that is not a dimension, spanning only dimensions of
+    the queried variables."""
+    by_dim, by_aux = {}, {}
+    for name, label in (sel or {}).items():
+        if name in dims or name not in ds.variables:
+            by_dim[name] = label
+            continue
+        var = ds[name]
+        if not var.dims or not set(var.dims) <= set(dims):
+            raise InvalidArgumentError(
+                f"'{name}' is neither a dimension of the queried variables {dims} nor a coordinate on some of "
+                f"them (its dimensions: {var.dims})"
+            )
+        by_aux[name] = label
+    return by_dim, by_aux
+
+
+def area(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], by_aux: dict) -> Area | None:
+    """The mask of the elements whose auxiliary coordinates are inside the given ranges
+    (all of them), over the axes those coordinates span."""
+    if not by_aux:
+        return None
+    axes = tuple(sorted({dims.index(d) for name in by_aux for d in ds[name].dims}))
+    mask = np.ones(tuple(shape[a] for a in axes), dtype=bool)
+    for name, label in by_aux.items():
+        var = ds[name]
+        lo, hi = _bounds(name, label)
+        values = _physical(ds, var)
+        if lo is not None and hi is not None and lo > hi:
+            if not _is_longitude(var):
+                raise InvalidArgumentError(f"'{name}' range ({lo}, {hi}) is empty: its lower bound is above the upper")
+            # A longitude range across the dateline: 170..-170 means >= 170 or <= -170.
+            inside = (values >= lo) | (values <= hi)
+        else:
+            inside = np.ones(values.shape, dtype=bool)
+            if lo is not None:
+                inside &= values >= lo
+            if hi is not None:
+                inside &= values <= hi
+        # Onto the mask's axes: the coordinate's own axes in the queried variables' order.
+        own = [dims.index(d) for d in var.dims]
+        order = np.argsort(own)
+        inside = np.transpose(inside, order)
+        own_sorted = sorted(own)
+        expand = tuple(slice(None) if a in own_sorted else np.newaxis for a in axes)
+        mask &= inside[expand]
+    return Area(axes, mask)
+
+
+def _bounds(name: str, label: Any) -> tuple[float | None, float | None]:
+    if isinstance(label, slice):
+        if label.step is not None:
+            raise InvalidArgumentError(f"the range of '{name}' cannot have a step")
+        lo, hi = label.start, label.stop
+    elif isinstance(label, tuple | list) and len(label) == 2:
+        lo, hi = label
+    else:
+        raise InvalidArgumentError(
+            f"select by '{name}', a coordinate spanning several positions, with a range of values: "
+            f"slice(lo, hi) or (lo, hi), not {label!r}"
+        )
+    try:
+        return (None if lo is None else float(lo)), (None if hi is None else float(hi))
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"the range of '{name}' must be numbers, not {label!r}") from None
+
+
+def coordinate_values(ds: Dataset, name: str) -> np.ndarray:
+    """The stored values of an auxiliary coordinate, read once per dataset (they are reused
+    by every query and every streamed piece)."""
+    key = ("values", name)
+    if key not in ds._indexes:
+        ds._indexes[key] = ds[name][...]
+    return ds._indexes[key]
+
+
+def auxiliary_coordinates(ds: Dataset, var) -> list[str]:
+    """The coordinates a CF ``coordinates`` attribute names for ``var`` that span some of its
+    dimensions but are not dimension coordinates (2-D lat/lon)."""
+    names = str(var.attrs.get("coordinates", "")).split()
+    return [
+        n for n in names if n in ds.variables and ds[n].dims and set(ds[n].dims) <= set(var.dims) and ds[n].dims != (n,)
+    ]
+
+
+def _physical(ds: Dataset, var) -> np.ndarray:
+    """A coordinate's values as float64, fill and missing values as NaN, unpacked."""
+    values = np.array(coordinate_values(ds, var.name), dtype=np.float64)
+    attrs = var.attrs
+    for key in ("_FillValue", "missing_value"):
+        if key in attrs:
+            for v in np.atleast_1d(np.asarray(attrs[key], dtype=np.float64)):
+                values[values == v] = np.nan
+    if "scale_factor" in attrs or "add_offset" in attrs:
+        values = values * float(attrs.get("scale_factor", 1.0)) + float(attrs.get("add_offset", 0.0))
+    return values
+
+
+def _is_longitude(var) -> bool:
+    attrs = var.attrs
+    units = str(attrs.get("units", "")).lower()
+    return attrs.get("standard_name") == "longitude" or units in ("degrees_east", "degree_east", "degrees_e")
