@@ -195,13 +195,25 @@ impl CostModel {
     /// corrections learn both methods on the store being queried and the choice follows
     /// what they measure (with one method observed, both share its correction and the
     /// calibrated constants decide).
+    ///
+    /// While the other method has never run, its estimate rests on the calibrated constants
+    /// alone, and the method that did run shows how far off they are here: a correction of
+    /// 2 (or 0.5) widens the close call by that factor, so a model wrong by 2x on this store
+    /// tries the other method once rather than never. Its first observation then replaces
+    /// the borrowed correction (see [`observe`](Self::observe)).
     pub fn choose(&self, index_s: f64, scan_s: f64) -> Method {
         let (best, other, best_s, other_s) = if scan_s < index_s {
             (Method::Scan, Method::Index, scan_s, index_s)
         } else {
             (Method::Index, Method::Scan, index_s, scan_s)
         };
-        let close = other_s <= CLOSE_CALL * best_s;
+        let window = if self.observed(other) == 0 && self.observed(best) > 0 {
+            let c = self.correction(best);
+            CLOSE_CALL * c.max(1.0 / c)
+        } else {
+            CLOSE_CALL
+        };
+        let close = other_s <= window * best_s;
         if close && self.observed(other) * 4 < self.observed(best) {
             other
         } else {
@@ -211,14 +223,18 @@ impl CostModel {
 
     /// Folds an observed time into the method's correction (a moving average of the
     /// observed/estimated ratio, kept within [0.1, 10]). `estimated_s` is what
-    /// [`seconds`](Self::seconds) said for the work observed.
+    /// [`seconds`](Self::seconds) said for the work observed. A method's first observation
+    /// after the other's replaces the correction it borrowed: that was a guess, this is
+    /// a measurement.
     pub fn observe(&mut self, method: Method, estimated_s: f64, observed_s: f64) {
         if estimated_s <= 0.0 || !observed_s.is_finite() || observed_s <= 0.0 {
             return;
         }
+        let slot = Self::slot(method);
+        let borrowed = self.observations[slot] == 0 && self.observations[1 - slot] > 0;
         let current = self.correction(method);
         let ratio = observed_s / (estimated_s / current);
-        let next = (0.8 * current + 0.2 * ratio).clamp(0.1, 10.0);
+        let next = if borrowed { ratio } else { 0.8 * current + 0.2 * ratio }.clamp(0.1, 10.0);
         match method {
             Method::Index => self.index_correction = next,
             Method::Scan => self.scan_correction = next,
@@ -575,6 +591,37 @@ mod tests {
         m.observe(Method::Scan, 1.0, 1.0);
         // Observed a quarter as often: back to the estimate.
         assert_eq!(m.choose(1.0, 1.1), Method::Index);
+    }
+
+    #[test]
+    fn a_model_shown_wrong_tries_the_other_method_once() {
+        // Calibrated constants say the index takes 1 s and the scan 2 s; on this store the
+        // index takes 2.5 s and the scan 1.5 s.
+        let (index_est, scan_est) = (1.0, 2.0);
+        let (index_real, scan_real) = (2.5, 1.5);
+        let mut m = CostModel::default();
+        let mut runs = [0u32; 2];
+        for _ in 0..40 {
+            let (i, s) = (index_est * m.correction(Method::Index), scan_est * m.correction(Method::Scan));
+            let method = m.choose(i, s);
+            let (est, real) = match method {
+                Method::Index => (i, index_real),
+                Method::Scan => (s, scan_real),
+            };
+            m.observe(method, est, real);
+            runs[CostModel::slot(method)] += 1;
+        }
+        // The index ran until its correction showed the model off by 2x or more, the scan
+        // was tried, measured faster, and ran from then on.
+        assert!(runs[0] <= 8 && runs[1] >= 32, "{runs:?}");
+        assert!((m.correction(Method::Scan) * scan_est - scan_real).abs() < 0.01);
+        // A model that is right keeps to its choice: the close call stays 1.3.
+        let mut right = CostModel::default();
+        for _ in 0..10 {
+            right.observe(Method::Index, 1.0, 1.0);
+        }
+        assert_eq!(right.choose(1.0, 2.0), Method::Index);
+        assert_eq!(right.observed(Method::Scan), 0);
     }
 
     #[test]
