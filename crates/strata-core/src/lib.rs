@@ -9,6 +9,7 @@ pub mod chunking;
 mod data_file;
 pub mod dtype;
 pub mod error;
+pub mod fastdiv;
 pub mod grid;
 pub mod hilbert;
 pub mod index_file;

@@ -13,6 +13,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::fastdiv::FastDiv;
 use crate::grid::{chunk_grid, ravel, subchunk_grid, unravel, AxisBlock};
 use crate::manifest::{Level, Variable};
 use crate::reader::{BinEntry, BinRead, DimSelection, StoreReader, SubchunkId};
@@ -342,33 +343,6 @@ impl Selection {
     }
 }
 
-/// Division by a fixed extent. Dividends known to fit in 32 bits use a precomputed
-/// reciprocal (Lemire's fastdiv): a multiplication instead of a 64-bit division, which
-/// dominated turning flat indices into rows and coordinates.
-#[derive(Clone, Copy)]
-struct FastDiv {
-    d: u64,
-    /// ceil(2^64 / d) when dividends fit in 32 bits and d > 1; 0 otherwise.
-    magic: u64,
-}
-
-impl FastDiv {
-    fn new(d: u64, small_dividends: bool) -> Self {
-        let d = d.max(1);
-        let magic = if small_dividends && d > 1 { u64::MAX / d + 1 } else { 0 };
-        FastDiv { d, magic }
-    }
-
-    #[inline]
-    fn div(self, x: u64) -> u64 {
-        if self.magic != 0 {
-            ((u128::from(self.magic) * u128::from(x)) >> 64) as u64
-        } else {
-            x / self.d
-        }
-    }
-}
-
 /// The union of disjoint-or-not position sets. Run containers are expanded first: the
 /// crate inserts into a run container element by element, which dominated query time.
 fn union_all<'a>(parts: impl IntoIterator<Item = &'a RoaringBitmap>) -> RoaringBitmap {
@@ -430,44 +404,63 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
     flat
 }
 
-/// Joins per-box flat indices in ascending order. Boxes starting at the same index along
+/// An element of a result being put in flat order: its flat index, with or without a
+/// payload (where its values are).
+trait Flat: Copy + Send {
+    fn flat(&self) -> u64;
+}
+
+impl Flat for u64 {
+    fn flat(&self) -> u64 {
+        *self
+    }
+}
+
+/// (flat index, part, row in the part's columns) of a points result.
+impl Flat for (u64, u32, u32) {
+    fn flat(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Joins per-box elements in ascending flat order. Boxes starting at the same index along
 /// the first axis form a band (sub-chunk rows partition that axis, so bands never
 /// interleave): each band is ordered on its own, bands in parallel, and joined in order.
-/// `row_len` is the extent of the last axis; `parts` are (box start, flat indices).
-fn sorted_by_bands<'s>(parts: impl Iterator<Item = (&'s [u64], Vec<u64>)>, row_len: u64) -> Vec<u64> {
-    let mut bands: std::collections::BTreeMap<u64, Vec<(u64, Vec<u64>)>> = std::collections::BTreeMap::new();
+/// `row_len` is the extent of the last axis; `parts` are (box start, elements).
+fn sorted_by_bands<'s, T: Flat>(parts: impl Iterator<Item = (&'s [u64], Vec<T>)>, row_len: u64) -> Vec<T> {
+    let mut bands: std::collections::BTreeMap<u64, Vec<(u64, Vec<T>)>> = std::collections::BTreeMap::new();
     let mut max = 0u64;
-    for (start, flat) in parts {
-        if let Some(&m) = flat.iter().max() {
+    for (start, items) in parts {
+        if let Some(m) = items.iter().map(Flat::flat).max() {
             max = max.max(m);
             let first = start.first().copied().unwrap_or(0);
-            bands.entry(first).or_default().push((start.last().copied().unwrap_or(0), flat));
+            bands.entry(first).or_default().push((start.last().copied().unwrap_or(0), items));
         }
     }
     let div = FastDiv::new(row_len, max <= u64::from(u32::MAX));
-    let sorted: Vec<Vec<u64>> =
+    let sorted: Vec<Vec<T>> =
         bands.into_values().collect::<Vec<_>>().into_par_iter().map(|parts| sort_band(parts, div)).collect();
     sorted.concat()
 }
 
-/// One band's flat indices in ascending order, by a counting sort on their rows (all axes
+/// One band's elements in ascending flat order, by a counting sort on their rows (all axes
 /// but the last): a band's boxes cover a few rows each, so this is linear where a
 /// comparison sort was 13% of a selective query. Taking the boxes by their start along the
 /// last axis, the boxes sharing a row land there in order, so rows need sorting only when
-/// a box's own indices were not ascending. `parts` are (start along the last axis,
-/// flat indices).
-fn sort_band(mut parts: Vec<(u64, Vec<u64>)>, div: FastDiv) -> Vec<u64> {
+/// a box's own elements were not ascending. `parts` are (start along the last axis,
+/// elements).
+fn sort_band<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv) -> Vec<T> {
     parts.sort_by_key(|p| p.0);
     let n: usize = parts.iter().map(|p| p.1.len()).sum();
     if n == 0 {
         return Vec::new();
     }
-    let ascending = parts.iter().all(|p| p.1.is_sorted());
+    let ascending = parts.iter().all(|p| p.1.is_sorted_by_key(Flat::flat));
     let (mut lo, mut hi) = (u64::MAX, 0);
     for p in &parts {
         let (a, b) = match (ascending, p.1.first(), p.1.last()) {
-            (true, Some(&a), Some(&b)) => (a, b),
-            _ => (p.1.iter().copied().min().unwrap_or(u64::MAX), p.1.iter().copied().max().unwrap_or(0)),
+            (true, Some(a), Some(b)) => (a.flat(), b.flat()),
+            _ => (p.1.iter().map(Flat::flat).min().unwrap_or(u64::MAX), p.1.iter().map(Flat::flat).max().unwrap_or(0)),
         };
         lo = lo.min(a);
         hi = hi.max(b);
@@ -476,40 +469,55 @@ fn sort_band(mut parts: Vec<(u64, Vec<u64>)>, div: FastDiv) -> Vec<u64> {
     let rows = (div.div(hi) - first_row + 1) as usize;
     if parts.len() == 1 || rows > 4 * n + 4096 {
         // One box, or rows too sparse for a histogram: a comparison sort.
-        let mut all: Vec<u64> = parts.into_iter().flat_map(|p| p.1).collect();
-        if !(ascending && all.is_sorted()) {
+        let mut all: Vec<T> = parts.into_iter().flat_map(|p| p.1).collect();
+        if !(ascending && all.is_sorted_by_key(Flat::flat)) {
             if all.len() > 1 << 16 {
-                all.par_sort_unstable();
+                all.par_sort_unstable_by_key(Flat::flat);
             } else {
-                all.sort_unstable();
+                all.sort_unstable_by_key(Flat::flat);
             }
         }
         return all;
     }
     let mut ends = vec![0usize; rows + 1];
     for p in &parts {
-        for &f in &p.1 {
-            ends[(div.div(f) - first_row) as usize + 1] += 1;
+        for e in &p.1 {
+            ends[(div.div(e.flat()) - first_row) as usize + 1] += 1;
         }
     }
     for r in 0..rows {
         ends[r + 1] += ends[r];
     }
     let mut next = ends.clone();
-    let mut out = vec![0u64; n];
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let slots = out.spare_capacity_mut();
     for p in &parts {
-        for &f in &p.1 {
-            let r = (div.div(f) - first_row) as usize;
-            out[next[r]] = f;
+        for e in &p.1 {
+            let r = (div.div(e.flat()) - first_row) as usize;
+            slots[next[r]].write(*e);
             next[r] += 1;
         }
     }
+    // SAFETY: the row counts sum to n and each row's slots were written once each (`next`
+    // ends at the next row's start), so all n slots are initialized.
+    unsafe { out.set_len(n) };
     if !ascending {
         for r in 0..rows {
-            out[ends[r]..ends[r + 1]].sort_unstable();
+            out[ends[r]..ends[r + 1]].sort_unstable_by_key(Flat::flat);
         }
     }
     out
+}
+
+/// A column of `W`-byte values in `order`: element j of part p is at `source(p)[j * W..]`.
+/// A fixed width makes each copy a single move, not a call to memcpy.
+fn pick_rows<'a, const W: usize>(order: &[(u64, u32, u32)], source: impl Fn(u32) -> &'a [u8]) -> Vec<u8> {
+    let mut col = vec![0u8; order.len() * W];
+    for (dst, &(_, part, j)) in col.chunks_exact_mut(W).zip(order) {
+        let j = j as usize;
+        dst.copy_from_slice(&source(part)[j * W..(j + 1) * W]);
+    }
+    col
 }
 
 /// The positions of the elements kept: `p` lists them in element order (a bin's positions),
@@ -838,31 +846,41 @@ impl StoreReader {
             gathered.push(buf);
         }
         // Merge in flat order: (flat index, part, row in the part's columns), u32::MAX as
-        // the part for values gathered above.
+        // the part for values gathered above. Each part is ascending, so each band of
+        // boxes is merged by a counting sort on rows.
         let total: usize = parts.iter().map(|p| p.flat.len()).sum();
-        let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
         let mut g = 0u32;
-        for (i, p) in parts.iter().enumerate() {
-            if p.columns.is_none() {
-                order.extend(p.flat.iter().zip(g..).map(|(&f, k)| (f, u32::MAX, k)));
+        let tagged = boxes.iter().zip(&parts).enumerate().map(|(i, (b, p))| {
+            let items: Vec<(u64, u32, u32)> = if p.columns.is_none() {
+                let items = p.flat.iter().zip(g..).map(|(&f, k)| (f, u32::MAX, k)).collect();
                 g += p.flat.len() as u32;
+                items
             } else {
-                order.extend(p.flat.iter().enumerate().map(|(j, &f)| (f, i as u32, j as u32)));
-            }
-        }
-        order.par_sort_unstable_by_key(|o| o.0);
+                p.flat.iter().zip(0u32..).map(|(&f, j)| (f, i as u32, j)).collect()
+            };
+            (b.start.as_slice(), items)
+        });
+        let order = sorted_by_bands(tagged, shape.last().copied().unwrap_or(1));
         let mut columns = Vec::with_capacity(outputs.len());
         for (k, v) in out_vars.iter().enumerate() {
-            let es = v.dtype.size();
-            let mut col = Vec::with_capacity(total * es);
-            for &(_, part, j) in &order {
-                let (src, j) = match part {
-                    u32::MAX => (&gathered[k], j as usize),
-                    p => (parts[p as usize].columns.as_ref().map_or(&gathered[k], |c| &c[k]), j as usize),
-                };
-                col.extend_from_slice(&src[j * es..(j + 1) * es]);
-            }
-            columns.push(col);
+            let source = |part: u32| match part {
+                u32::MAX => gathered[k].as_slice(),
+                p => parts[p as usize].columns.as_ref().map_or(gathered[k].as_slice(), |c| c[k].as_slice()),
+            };
+            columns.push(match v.dtype.size() {
+                1 => pick_rows::<1>(&order, source),
+                2 => pick_rows::<2>(&order, source),
+                4 => pick_rows::<4>(&order, source),
+                8 => pick_rows::<8>(&order, source),
+                es => {
+                    let mut col = Vec::with_capacity(total * es);
+                    for &(_, part, j) in &order {
+                        let j = j as usize;
+                        col.extend_from_slice(&source(part)[j * es..(j + 1) * es]);
+                    }
+                    col
+                }
+            });
         }
         let stats = counters.into_stats();
         Ok((Points { flat: order.into_iter().map(|o| o.0).collect(), columns }, stats))
@@ -916,6 +934,15 @@ impl StoreReader {
         let sel = b.selection();
         let n = b.len.iter().product::<u64>() as usize;
         let mut raws = HashMap::new();
+        if let Predicate::Cmp { var, op, value } = pred {
+            // One comparison: tested on the stored bytes, with no f64 copy.
+            let (_, v) = self.manifest().variable(var)?;
+            let mut raw = vec![0u8; n * v.dtype.size()];
+            self.read_into_at(var, &sel, None, &mut raw)?;
+            let mask = op.matches_raw(v.dtype, &raw, *value, &v.missing_values());
+            raws.insert(var.as_str(), raw);
+            return Ok((mask, raws));
+        }
         let mut columns = HashMap::new();
         for name in pred.variable_names() {
             let (_, var) = self.manifest().variable(name)?;

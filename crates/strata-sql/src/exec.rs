@@ -18,6 +18,7 @@ use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use std::sync::Arc;
 use std::time::Instant;
+use strata_core::fastdiv::FastDiv;
 use strata_core::query::{Method, Predicate};
 use strata_core::{DType, DimSelection, Error, Result};
 
@@ -173,26 +174,42 @@ fn run_piece(req: &ScanRequest, sel: &[DimSelection], batch_size: usize) -> Resu
             for d in (0..shape.len().saturating_sub(1)).rev() {
                 strides[d] = strides[d + 1] * shape[d + 1];
             }
-            (0..elements)
-                .map(|i| {
-                    let (mut rest, mut f) = (i, 0);
-                    for d in (0..lens.len()).rev() {
-                        f += (sel[d].start + rest % lens[d]) * strides[d];
-                        rest /= lens[d];
+            // Row by row (all axes but the last, like an odometer), each row a range.
+            let nd = lens.len();
+            let mut flat = Vec::with_capacity(elements as usize);
+            let mut at = vec![0u64; nd.saturating_sub(1)];
+            let rows: u64 = lens[..nd.saturating_sub(1)].iter().product();
+            for _ in 0..rows {
+                let base: u64 = at.iter().enumerate().map(|(d, &i)| (sel[d].start + i) * strides[d]).sum();
+                match sel.last() {
+                    Some(last) => flat.extend(base + last.start..base + last.stop),
+                    None => flat.push(base),
+                }
+                for d in (0..at.len()).rev() {
+                    at[d] += 1;
+                    if at[d] < lens[d] {
+                        break;
                     }
-                    f
-                })
-                .collect()
+                    at[d] = 0;
+                }
+            }
+            flat
         }
         None => vec![],
     };
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(req.columns.len());
     let mut next_var = 0;
+    // Flat indices into a grid of fewer than 2^32 elements divide by multiplication.
+    let small = shape.iter().product::<u64>() <= u64::from(u32::MAX);
     for c in &req.columns {
         match c {
             Column::Coord(d) => {
-                let stride: u64 = shape[d + 1..].iter().product();
-                let idx = UInt64Array::from_iter_values(flat.iter().map(|f| (f / stride) % shape[*d]));
+                let stride = FastDiv::new(shape[d + 1..].iter().product(), small);
+                let extent = FastDiv::new(shape[*d], small);
+                let idx = UInt64Array::from_iter_values(flat.iter().map(|&f| {
+                    let q = stride.div(f);
+                    q - extent.div(q) * extent.d
+                }));
                 arrays.push(take(&t.coords[*d].array, &idx, None).map_err(arrow_error)?);
             }
             Column::Var(name) => {
