@@ -103,6 +103,10 @@ pub const COST_MODEL_VERSION: u32 = 1;
 /// can exceed the difference (see [`CostModel::choose`]).
 pub const CLOSE_CALL: f64 = 1.3;
 
+/// Observations of a method after which close calls stop trying it for its correction's
+/// sake (see [`CostModel::choose`]).
+pub const EXPLORED: u32 = 8;
+
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
@@ -190,8 +194,9 @@ impl CostModel {
     }
 
     /// The method for a query estimated at `index_s` and `scan_s` seconds. On a close call
-    /// (estimates within [`CLOSE_CALL`]) the method estimated slower still runs about one
-    /// time in five until it has been observed a quarter as often as the other, so the
+    /// (estimates within [`CLOSE_CALL`]) the method estimated slower still runs until it
+    /// has been observed a quarter as often as the other, and at most [`EXPLORED`] times
+    /// (a query of eight SQL pieces, or eight `Dataset.query` calls), so the
     /// corrections learn both methods on the store being queried and the choice follows
     /// what they measure (with one method observed, both share its correction and the
     /// calibrated constants decide).
@@ -214,7 +219,11 @@ impl CostModel {
             CLOSE_CALL
         };
         let close = other_s <= window * best_s;
-        if close && self.observed(other) * 4 < self.observed(best) {
+        // Bounded by EXPLORED, not only by a quarter of the best's count: a method observed
+        // hundreds of times (pieces of earlier queries) would otherwise hand every close
+        // call to the other until it had been observed a quarter as often.
+        let owed = self.observed(other) < EXPLORED && self.observed(other) * 4 < self.observed(best);
+        if close && owed {
             other
         } else {
             best
@@ -591,6 +600,20 @@ mod tests {
         m.observe(Method::Scan, 1.0, 1.0);
         // Observed a quarter as often: back to the estimate.
         assert_eq!(m.choose(1.0, 1.1), Method::Index);
+        // A method observed hundreds of times does not hand the next close calls to the
+        // other until it catches up: a few observations learn its correction.
+        for _ in 0..400 {
+            m.observe(Method::Index, 1.0, 1.0);
+        }
+        let mut tried = 0;
+        for _ in 0..100 {
+            if m.choose(1.0, 1.1) == Method::Scan {
+                m.observe(Method::Scan, 1.1, 1.1);
+                tried += 1;
+            }
+        }
+        assert_eq!(m.observed(Method::Scan) as usize, 2 + tried);
+        assert_eq!(m.observed(Method::Scan), EXPLORED);
     }
 
     #[test]

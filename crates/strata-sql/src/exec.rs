@@ -1,7 +1,7 @@
 //! Scans: the region split into pieces along the first dimension (aligned with the
-//! sub-chunks, so none is decoded twice), pieces spread over DataFusion's partitions, each
-//! piece answered by the method the cost model picks and streamed as record batches from a
-//! blocking task. The channel holds two batches: the next piece is read and decoded while
+//! sub-chunks, so none is decoded twice), pieces spread over DataFusion's partitions, every
+//! piece answered by the method the cost model picks for the query and streamed as record
+//! batches from a blocking task. The channel holds two batches: the next piece is read and decoded while
 //! the consumer works on the current one, and memory stays bounded whatever the result's
 //! size. Dropping the stream cancels the task at the next batch.
 
@@ -34,6 +34,8 @@ pub(crate) struct ScanRequest {
     pub columns: Vec<Column>,
     pub schema: SchemaRef,
     pub limit: Option<usize>,
+    /// The method every piece runs, chosen for the whole query (see [`StrataScan`]).
+    pub method: Option<Method>,
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
@@ -125,14 +127,7 @@ fn run_piece(req: &ScanRequest, sel: &[DimSelection], batch_size: usize) -> Resu
     let t = &req.table;
     let reader = &t.reader;
     let shape = &t.group.shape;
-    let vars: Vec<&str> = req
-        .columns
-        .iter()
-        .filter_map(|c| match c {
-            Column::Var(n) => Some(n.as_str()),
-            Column::Coord(_) => None,
-        })
-        .collect();
+    let vars = returned(req);
     let elements: u64 = sel.iter().map(|s| s.stop - s.start).product();
     // (flat indices, raw columns); flat is None when the piece is the whole box.
     let (flat, raws, rows): (Option<Vec<u64>>, Vec<Vec<u8>>, usize) = match &req.predicate {
@@ -229,15 +224,41 @@ fn arrow_error(e: datafusion::arrow::error::ArrowError) -> Error {
     Error::InvalidArgument(format!("building a result batch: {e}"))
 }
 
-/// The method for one piece and its estimated time (see
-/// [`strata_core::planner::CostModel::choose`]).
+/// The method for one piece and its estimated time: the query's method when it was chosen
+/// for the whole query, else this piece's (see [`strata_core::planner::CostModel::choose`]).
 fn choose(req: &ScanRequest, pred: &Predicate, sel: &[DimSelection], outputs: &[&str]) -> Result<(Method, f64)> {
     let planning = &req.table.planning;
     let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
     let plan = req.table.reader.plan_query(pred, sel, outputs, None, &model, planning.force)?;
     let (index_s, scan_s) = (plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan));
-    let method = planning.force.unwrap_or_else(|| model.choose(index_s, scan_s));
+    let method = planning.force.or(req.method).unwrap_or_else(|| model.choose(index_s, scan_s));
     Ok((method, plan.seconds_with(method)))
+}
+
+/// The variables a request returns.
+fn returned(req: &ScanRequest) -> Vec<&str> {
+    req.columns
+        .iter()
+        .filter_map(|c| match c {
+            Column::Var(n) => Some(n.as_str()),
+            Column::Coord(_) => None,
+        })
+        .collect()
+}
+
+/// One method for the whole query, from the whole region's plan. Pieces run side by side
+/// on the partitions, so a piece's observed time depends on what runs next to it: choosing
+/// per piece let a piece of the cheaper method, slowed by a piece of the dearer one beside
+/// it, tip later pieces the wrong way. With one method per query, the pieces observed side
+/// by side ran the same method.
+fn choose_for_query(req: &ScanRequest, pred: &Predicate) -> Result<Method> {
+    let planning = &req.table.planning;
+    if let Some(m) = planning.force {
+        return Ok(m);
+    }
+    let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
+    let plan = req.table.reader.plan_query(pred, &req.region, &returned(req), None, &model, None)?;
+    Ok(model.choose(plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan)))
 }
 
 fn record(req: &ScanRequest, (method, estimated): (Method, f64), started: Instant) {
@@ -294,8 +315,11 @@ pub(crate) struct StrataScan;
 
 impl StrataScan {
     #[allow(clippy::new_ret_no_self)]
-    pub fn try_new(request: ScanRequest, partitions: usize) -> Result<StreamingTableExec> {
+    pub fn try_new(mut request: ScanRequest, partitions: usize) -> Result<StreamingTableExec> {
         let all = pieces(&request)?;
+        if let (Some(pred), false) = (&request.predicate, all.is_empty()) {
+            request.method = Some(choose_for_query(&request, pred)?);
+        }
         let schema = request.schema.clone();
         let limit = request.limit;
         let request = Arc::new(request);
