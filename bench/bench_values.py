@@ -5,7 +5,7 @@ four times along time, 175 MB: a larger input built from it). For each, the 99th
 percentiles of the valid values give constraints ``sst > q`` selecting 1% and 10% of the
 points. Region-only queries (the count, and the positions) are timed, warm (index files
 loaded, data in the page cache), the best time of runs taking turns in a rotating order
-(``common.interleaved``: 7 turns when the slowest takes under a second, a run under 0.1 s
+(``common.interleaved``: 15 turns when the slowest takes under a second, a run under 0.1 s
 repeated within a turn until it has taken 0.1 s), on:
 
 - strata, the store written with ``layout="V-M-S"`` (16 equal-frequency bins), ``Dataset.query``;
