@@ -16,7 +16,7 @@ use datafusion::arrow::datatypes::{
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use strata_core::fastdiv::FastDiv;
 use strata_core::query::{Method, Predicate};
@@ -34,8 +34,10 @@ pub(crate) struct ScanRequest {
     pub columns: Vec<Column>,
     pub schema: SchemaRef,
     pub limit: Option<usize>,
-    /// The method every piece runs, chosen for the whole query (see [`StrataScan`]).
-    pub method: Option<Method>,
+    /// The method every piece runs, chosen for the whole query when its first piece
+    /// starts (see [`choose_for_query`]); planning the query (DataFusion may call `scan`
+    /// several times, EXPLAIN runs nothing) costs no planning of the region.
+    pub method: Arc<OnceLock<Method>>,
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
@@ -231,7 +233,14 @@ fn choose(req: &ScanRequest, pred: &Predicate, sel: &[DimSelection], outputs: &[
     let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
     let plan = req.table.reader.plan_query(pred, sel, outputs, None, &model, planning.force)?;
     let (index_s, scan_s) = (plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan));
-    let method = planning.force.or(req.method).unwrap_or_else(|| model.choose(index_s, scan_s));
+    let method = match planning.force.or_else(|| req.method.get().copied()) {
+        Some(m) => m,
+        None => {
+            let m = choose_for_query(req, pred).unwrap_or_else(|_| model.choose(index_s, scan_s));
+            // The first piece to get here decides for all.
+            *req.method.get_or_init(|| m)
+        }
+    };
     Ok((method, plan.seconds_with(method)))
 }
 
@@ -315,11 +324,8 @@ pub(crate) struct StrataScan;
 
 impl StrataScan {
     #[allow(clippy::new_ret_no_self)]
-    pub fn try_new(mut request: ScanRequest, partitions: usize) -> Result<StreamingTableExec> {
+    pub fn try_new(request: ScanRequest, partitions: usize) -> Result<StreamingTableExec> {
         let all = pieces(&request)?;
-        if let (Some(pred), false) = (&request.predicate, all.is_empty()) {
-            request.method = Some(choose_for_query(&request, pred)?);
-        }
         let schema = request.schema.clone();
         let limit = request.limit;
         let request = Arc::new(request);

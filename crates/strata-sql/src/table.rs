@@ -240,7 +240,8 @@ impl TableProvider for StrataTable {
                 DimSelection { start: lo.min(hi), stop: hi, step: 1 }
             })
             .collect();
-        let request = ScanRequest { table: inner.clone(), region, predicate, columns, schema, limit, method: None };
+        let request =
+            ScanRequest { table: inner.clone(), region, predicate, columns, schema, limit, method: Default::default() };
         let partitions = state.config().target_partitions().max(1);
         Ok(Arc::new(StrataScan::try_new(request, partitions).map_err(crate::to_df)?))
     }
