@@ -21,7 +21,7 @@ impl FastDiv {
 
     /// `x / d`.
     #[inline]
-    pub fn div(self, x: u64) -> u64 {
+    pub fn quotient(self, x: u64) -> u64 {
         if self.magic != 0 {
             ((u128::from(self.magic) * u128::from(x)) >> 64) as u64
         } else {
@@ -40,10 +40,10 @@ mod tests {
             let f = FastDiv::new(d, true);
             let g = FastDiv::new(d, false);
             for x in [0u64, 1, d - 1, d, d + 1, 12_345_678, u64::from(u32::MAX) - 1, u64::from(u32::MAX)] {
-                assert_eq!(f.div(x), x / d, "{x} / {d}");
-                assert_eq!(g.div(x), x / d);
+                assert_eq!(f.quotient(x), x / d, "{x} / {d}");
+                assert_eq!(g.quotient(x), x / d);
             }
         }
-        assert_eq!(FastDiv::new(0, true).div(5), 5);
+        assert_eq!(FastDiv::new(0, true).quotient(5), 5);
     }
 }

@@ -332,7 +332,7 @@ impl Selection {
             for (i, &f) in flat.iter().enumerate() {
                 let mut rest = f;
                 for d in (1..nd).rev() {
-                    let q = divs[d].div(rest);
+                    let q = divs[d].quotient(rest);
                     cols[d][i] = (rest - q * divs[d].d) as i64;
                     rest = q;
                 }
@@ -394,7 +394,7 @@ fn flat_of(b: &QueryBox, shape: &[u64], local: impl Iterator<Item = u32>) -> Vec
     }
     let div = FastDiv::new(u64::from(cols), true);
     for p in local {
-        let row = div.div(u64::from(p)) as u32;
+        let row = div.quotient(u64::from(p)) as u32;
         let col = p - row * cols;
         // A position past the box comes only from a corrupt index (bin_reads rejects those
         // it reads); it falls on the last row rather than panicking.
@@ -465,8 +465,8 @@ fn sort_band<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv) -> Vec<T> {
         lo = lo.min(a);
         hi = hi.max(b);
     }
-    let first_row = div.div(lo);
-    let rows = (div.div(hi) - first_row + 1) as usize;
+    let first_row = div.quotient(lo);
+    let rows = (div.quotient(hi) - first_row + 1) as usize;
     if parts.len() == 1 || rows > 4 * n + 4096 {
         // One box, or rows too sparse for a histogram: a comparison sort.
         let mut all: Vec<T> = parts.into_iter().flat_map(|p| p.1).collect();
@@ -482,7 +482,7 @@ fn sort_band<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv) -> Vec<T> {
     let mut ends = vec![0usize; rows + 1];
     for p in &parts {
         for e in &p.1 {
-            ends[(div.div(e.flat()) - first_row) as usize + 1] += 1;
+            ends[(div.quotient(e.flat()) - first_row) as usize + 1] += 1;
         }
     }
     for r in 0..rows {
@@ -493,7 +493,7 @@ fn sort_band<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv) -> Vec<T> {
     let slots = out.spare_capacity_mut();
     for p in &parts {
         for e in &p.1 {
-            let r = (div.div(e.flat()) - first_row) as usize;
+            let r = (div.quotient(e.flat()) - first_row) as usize;
             slots[next[r]].write(*e);
             next[r] += 1;
         }

@@ -204,8 +204,8 @@ fn run_piece(req: &ScanRequest, sel: &[DimSelection], batch_size: usize) -> Resu
                 let stride = FastDiv::new(shape[d + 1..].iter().product(), small);
                 let extent = FastDiv::new(shape[*d], small);
                 let idx = UInt64Array::from_iter_values(flat.iter().map(|&f| {
-                    let q = stride.div(f);
-                    q - extent.div(q) * extent.d
+                    let q = stride.quotient(f);
+                    q - extent.quotient(q) * extent.d
                 }));
                 arrays.push(take(&t.coords[*d].array, &idx, None).map_err(arrow_error)?);
             }
