@@ -139,6 +139,10 @@ class Dataset:
     ):
         """Where the constraint ``where`` (``"sst > 28"``, ``"t >= 25 and (s < 30 or s > 35)"``)
         holds inside a region (``isel`` by position, ``sel`` by coordinate label, per dimension).
+        ``sel`` also takes auxiliary coordinates, such as the 2-D ``lat``/``lon`` of a curvilinear
+        grid, with a range of values (``{"lat": (60, None), "lon": (300, 60)}``, both ends
+        included, a longitude range may cross the dateline): they select through a mask (see
+        docs/query.md).
 
         ``output``:
 
