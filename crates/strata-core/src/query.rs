@@ -426,18 +426,18 @@ impl Flat for (u64, u32, u32) {
 /// Joins per-box elements in ascending flat order. Boxes starting at the same index along
 /// the first axis form a band (sub-chunk rows partition that axis, so bands never
 /// interleave): each band is ordered on its own, bands in parallel, and joined in order.
-/// `row_len` is the extent of the last axis; `parts` are (box start, elements).
-fn sorted_by_bands<'s, T: Flat>(parts: impl Iterator<Item = (&'s [u64], Vec<T>)>, row_len: u64) -> Vec<T> {
+/// `shape` is the grid's; `parts` are (box start, elements).
+fn sorted_by_bands<'s, T: Flat>(parts: impl Iterator<Item = (&'s [u64], Vec<T>)>, shape: &[u64]) -> Vec<T> {
     let mut bands: std::collections::BTreeMap<u64, Vec<(u64, Vec<T>)>> = std::collections::BTreeMap::new();
-    let mut max = 0u64;
     for (start, items) in parts {
-        if let Some(m) = items.iter().map(Flat::flat).max() {
-            max = max.max(m);
+        if !items.is_empty() {
             let first = start.first().copied().unwrap_or(0);
             bands.entry(first).or_default().push((start.last().copied().unwrap_or(0), items));
         }
     }
-    let div = FastDiv::new(row_len, max <= u64::from(u32::MAX));
+    // Flat indices of a grid of fewer than 2^32 elements divide by multiplication.
+    let small = shape.iter().product::<u64>() <= u64::from(u32::MAX);
+    let div = FastDiv::new(shape.last().copied().unwrap_or(1), small);
     let sorted: Vec<Vec<T>> =
         bands.into_values().collect::<Vec<_>>().into_par_iter().map(|parts| sort_band(parts, div)).collect();
     sorted.concat()
@@ -771,7 +771,7 @@ impl StoreReader {
             .collect::<Result<_>>()?;
         let count = per_box.iter().map(|(n, _)| n).sum();
         let bands = boxes.iter().zip(per_box).map(|(b, (_, f))| (b.start.as_slice(), f));
-        let flat = sorted_by_bands(bands, shape.last().copied().unwrap_or(1));
+        let flat = sorted_by_bands(bands, &shape);
         let stats = counters.into_stats();
         Ok((Selection { shape, flat }, count, stats))
     }
@@ -860,7 +860,7 @@ impl StoreReader {
             };
             (b.start.as_slice(), items)
         });
-        let order = sorted_by_bands(tagged, shape.last().copied().unwrap_or(1));
+        let order = sorted_by_bands(tagged, &shape);
         let mut columns = Vec::with_capacity(outputs.len());
         for (k, v) in out_vars.iter().enumerate() {
             let source = |part: u32| match part {
@@ -1303,7 +1303,7 @@ mod tests {
             (vec![4, 5], vec![45, 47, 55]),
             (vec![0, 0], vec![1, 3, 11]),
         ];
-        let got = sorted_by_bands(parts.iter().map(|(s, f)| (s.as_slice(), f.clone())), 10);
+        let got = sorted_by_bands(parts.iter().map(|(s, f)| (s.as_slice(), f.clone())), &[8, 10]);
         assert_eq!(got, vec![1, 3, 6, 8, 11, 16, 40, 42, 45, 47, 50, 55]);
     }
 
@@ -1346,7 +1346,7 @@ mod tests {
         }
         let mut want: Vec<u64> = parts.iter().flat_map(|p| p.1.iter().copied()).collect();
         want.sort_unstable();
-        let got = sorted_by_bands(parts.iter().map(|(s, f)| (s.as_slice(), f.clone())), shape[2]);
+        let got = sorted_by_bands(parts.iter().map(|(s, f)| (s.as_slice(), f.clone())), &shape);
         assert_eq!(got, want);
     }
 

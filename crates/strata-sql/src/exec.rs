@@ -1,9 +1,9 @@
 //! Scans: the region split into pieces along the first dimension (aligned with the
 //! sub-chunks, so none is decoded twice), pieces spread over DataFusion's partitions, every
 //! piece answered by the method the cost model picks for the query and streamed as record
-//! batches from a blocking task. The channel holds two batches: the next piece is read and decoded while
-//! the consumer works on the current one, and memory stays bounded whatever the result's
-//! size. Dropping the stream cancels the task at the next batch.
+//! batches from a blocking task. The channel holds two batches: the next piece is read and
+//! decoded while the consumer works on the current one, and memory stays bounded whatever
+//! the result's size. Dropping the stream cancels the task at the next batch.
 
 use crate::table::{Column, TableInner};
 use datafusion::arrow::array::{ArrayRef, PrimitiveArray, RecordBatch, RecordBatchOptions, UInt64Array};
@@ -37,7 +37,7 @@ pub(crate) struct ScanRequest {
     /// The method every piece runs, chosen for the whole query when its first piece
     /// starts (see [`choose_for_query`]); planning the query (DataFusion may call `scan`
     /// several times, EXPLAIN runs nothing) costs no planning of the region.
-    pub method: Arc<OnceLock<Method>>,
+    pub method: OnceLock<Method>,
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
@@ -226,17 +226,16 @@ fn arrow_error(e: datafusion::arrow::error::ArrowError) -> Error {
     Error::InvalidArgument(format!("building a result batch: {e}"))
 }
 
-/// The method for one piece and its estimated time: the query's method when it was chosen
-/// for the whole query, else this piece's (see [`strata_core::planner::CostModel::choose`]).
+/// The method for one piece (the forced one, or the query's: see [`choose_for_query`]) and
+/// this piece's estimated time with it.
 fn choose(req: &ScanRequest, pred: &Predicate, sel: &[DimSelection], outputs: &[&str]) -> Result<(Method, f64)> {
     let planning = &req.table.planning;
     let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
     let plan = req.table.reader.plan_query(pred, sel, outputs, None, &model, planning.force)?;
-    let (index_s, scan_s) = (plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan));
     let method = match planning.force.or_else(|| req.method.get().copied()) {
         Some(m) => m,
         None => {
-            let m = choose_for_query(req, pred).unwrap_or_else(|_| model.choose(index_s, scan_s));
+            let m = choose_for_query(req, pred)?;
             // The first piece to get here decides for all.
             *req.method.get_or_init(|| m)
         }
@@ -262,9 +261,6 @@ fn returned(req: &ScanRequest) -> Vec<&str> {
 /// by side ran the same method.
 fn choose_for_query(req: &ScanRequest, pred: &Predicate) -> Result<Method> {
     let planning = &req.table.planning;
-    if let Some(m) = planning.force {
-        return Ok(m);
-    }
     let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
     let plan = req.table.reader.plan_query(pred, &req.region, &returned(req), None, &model, None)?;
     Ok(model.choose(plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan)))
