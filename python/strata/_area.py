@@ -60,22 +60,29 @@ class Area:
         return self.keep(coords)
 
 
+def is_auxiliary(ds: Dataset, dims: tuple[str, ...], name: str) -> bool:
+    """Whether ``name`` is an auxiliary coordinate of variables on ``dims``: a variable that
+    is not one of those dimensions, spanning only (some of) them."""
+    if name in dims or name not in ds.variables:
+        return False
+    own = ds[name].dims
+    return bool(own) and set(own) <= set(dims)
+
+
 def split_selection(ds: Dataset, dims: tuple[str, ...], sel: dict | None) -> tuple[dict, dict]:
-    """``sel`` as (selections by dimension, selections by auxiliary coordinate). An
-    auxiliary coordinate is a variable that is not a dimension, spanning only dimensions of
-    the queried variables."""
+    """``sel`` as (selections by dimension, selections by auxiliary coordinate; see
+    :func:`is_auxiliary`)."""
     by_dim, by_aux = {}, {}
     for name, label in (sel or {}).items():
-        if name in dims or name not in ds.variables:
+        if is_auxiliary(ds, dims, name):
+            by_aux[name] = label
+        elif name in dims or name not in ds.variables:
             by_dim[name] = label
-            continue
-        var = ds[name]
-        if not var.dims or not set(var.dims) <= set(dims):
+        else:
             raise InvalidArgumentError(
                 f"'{name}' is neither a dimension of the queried variables {dims} nor a coordinate on some of "
-                f"them (its dimensions: {var.dims})"
+                f"them (its dimensions: {ds[name].dims})"
             )
-        by_aux[name] = label
     return by_dim, by_aux
 
 
@@ -141,10 +148,7 @@ def coordinate_values(ds: Dataset, name: str) -> np.ndarray:
 def auxiliary_coordinates(ds: Dataset, var) -> list[str]:
     """The coordinates a CF ``coordinates`` attribute names for ``var`` that span some of its
     dimensions but are not dimension coordinates (2-D lat/lon)."""
-    names = str(var.attrs.get("coordinates", "")).split()
-    return [
-        n for n in names if n in ds.variables and ds[n].dims and set(ds[n].dims) <= set(var.dims) and ds[n].dims != (n,)
-    ]
+    return [n for n in str(var.attrs.get("coordinates", "")).split() if is_auxiliary(ds, var.dims, n)]
 
 
 def _physical(ds: Dataset, var) -> np.ndarray:

@@ -226,11 +226,12 @@ def _positions(args, ds, var) -> tuple[dict, dict]:
     for item in args.isel or []:
         dim, rng = _parse_range(item, "--isel")
         positions[dim] = _index_slice(rng, "--isel")
+    from ._area import is_auxiliary
     from ._coords import label_to_positions
 
     for item in args.sel or []:
         dim, rng = _parse_range(item, "--sel")
-        if dim not in var.dims and dim in ds.variables and ds[dim].dims and set(ds[dim].dims) <= set(var.dims):
+        if is_auxiliary(ds, var.dims, dim):
             lo, colon, hi = rng.partition(":")
             if not colon:
                 raise InvalidArgumentError(f"--sel {dim}: '{dim}' is not a dimension; give a range LO:HI")
