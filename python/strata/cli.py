@@ -666,7 +666,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--sel",
         action="append",
         metavar="DIM=LO:HI",
-        help="selection by coordinate value, both ends included; dates may be partial (2000-01)",
+        help="selection by coordinate value, both ends included; dates may be partial (2000-01); with --where, "
+        "NAME may also be a 2-D (curvilinear) or mesh coordinate such as lat=60:90, selecting through a mask",
     )
     s.add_argument(
         "--method", choices=["nearest", "pad", "backfill"], help="how a single --sel value matches (default: exactly)"
@@ -748,7 +749,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("store")
     s.add_argument("--where", required=True, metavar="EXPR", help="value constraint, as for `strata query`")
     s.add_argument("--isel", action="append", metavar="DIM=START:STOP[:STEP]", help="positional selection")
-    s.add_argument("--sel", action="append", metavar="DIM=LO:HI", help="selection by coordinate value")
+    s.add_argument(
+        "--sel",
+        action="append",
+        metavar="DIM=LO:HI",
+        help="selection by coordinate value; also a 2-D (curvilinear) or mesh coordinate, through a mask",
+    )
     s.add_argument("--output", choices=["points", "dense", "positions", "count"], default="points")
     s.add_argument("--variables", metavar="A,B", help="variables returned (default: the constraint's)")
     s.add_argument("--no-run", action="store_true", help="only print the plan")
