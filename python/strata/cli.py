@@ -667,7 +667,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="DIM=LO:HI",
         help="selection by coordinate value, both ends included; dates may be partial (2000-01); with --where, "
-        "NAME may also be a 2-D (curvilinear) or mesh coordinate such as lat=60:90, selecting through a mask",
+        "DIM may also be a 2-D (curvilinear) or mesh coordinate such as lat=60:90, selecting through a mask",
     )
     s.add_argument(
         "--method", choices=["nearest", "pad", "backfill"], help="how a single --sel value matches (default: exactly)"
