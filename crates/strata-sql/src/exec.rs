@@ -16,7 +16,8 @@ use datafusion::arrow::datatypes::{
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use std::sync::{Arc, OnceLock};
+use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strata_core::fastdiv::FastDiv;
 use strata_core::query::{Method, Predicate};
@@ -26,7 +27,7 @@ use strata_core::{DType, DimSelection, Error, Result};
 /// memory (a few columns of this many values).
 const PIECE_ELEMENTS: u64 = 1 << 20;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ScanRequest {
     pub table: Arc<TableInner>,
     pub region: Vec<DimSelection>,
@@ -34,10 +35,36 @@ pub(crate) struct ScanRequest {
     pub columns: Vec<Column>,
     pub schema: SchemaRef,
     pub limit: Option<usize>,
-    /// The method every piece runs, chosen for the whole query when its first piece
-    /// starts (see [`choose_for_query`]); planning the query (DataFusion may call `scan`
-    /// several times, EXPLAIN runs nothing) costs no planning of the region.
-    pub method: OnceLock<Method>,
+    /// The region split into pieces (see [`pieces`]).
+    pub pieces: Vec<Vec<DimSelection>>,
+    /// The pieces' plans, made when the first piece starts (see [`piece_plans`]):
+    /// planning the query (DataFusion may call `scan` several times, EXPLAIN runs nothing)
+    /// costs no planning of the region.
+    pub plans: Mutex<Option<Arc<PiecePlans>>>,
+}
+
+impl ScanRequest {
+    pub fn new(
+        table: Arc<TableInner>,
+        region: Vec<DimSelection>,
+        predicate: Option<Predicate>,
+        columns: Vec<Column>,
+        schema: SchemaRef,
+        limit: Option<usize>,
+    ) -> Result<Self> {
+        let mut request =
+            ScanRequest { table, region, predicate, columns, schema, limit, pieces: vec![], plans: Mutex::new(None) };
+        request.pieces = pieces(&request)?;
+        Ok(request)
+    }
+}
+
+/// What the planner made of every piece of a query: the method all of them run, and each
+/// piece's estimated seconds with it (to correct the model by what the piece took).
+#[derive(Debug)]
+pub(crate) struct PiecePlans {
+    method: Method,
+    seconds: Vec<f64>,
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
@@ -124,8 +151,9 @@ fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
     Ok(out)
 }
 
-/// The batches of one piece.
-fn run_piece(req: &ScanRequest, sel: &[DimSelection], batch_size: usize) -> Result<Vec<RecordBatch>> {
+/// The batches of piece number `piece`.
+fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<RecordBatch>> {
+    let sel = req.pieces[piece].as_slice();
     let t = &req.table;
     let reader = &t.reader;
     let shape = &t.group.shape;
@@ -144,14 +172,16 @@ fn run_piece(req: &ScanRequest, sel: &[DimSelection], batch_size: usize) -> Resu
             (None, raws, elements as usize)
         }
         Some(pred) if req.columns.is_empty() => {
-            let method = choose(req, pred, sel, &[])?;
+            let plans = piece_plans(req, pred)?;
+            let method = (plans.method, plans.seconds[piece]);
             let started = Instant::now();
             let (_, count, _) = reader.select_with(pred, sel, true, method.0)?;
             record(req, method, started);
             (Some(vec![]), vec![], count as usize)
         }
         Some(pred) => {
-            let method = choose(req, pred, sel, &vars)?;
+            let plans = piece_plans(req, pred)?;
+            let method = (plans.method, plans.seconds[piece]);
             let started = Instant::now();
             let (points, _) = reader.points(pred, sel, &vars, None, &|_| method.0)?;
             record(req, method, started);
@@ -226,23 +256,6 @@ fn arrow_error(e: datafusion::arrow::error::ArrowError) -> Error {
     Error::InvalidArgument(format!("building a result batch: {e}"))
 }
 
-/// The method for one piece (the forced one, or the query's: see [`choose_for_query`]) and
-/// this piece's estimated time with it.
-fn choose(req: &ScanRequest, pred: &Predicate, sel: &[DimSelection], outputs: &[&str]) -> Result<(Method, f64)> {
-    let planning = &req.table.planning;
-    let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
-    let plan = req.table.reader.plan_query(pred, sel, outputs, None, &model, planning.force)?;
-    let method = match planning.force.or_else(|| req.method.get().copied()) {
-        Some(m) => m,
-        None => {
-            let m = choose_for_query(req, pred)?;
-            // The first piece to get here decides for all.
-            *req.method.get_or_init(|| m)
-        }
-    };
-    Ok((method, plan.seconds_with(method)))
-}
-
 /// The variables a request returns.
 fn returned(req: &ScanRequest) -> Vec<&str> {
     req.columns
@@ -254,16 +267,36 @@ fn returned(req: &ScanRequest) -> Vec<&str> {
         .collect()
 }
 
-/// One method for the whole query, from the whole region's plan. Pieces run side by side
-/// on the partitions, so a piece's observed time depends on what runs next to it: choosing
-/// per piece let a piece of the cheaper method, slowed by a piece of the dearer one beside
-/// it, tip later pieces the wrong way. With one method per query, the pieces observed side
-/// by side ran the same method.
-fn choose_for_query(req: &ScanRequest, pred: &Predicate) -> Result<Method> {
+/// The pieces' plans, made once per query by the first piece to start, the pieces planned
+/// side by side. One method serves the whole query, chosen from the sums of the pieces'
+/// estimates (or forced). Pieces run side by side on the partitions, so a piece's observed
+/// time depends on what runs next to it: choosing per piece let a piece of the cheaper
+/// method, slowed by a piece of the dearer one beside it, tip later pieces the wrong way.
+/// With one method per query, the pieces observed side by side ran the same method.
+fn piece_plans(req: &ScanRequest, pred: &Predicate) -> Result<Arc<PiecePlans>> {
+    let mut slot = req.plans.lock().map_err(|_| Error::InvalidArgument("scan plan lock poisoned".into()))?;
+    if let Some(p) = slot.as_ref() {
+        return Ok(p.clone());
+    }
     let planning = &req.table.planning;
     let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
-    let plan = req.table.reader.plan_query(pred, &req.region, &returned(req), None, &model, None)?;
-    Ok(model.choose(plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan)))
+    let outputs = returned(req);
+    let each: Vec<(f64, f64)> = req
+        .pieces
+        .par_iter()
+        .map(|sel| {
+            let plan = req.table.reader.plan_query(pred, sel, &outputs, None, &model, None)?;
+            Ok((plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan)))
+        })
+        .collect::<Result<_>>()?;
+    let method = planning.force.unwrap_or_else(|| {
+        let (index, scan) = each.iter().fold((0.0, 0.0), |(a, b), (i, s)| (a + i, b + s));
+        model.choose(index, scan)
+    });
+    let seconds = each.into_iter().map(|(i, s)| if method == Method::Index { i } else { s }).collect();
+    let plans = Arc::new(PiecePlans { method, seconds });
+    *slot = Some(plans.clone());
+    Ok(plans)
 }
 
 fn record(req: &ScanRequest, (method, estimated): (Method, f64), started: Instant) {
@@ -281,7 +314,8 @@ fn record(req: &ScanRequest, (method, estimated): (Method, f64), started: Instan
 #[derive(Debug)]
 struct Partition {
     request: Arc<ScanRequest>,
-    pieces: Vec<Vec<DimSelection>>,
+    /// Numbers of the request's pieces this partition runs.
+    pieces: std::ops::Range<usize>,
 }
 
 impl PartitionStream for Partition {
@@ -297,11 +331,11 @@ impl PartitionStream for Partition {
         let batch_size = ctx.session_config().batch_size();
         builder.spawn_blocking(move || {
             let mut sent = 0usize;
-            for sel in pieces {
+            for piece in pieces {
                 if request.limit.is_some_and(|l| sent >= l) {
                     break;
                 }
-                for batch in run_piece(&request, &sel, batch_size).map_err(crate::to_df)? {
+                for batch in run_piece(&request, piece, batch_size).map_err(crate::to_df)? {
                     sent += batch.num_rows();
                     if tx.blocking_send(Ok(batch)).is_err() {
                         return Ok(()); // the consumer is gone: cancelled
@@ -321,17 +355,20 @@ pub(crate) struct StrataScan;
 impl StrataScan {
     #[allow(clippy::new_ret_no_self)]
     pub fn try_new(request: ScanRequest, partitions: usize) -> Result<StreamingTableExec> {
-        let all = pieces(&request)?;
+        let n = request.pieces.len();
         let schema = request.schema.clone();
         let limit = request.limit;
         let request = Arc::new(request);
-        let per = all.len().div_ceil(partitions.max(1)).max(1);
-        let mut parts: Vec<Arc<dyn PartitionStream>> = all
-            .chunks(per)
-            .map(|c| Arc::new(Partition { request: request.clone(), pieces: c.to_vec() }) as Arc<dyn PartitionStream>)
+        let per = n.div_ceil(partitions.max(1)).max(1);
+        let mut parts: Vec<Arc<dyn PartitionStream>> = (0..n)
+            .step_by(per)
+            .map(|a| {
+                Arc::new(Partition { request: request.clone(), pieces: a..(a + per).min(n) })
+                    as Arc<dyn PartitionStream>
+            })
             .collect();
         if parts.is_empty() {
-            parts.push(Arc::new(Partition { request: request.clone(), pieces: vec![] }));
+            parts.push(Arc::new(Partition { request: request.clone(), pieces: 0..0 }));
         }
         StreamingTableExec::try_new(schema, parts, None, Vec::new(), false, limit)
             .map_err(|e| Error::InvalidArgument(format!("planning the scan: {e}")))

@@ -241,7 +241,7 @@ impl TableProvider for StrataTable {
             })
             .collect();
         let request =
-            ScanRequest { table: inner.clone(), region, predicate, columns, schema, limit, method: Default::default() };
+            ScanRequest::new(inner.clone(), region, predicate, columns, schema, limit).map_err(crate::to_df)?;
         let partitions = state.config().target_partitions().max(1);
         Ok(Arc::new(StrataScan::try_new(request, partitions).map_err(crate::to_df)?))
     }
