@@ -236,13 +236,21 @@ impl CostModel {
     /// after the other's replaces the correction it borrowed: that was a guess, this is
     /// a measurement.
     pub fn observe(&mut self, method: Method, estimated_s: f64, observed_s: f64) {
-        if estimated_s <= 0.0 || !observed_s.is_finite() || observed_s <= 0.0 {
+        self.observe_uncorrected(method, estimated_s / self.correction(method), observed_s);
+    }
+
+    /// [`observe`](Self::observe) for an estimate without the correction: work planned
+    /// before earlier observations moved the correction (the pieces of one query, planned
+    /// together) is judged by the uncorrected estimate. Dividing an estimate made under an
+    /// older correction by the current one compounds every change.
+    pub fn observe_uncorrected(&mut self, method: Method, uncorrected_s: f64, observed_s: f64) {
+        if !uncorrected_s.is_finite() || uncorrected_s <= 0.0 || !observed_s.is_finite() || observed_s <= 0.0 {
             return;
         }
         let slot = Self::slot(method);
         let borrowed = self.observations[slot] == 0 && self.observations[1 - slot] > 0;
         let current = self.correction(method);
-        let ratio = observed_s / (estimated_s / current);
+        let ratio = observed_s / uncorrected_s;
         let next = if borrowed { ratio } else { 0.8 * current + 0.2 * ratio }.clamp(0.1, 10.0);
         match method {
             Method::Index => self.index_correction = next,
@@ -614,6 +622,21 @@ mod tests {
         }
         assert_eq!(m.observed(Method::Scan) as usize, 2 + tried);
         assert_eq!(m.observed(Method::Scan), EXPLORED);
+    }
+
+    #[test]
+    fn pieces_planned_together_correct_the_model_without_compounding() {
+        // A query of 8 pieces, each estimated at 1 s uncorrected, planned before any runs;
+        // each takes 0.5 s. Over queries the correction settles at 0.5 and stays there.
+        let mut m = CostModel::default();
+        for _ in 0..30 {
+            for _ in 0..8 {
+                m.observe_uncorrected(Method::Index, 1.0, 0.5);
+            }
+            let c = m.correction(Method::Index);
+            assert!((0.5..=1.0).contains(&c), "correction {c} left [0.5, 1]");
+        }
+        assert!((m.correction(Method::Index) - 0.5).abs() < 1e-3);
     }
 
     #[test]

@@ -60,11 +60,12 @@ impl ScanRequest {
 }
 
 /// What the planner made of every piece of a query: the method all of them run, and each
-/// piece's estimated seconds with it (to correct the model by what the piece took).
+/// piece's estimated seconds with it before the model's correction (to correct the model by
+/// what the piece took).
 #[derive(Debug)]
 pub(crate) struct PiecePlans {
     method: Method,
-    seconds: Vec<f64>,
+    uncorrected: Vec<f64>,
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
@@ -173,7 +174,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
         }
         Some(pred) if req.columns.is_empty() => {
             let plans = piece_plans(req, pred)?;
-            let method = (plans.method, plans.seconds[piece]);
+            let method = (plans.method, plans.uncorrected[piece]);
             let started = Instant::now();
             let (_, count, _) = reader.select_with(pred, sel, true, method.0)?;
             record(req, method, started);
@@ -181,7 +182,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
         }
         Some(pred) => {
             let plans = piece_plans(req, pred)?;
-            let method = (plans.method, plans.seconds[piece]);
+            let method = (plans.method, plans.uncorrected[piece]);
             let started = Instant::now();
             let (points, _) = reader.points(pred, sel, &vars, None, &|_| method.0)?;
             record(req, method, started);
@@ -293,17 +294,23 @@ fn piece_plans(req: &ScanRequest, pred: &Predicate) -> Result<Arc<PiecePlans>> {
         let (index, scan) = each.iter().fold((0.0, 0.0), |(a, b), (i, s)| (a + i, b + s));
         model.choose(index, scan)
     });
-    let seconds = each.into_iter().map(|(i, s)| if method == Method::Index { i } else { s }).collect();
-    let plans = Arc::new(PiecePlans { method, seconds });
+    // Kept without the correction: earlier pieces of this query move it before later ones
+    // are observed (see `CostModel::observe_uncorrected`).
+    let c = model.correction(method);
+    let uncorrected = each.into_iter().map(|(i, s)| if method == Method::Index { i / c } else { s / c }).collect();
+    let plans = Arc::new(PiecePlans { method, uncorrected });
     *slot = Some(plans.clone());
     Ok(plans)
 }
 
-fn record(req: &ScanRequest, (method, estimated): (Method, f64), started: Instant) {
+/// Corrects the model by what a piece took; `uncorrected`: its estimate before correction.
+fn record(req: &ScanRequest, (method, uncorrected): (Method, f64), started: Instant) {
     let observed = started.elapsed().as_secs_f64();
     let planning = &req.table.planning;
+    let mut estimated = uncorrected;
     if let Ok(mut m) = planning.model.lock() {
-        m.observe(method, estimated, observed);
+        estimated *= m.correction(method);
+        m.observe_uncorrected(method, uncorrected, observed);
     }
     if let Ok(mut log) = planning.log.lock() {
         log.push((method, estimated, observed));
