@@ -520,6 +520,32 @@ fn pick_rows<'a, const W: usize>(order: &[(u64, u32, u32)], source: impl Fn(u32)
     col
 }
 
+/// The `es`-byte elements of `raw` at positions `at`, one move each for the usual widths
+/// (see [`pick_rows`]).
+fn pick_at(raw: &[u8], at: &[u32], es: usize) -> Vec<u8> {
+    fn fixed<const W: usize>(raw: &[u8], at: &[u32]) -> Vec<u8> {
+        let mut col = vec![0u8; at.len() * W];
+        for (dst, &p) in col.chunks_exact_mut(W).zip(at) {
+            let p = p as usize;
+            dst.copy_from_slice(&raw[p * W..(p + 1) * W]);
+        }
+        col
+    }
+    match es {
+        1 => fixed::<1>(raw, at),
+        2 => fixed::<2>(raw, at),
+        4 => fixed::<4>(raw, at),
+        8 => fixed::<8>(raw, at),
+        _ => {
+            let mut col = Vec::with_capacity(at.len() * es);
+            for &p in at {
+                col.extend_from_slice(&raw[p as usize * es..(p as usize + 1) * es]);
+            }
+            col
+        }
+    }
+}
+
 /// The positions of the elements kept: `p` lists them in element order (a bin's positions),
 /// or None when element `i` is at position `i`. Bins are walked by runs of consecutive
 /// positions (cheaper than decoding each position, even for the short runs of noisy
@@ -918,11 +944,7 @@ impl StoreReader {
                     &read
                 }
             };
-            let mut col = Vec::with_capacity(local.len() * es);
-            for &p in &local {
-                col.extend_from_slice(&raw[p as usize * es..(p as usize + 1) * es]);
-            }
-            cols.push(col);
+            cols.push(pick_at(raw, &local, es));
         }
         Ok(BoxPoints { flat: flat_of(b, shape, local.into_iter()), columns: Some(cols) })
     }

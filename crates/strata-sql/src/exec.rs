@@ -6,12 +6,14 @@
 //! the result's size. Dropping the stream cancels the task at the next batch.
 
 use crate::table::{Column, TableInner};
-use datafusion::arrow::array::{ArrayRef, PrimitiveArray, RecordBatch, RecordBatchOptions, UInt64Array};
-use datafusion::arrow::buffer::{NullBuffer, ScalarBuffer};
+use datafusion::arrow::array::{
+    downcast_primitive_array, Array, ArrayRef, PrimitiveArray, RecordBatch, RecordBatchOptions, UInt64Array,
+};
+use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{
-    ArrowPrimitiveType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, SchemaRef, UInt16Type,
-    UInt32Type, UInt64Type, UInt8Type,
+    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, SchemaRef,
+    UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
@@ -69,31 +71,36 @@ pub(crate) struct PiecePlans {
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
-/// `missing`.
-pub(crate) fn column_array(dtype: DType, raw: &[u8], missing: &[f64]) -> Result<ArrayRef> {
+/// `missing`. The bytes become the column's buffer without a copy where they can.
+pub(crate) fn column_array(dtype: DType, raw: Vec<u8>, missing: &[f64]) -> Result<ArrayRef> {
     fn build<T: ArrowPrimitiveType>(
-        raw: &[u8],
+        raw: Vec<u8>,
         missing: &[f64],
         from: impl Fn(&[u8]) -> T::Native,
         to_f64: impl Fn(T::Native) -> f64,
     ) -> ArrayRef {
         let w = std::mem::size_of::<T::Native>();
-        let values: Vec<T::Native> = raw.chunks_exact(w).map(from).collect();
-        let float = matches!(T::DATA_TYPE, datafusion::arrow::datatypes::DataType::Float32)
-            || matches!(T::DATA_TYPE, datafusion::arrow::datatypes::DataType::Float64);
+        let len = raw.len() / w;
+        let buffer = Buffer::from_vec(raw);
+        // Arrow holds values in native order: little-endian bytes are taken as they are on
+        // a little-endian target when aligned, and converted otherwise.
+        let values: ScalarBuffer<T::Native> =
+            if cfg!(target_endian = "little") && buffer.as_ptr().align_offset(std::mem::align_of::<T::Native>()) == 0 {
+                ScalarBuffer::new(buffer, 0, len)
+            } else {
+                buffer.as_slice().chunks_exact(w).map(from).collect()
+            };
+        let float = matches!(T::DATA_TYPE, DataType::Float32 | DataType::Float64);
         let nulls = if missing.is_empty() && !float {
             None
         } else {
-            let valid: Vec<bool> = values
-                .iter()
-                .map(|&x| {
-                    let f = to_f64(x);
-                    !f.is_nan() && !missing.contains(&f)
-                })
-                .collect();
-            Some(NullBuffer::from(valid)).filter(|n| n.null_count() > 0)
+            let valid = BooleanBuffer::collect_bool(len, |i| {
+                let f = to_f64(values[i]);
+                !f.is_nan() && !missing.contains(&f)
+            });
+            Some(NullBuffer::new(valid)).filter(|n| n.null_count() > 0)
         };
-        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
+        Arc::new(PrimitiveArray::<T>::new(values, nulls))
     }
     macro_rules! le {
         ($t:ty) => {
@@ -115,6 +122,43 @@ pub(crate) fn column_array(dtype: DType, raw: &[u8], missing: &[f64]) -> Result<
             return Err(Error::InvalidArgument(format!("{} variables are not SQL columns", dtype.name())))
         }
     })
+}
+
+/// The values of `a` at `at`, in a column of `a`'s type (a timestamp keeps its unit and zone).
+fn picked_at<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, at: impl Iterator<Item = usize>) -> ArrayRef {
+    let values = a.values();
+    Arc::new(PrimitiveArray::<T>::from_iter_values(at.map(|i| values[i])).with_data_type(a.data_type().clone()))
+}
+
+/// The coordinate column of dimension `d` at flat indices `flat` into a grid of `shape`.
+/// Coordinates without NULLs are picked straight from their values; others through `take`.
+fn coord_column(coord: &ArrayRef, d: usize, shape: &[u64], flat: &[u64]) -> Result<ArrayRef> {
+    // Flat indices into a grid of fewer than 2^32 elements divide by multiplication.
+    let small = shape.iter().product::<u64>() <= u64::from(u32::MAX);
+    let stride = FastDiv::new(shape[d + 1..].iter().product(), small);
+    let extent = FastDiv::new(shape[d], small);
+    let index = |f: u64| {
+        let q = stride.quotient(f);
+        (q - extent.quotient(q) * extent.d) as usize
+    };
+    if coord.null_count() == 0 {
+        let picked: Option<ArrayRef> = downcast_primitive_array!(
+            coord => {
+                let values = coord.values();
+                if (values.len() as u64) < shape[d] {
+                    None
+                } else {
+                    Some(picked_at(coord, flat.iter().map(|&f| index(f))))
+                }
+            }
+            _ => None
+        );
+        if let Some(a) = picked {
+            return Ok(a);
+        }
+    }
+    let idx = UInt64Array::from_iter_values(flat.iter().map(|&f| index(f) as u64));
+    take(coord, &idx, None).map_err(arrow_error)
 }
 
 /// Splits the region into pieces along the first dimension, at multiples of the
@@ -226,24 +270,14 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
         None => vec![],
     };
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(req.columns.len());
-    let mut next_var = 0;
-    // Flat indices into a grid of fewer than 2^32 elements divide by multiplication.
-    let small = shape.iter().product::<u64>() <= u64::from(u32::MAX);
+    let mut raws = raws.into_iter();
     for c in &req.columns {
         match c {
-            Column::Coord(d) => {
-                let stride = FastDiv::new(shape[d + 1..].iter().product(), small);
-                let extent = FastDiv::new(shape[*d], small);
-                let idx = UInt64Array::from_iter_values(flat.iter().map(|&f| {
-                    let q = stride.quotient(f);
-                    q - extent.quotient(q) * extent.d
-                }));
-                arrays.push(take(&t.coords[*d].array, &idx, None).map_err(arrow_error)?);
-            }
+            Column::Coord(d) => arrays.push(coord_column(&t.coords[*d].array, *d, shape, &flat)?),
             Column::Var(name) => {
                 let (_, v) = reader.manifest().variable(name)?;
-                arrays.push(column_array(v.dtype, &raws[next_var], &v.missing_values())?);
-                next_var += 1;
+                let raw = raws.next().ok_or_else(|| Error::InvalidArgument(format!("no values read for '{name}'")))?;
+                arrays.push(column_array(v.dtype, raw, &v.missing_values())?);
             }
         }
     }
