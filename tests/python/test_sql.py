@@ -151,6 +151,47 @@ def test_tables_columns_and_errors(tmp_path):
         strata.sql(tmp_path / "missing.strata", "SELECT 1")
 
 
+@pytest.mark.parametrize("method", ["auto", "index", "scan"])
+def test_coordinates_of_scattered_points(tmp_path, method):
+    """Each point carries the coordinates of its grid position: a time coordinate, a
+    coordinate with a NaN (NULL), a dimension without a coordinate variable (its index)."""
+    rng = np.random.default_rng(7)
+    v = rng.permutation(7 * 5 * 9).astype("f4").reshape(7, 5, 9) / 315
+    v[rng.random(v.shape) < 0.1] = np.nan
+    y = np.array([-2.0, -1.0, np.nan, 1.0, 2.0])
+    x = np.linspace(0, 8, 9) ** 2
+    path = tmp_path / "g.strata"
+    strata.write_arrays(
+        path,
+        {
+            "v": (("t", "y", "x"), v),
+            "t": (("t",), np.arange(7, dtype="i8") * 3, {"units": "days since 1990-01-01"}),
+            "y": (("y",), y),
+            "x": (("x",), x),
+            "w": (("t", "s"), np.arange(14, dtype="i2").reshape(7, 2)),
+        },
+        record_dim="t",
+        chunks={"t": 2},
+    )
+    got = strata.SqlSession(path, method=method).execute("SELECT t, y, x, v FROM g_t_y_x WHERE v > 0.3")
+    ti, yi, xi = np.nonzero(np.nan_to_num(v, nan=-1) > 0.3)
+    want = pd.DataFrame(
+        {
+            "t": pd.Timestamp("1990-01-01") + pd.to_timedelta(ti * 3, unit="D"),
+            "y": y[yi],
+            "x": x[xi],
+            "v": v[ti, yi, xi],
+        }
+    )
+    g = got.to_pandas().sort_values("v").reset_index(drop=True)
+    w = want.sort_values("v").reset_index(drop=True)
+    assert len(g) == len(w) > 0
+    assert got.column("y").null_count == int(np.isnan(y[yi]).sum()) > 0
+    pd.testing.assert_frame_equal(g, w, check_dtype=False)
+    idx = strata.SqlSession(path, method=method).execute("SELECT t, s, w FROM g_t_s WHERE w % 3 = 1").to_pandas()
+    assert idx["s"].tolist() == [int(k) % 2 for k in idx["w"]]
+
+
 def test_damaged_store_is_corruption(tmp_path):
     path = tmp_path / "d.strata"
     strata.write_arrays(path, {"v": (("t", "x"), np.random.default_rng(0).normal(size=(40, 500)))}, record_dim="t")

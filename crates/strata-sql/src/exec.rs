@@ -124,12 +124,6 @@ pub(crate) fn column_array(dtype: DType, raw: Vec<u8>, missing: &[f64]) -> Resul
     })
 }
 
-/// The values of `a` at `at`, in a column of `a`'s type (a timestamp keeps its unit and zone).
-fn picked_at<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, at: impl Iterator<Item = usize>) -> ArrayRef {
-    let values = a.values();
-    Arc::new(PrimitiveArray::<T>::from_iter_values(at.map(|i| values[i])).with_data_type(a.data_type().clone()))
-}
-
 /// The coordinate column of dimension `d` at flat indices `flat` into a grid of `shape`.
 /// Coordinates without NULLs are picked straight from their values; others through `take`.
 fn coord_column(coord: &ArrayRef, d: usize, shape: &[u64], flat: &[u64]) -> Result<ArrayRef> {
@@ -137,28 +131,61 @@ fn coord_column(coord: &ArrayRef, d: usize, shape: &[u64], flat: &[u64]) -> Resu
     let small = shape.iter().product::<u64>() <= u64::from(u32::MAX);
     let stride = FastDiv::new(shape[d + 1..].iter().product(), small);
     let extent = FastDiv::new(shape[d], small);
-    let index = |f: u64| {
-        let q = stride.quotient(f);
-        (q - extent.quotient(q) * extent.d) as usize
-    };
-    if coord.null_count() == 0 {
+    if coord.null_count() == 0 && coord.len() as u64 >= shape[d] {
         let picked: Option<ArrayRef> = downcast_primitive_array!(
-            coord => {
-                let values = coord.values();
-                if (values.len() as u64) < shape[d] {
-                    None
-                } else {
-                    Some(picked_at(coord, flat.iter().map(|&f| index(f))))
-                }
-            }
+            coord => Some(picked_by_blocks(coord, flat, stride, extent)),
             _ => None
         );
         if let Some(a) = picked {
             return Ok(a);
         }
     }
-    let idx = UInt64Array::from_iter_values(flat.iter().map(|&f| index(f) as u64));
+    let idx = UInt64Array::from_iter_values(flat.iter().map(|&f| {
+        let q = stride.quotient(f);
+        q - extent.quotient(q) * extent.d
+    }));
     take(coord, &idx, None).map_err(arrow_error)
+}
+
+/// The coordinate values `a[(f / stride) % extent]` for each flat index `f`, in a column of
+/// `a`'s type (a timestamp keeps its unit and zone). Results come in flat order, so the
+/// divisions are made once per block of indices met rather than once per index: a value
+/// holds over a block of `stride` indices, and along the last dimension (stride 1) the
+/// index is the offset into a block of `extent` indices (a row).
+fn picked_by_blocks<T: ArrowPrimitiveType>(
+    a: &PrimitiveArray<T>,
+    flat: &[u64],
+    stride: FastDiv,
+    extent: FastDiv,
+) -> ArrayRef {
+    let values = a.values();
+    // The current block [lo, hi); empty at first.
+    let (mut lo, mut hi) = (1u64, 0u64);
+    let picked: Vec<T::Native> = if stride.d == 1 {
+        flat.iter()
+            .map(|&f| {
+                if f < lo || f >= hi {
+                    lo = extent.quotient(f) * extent.d;
+                    hi = lo + extent.d;
+                }
+                values[(f - lo) as usize]
+            })
+            .collect()
+    } else {
+        let mut current = T::Native::default();
+        flat.iter()
+            .map(|&f| {
+                if f < lo || f >= hi {
+                    let q = stride.quotient(f);
+                    lo = q * stride.d;
+                    hi = lo + stride.d;
+                    current = values[(q - extent.quotient(q) * extent.d) as usize];
+                }
+                current
+            })
+            .collect()
+    };
+    Arc::new(PrimitiveArray::<T>::new(picked.into(), None).with_data_type(a.data_type().clone()))
 }
 
 /// Splits the region into pieces along the first dimension, at multiples of the
