@@ -6,6 +6,7 @@ import os
 import pathlib
 import platform
 import shutil
+import statistics
 import subprocess
 import time
 
@@ -76,13 +77,16 @@ def best(fn, repeat=5):
     return t, out
 
 
-def interleaved(runs: dict, short=0.1, max_repeats=25):
+def interleaved(runs: dict, short=0.1, max_repeats=25, per_turn: dict | None = None):
     """(best time of each run in seconds, each run's last answer). The runs take turns in a
     rotating order so that each sees the same states of the machine: 15 turns while the
     slowest run is under a second, 7 under 3 s, else 3. Short runs vary most from run to
     run on a shared machine, so within a turn a run under ``short`` seconds is repeated
-    until it has taken that long (at most ``max_repeats`` times)."""
+    until it has taken that long (at most ``max_repeats`` times). ``per_turn``, when given,
+    receives each run's best time in every turn (for ratios of runs paired by turn)."""
     times = dict.fromkeys(runs, float("inf"))
+    if per_turn is not None:
+        per_turn.update({name: [] for name in runs})
     answers = {}
     turn = 0
     while turn < 3 or (turn < 7 and max(times.values()) < 3.0) or (turn < 15 and max(times.values()) < 1.0):
@@ -91,13 +95,24 @@ def interleaved(runs: dict, short=0.1, max_repeats=25):
         # of megabytes) slows the next one down, so no run always follows the same one.
         for name in names[turn % len(names) :] + names[: turn % len(names)]:
             fn = runs[name]
-            spent, repeats = 0.0, 0
+            spent, repeats, best = 0.0, 0, float("inf")
             while repeats == 0 or (spent < short and repeats < max_repeats):
                 t0 = time.perf_counter()
                 answers[name] = fn()
                 took = time.perf_counter() - t0
-                times[name] = min(times[name], took)
+                best = min(best, took)
                 spent += took
                 repeats += 1
+            times[name] = min(times[name], best)
+            if per_turn is not None:
+                per_turn[name].append(best)
         turn += 1
     return times, answers
+
+
+def paired_ratio(per_turn: dict, a: str, b: str) -> float:
+    """The median over turns of run ``a``'s time over run ``b``'s in the same turn: the two
+    ran moments apart, so the machine's drift (20-40% within minutes on a shared VM) cancels.
+    Two identical runs' best times can differ by 10% on such a machine while their paired
+    ratio stays within 1-2% of 1."""
+    return float(statistics.median(x / y for x, y in zip(per_turn[a], per_turn[b], strict=True)))
