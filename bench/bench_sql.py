@@ -14,7 +14,7 @@ each timed warm (index loaded, files in the page cache, strata's decoded-segment
 as DuckDB keeps no decoded data between queries), with the planner free
 (``auto``), forced to the index, forced to a scan, and a second session forced to the index
 as a control of the measurement (best of 15 turns in a rotating order; 7 when a
-method takes over a second, 3 over 3 s; within a turn a query under 0.1 s is repeated until
+method takes over a second, 5 over 3 s; within a turn a query under 0.1 s is repeated until
 it has taken 0.1 s, at most 25 times), and on DuckDB (best of 5). Every answer is checked
 against DuckDB's (row count, and the sum of sst). The bar: ``auto`` never more than 10%
 slower than the better forced method on any point of the sweep, measured as the median over
@@ -191,8 +191,8 @@ def write_markdown(results):
         "Cost model: "
         + (results["cost_model"]["source"] if results["cost_model"] else f"built-in defaults (no {cost_model_path()})"),
         "",
-        "Warm; strata best of 15 turns, the three taking turns in a rotating order (7 when one takes over "
-        "a second, 3 over 3 s; within a turn a query under 0.1 s repeats until it has taken 0.1 s, at most "
+        "Warm; strata best of 15 turns, the sessions taking turns in a rotating order (7 when one takes over "
+        "a second, 5 over 3 s; within a turn a query under 0.1 s repeats until it has taken 0.1 s, at most "
         "25 times), DuckDB "
         "best of 5. `auto`: the cost model picks index or scan for each query; `index`/`scan`: forced. "
         "`auto ran`: the share of the pieces auto ran by each method over all its timed runs (a close "

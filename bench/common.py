@@ -80,7 +80,8 @@ def best(fn, repeat=5):
 def interleaved(runs: dict, short=0.1, max_repeats=25, per_turn: dict | None = None):
     """(best time of each run in seconds, each run's last answer). The runs take turns in a
     rotating order so that each sees the same states of the machine: 15 turns while the
-    slowest run is under a second, 7 under 3 s, else 3. Short runs vary most from run to
+    slowest run is under a second, 7 under 3 s, else 5 (enough for a median of paired
+    ratios). Short runs vary most from run to
     run on a shared machine, so within a turn a run under ``short`` seconds is repeated
     until it has taken that long (at most ``max_repeats`` times). ``per_turn``, when given,
     receives each run's best time in every turn (for ratios of runs paired by turn)."""
@@ -89,7 +90,7 @@ def interleaved(runs: dict, short=0.1, max_repeats=25, per_turn: dict | None = N
         per_turn.update({name: [] for name in runs})
     answers = {}
     turn = 0
-    while turn < 3 or (turn < 7 and max(times.values()) < 3.0) or (turn < 15 and max(times.values()) < 1.0):
+    while turn < 5 or (turn < 7 and max(times.values()) < 3.0) or (turn < 15 and max(times.values()) < 1.0):
         names = list(runs)
         # Each turn starts with another run: what runs just before (a scan freeing hundreds
         # of megabytes) slows the next one down, so no run always follows the same one.
