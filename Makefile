@@ -85,6 +85,7 @@ bench: build-release
 	$(BIN)/python bench/bench_codecs.py
 	$(BIN)/python bench/bench_precision.py
 	$(BIN)/python bench/bench_values.py
+	$(BIN)/python bench/bench_sql.py
 
 clean:
 	rm -rf demo-out bench/work .pytest_cache
