@@ -509,37 +509,25 @@ fn sort_band<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv) -> Vec<T> {
     out
 }
 
-/// A column of `W`-byte values in `order`: element j of part p is at `source(p)[j * W..]`.
-/// A fixed width makes each copy a single move, not a call to memcpy.
-fn pick_rows<'a, const W: usize>(order: &[(u64, u32, u32)], source: impl Fn(u32) -> &'a [u8]) -> Vec<u8> {
-    let mut col = vec![0u8; order.len() * W];
-    for (dst, &(_, part, j)) in col.chunks_exact_mut(W).zip(order) {
-        let j = j as usize;
-        dst.copy_from_slice(&source(part)[j * W..(j + 1) * W]);
-    }
-    col
-}
-
-/// The `es`-byte elements of `raw` at positions `at`, one move each for the usual widths
-/// (see [`pick_rows`]).
-fn pick_at(raw: &[u8], at: &[u32], es: usize) -> Vec<u8> {
-    fn fixed<const W: usize>(raw: &[u8], at: &[u32]) -> Vec<u8> {
+/// A column of `es`-byte values, the i-th copied from element j of the slice `at` gives as
+/// its i-th (slice, j). The usual widths make each copy a single move, not a call to memcpy.
+fn picked<'a>(es: usize, at: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
+    fn fixed<'a, const W: usize>(at: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
         let mut col = vec![0u8; at.len() * W];
-        for (dst, &p) in col.chunks_exact_mut(W).zip(at) {
-            let p = p as usize;
-            dst.copy_from_slice(&raw[p * W..(p + 1) * W]);
+        for (dst, (src, j)) in col.chunks_exact_mut(W).zip(at) {
+            dst.copy_from_slice(&src[j * W..(j + 1) * W]);
         }
         col
     }
     match es {
-        1 => fixed::<1>(raw, at),
-        2 => fixed::<2>(raw, at),
-        4 => fixed::<4>(raw, at),
-        8 => fixed::<8>(raw, at),
+        1 => fixed::<1>(at),
+        2 => fixed::<2>(at),
+        4 => fixed::<4>(at),
+        8 => fixed::<8>(at),
         _ => {
             let mut col = Vec::with_capacity(at.len() * es);
-            for &p in at {
-                col.extend_from_slice(&raw[p as usize * es..(p as usize + 1) * es]);
+            for (src, j) in at {
+                col.extend_from_slice(&src[j * es..(j + 1) * es]);
             }
             col
         }
@@ -874,7 +862,6 @@ impl StoreReader {
         // Merge in flat order: (flat index, part, row in the part's columns), u32::MAX as
         // the part for values gathered above. Each part is ascending, so each band of
         // boxes is merged by a counting sort on rows.
-        let total: usize = parts.iter().map(|p| p.flat.len()).sum();
         let mut g = 0u32;
         let tagged = boxes.iter().zip(&parts).enumerate().map(|(i, (b, p))| {
             let items: Vec<(u64, u32, u32)> = if p.columns.is_none() {
@@ -893,20 +880,7 @@ impl StoreReader {
                 u32::MAX => gathered[k].as_slice(),
                 p => parts[p as usize].columns.as_ref().map_or(gathered[k].as_slice(), |c| c[k].as_slice()),
             };
-            columns.push(match v.dtype.size() {
-                1 => pick_rows::<1>(&order, source),
-                2 => pick_rows::<2>(&order, source),
-                4 => pick_rows::<4>(&order, source),
-                8 => pick_rows::<8>(&order, source),
-                es => {
-                    let mut col = Vec::with_capacity(total * es);
-                    for &(_, part, j) in &order {
-                        let j = j as usize;
-                        col.extend_from_slice(&source(part)[j * es..(j + 1) * es]);
-                    }
-                    col
-                }
-            });
+            columns.push(picked(v.dtype.size(), order.iter().map(|&(_, part, j)| (source(part), j as usize))));
         }
         let stats = counters.into_stats();
         Ok((Points { flat: order.into_iter().map(|o| o.0).collect(), columns }, stats))
@@ -944,7 +918,7 @@ impl StoreReader {
                     &read
                 }
             };
-            cols.push(pick_at(raw, &local, es));
+            cols.push(picked(es, local.iter().map(|&p| (raw.as_slice(), p as usize))));
         }
         Ok(BoxPoints { flat: flat_of(b, shape, local.into_iter()), columns: Some(cols) })
     }
