@@ -244,19 +244,11 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
             (None, raws, elements as usize)
         }
         Some(pred) if req.columns.is_empty() => {
-            let plans = piece_plans(req, pred)?;
-            let method = (plans.method, plans.uncorrected[piece]);
-            let started = Instant::now();
-            let (_, count, _) = reader.select_with(pred, sel, true, method.0)?;
-            record(req, method, started);
+            let (_, count, _) = observed(req, pred, piece, |m| reader.select_with(pred, sel, true, m))?;
             (Some(vec![]), vec![], count as usize)
         }
         Some(pred) => {
-            let plans = piece_plans(req, pred)?;
-            let method = (plans.method, plans.uncorrected[piece]);
-            let started = Instant::now();
-            let (points, _) = reader.points(pred, sel, &vars, None, &|_| method.0)?;
-            record(req, method, started);
+            let (points, _) = observed(req, pred, piece, |m| reader.points(pred, sel, &vars, None, &|_| m))?;
             let n = points.flat.len();
             (Some(points.flat), points.columns, n)
         }
@@ -364,8 +356,13 @@ fn piece_plans(req: &ScanRequest, pred: &Predicate) -> Result<Arc<PiecePlans>> {
     Ok(plans)
 }
 
-/// Corrects the model by what a piece took; `uncorrected`: its estimate before correction.
-fn record(req: &ScanRequest, (method, uncorrected): (Method, f64), started: Instant) {
+/// Runs piece number `piece` by the query's method, and corrects the model by what it took
+/// against its estimate (kept without correction: see [`PiecePlans`]).
+fn observed<T>(req: &ScanRequest, pred: &Predicate, piece: usize, run: impl FnOnce(Method) -> Result<T>) -> Result<T> {
+    let plans = piece_plans(req, pred)?;
+    let (method, uncorrected) = (plans.method, plans.uncorrected[piece]);
+    let started = Instant::now();
+    let out = run(method)?;
     let observed = started.elapsed().as_secs_f64();
     let planning = &req.table.planning;
     let mut estimated = uncorrected;
@@ -376,6 +373,7 @@ fn record(req: &ScanRequest, (method, uncorrected): (Method, f64), started: Inst
     if let Ok(mut log) = planning.log.lock() {
         log.push((method, estimated, observed));
     }
+    Ok(out)
 }
 
 /// One partition: a run of pieces.
