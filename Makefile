@@ -14,7 +14,7 @@ LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1
 VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build build-release test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke
+.PHONY: help sysdeps setup build build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
@@ -39,18 +39,31 @@ $(VENV_STAMP): requirements-dev.lock | sysdeps
 
 setup: $(VENV_STAMP)
 
-# Debug build of our crates with optimized dependencies (see [profile.dev.package."*"]).
+# One release build serves `make demo`, `make test` and `make bench`: the Rust tests are
+# built with --release too, and crates/strata-workspace-hack gives both builds the same
+# dependency features, so DataFusion compiles once (see check-features). Cargo prints each
+# crate as it compiles: a cold build takes a while and shows it.
 build: setup
-	$(BIN)/maturin develop -q -m python/Cargo.toml
+	@echo "building the extension (release; a cold build compiles DataFusion, several minutes)"
+	$(BIN)/maturin develop --release -m python/Cargo.toml
 
-build-release: setup
-	$(BIN)/maturin develop -q --release -m python/Cargo.toml
+build-release: build
 
-# strata-sql is tested through the Python suite (tests/python/test_sql.py): a cargo test
-# build of it unifies other features into DataFusion's dependencies than the extension
-# build, which would compile DataFusion a second time (about 25 minutes on 2 cores).
 test-rust: setup
-	cargo test -q --workspace --exclude strata-python --exclude strata-sql
+	cargo test --release --workspace --exclude strata-python
+
+# The extension build and the test build must resolve every shared dependency with the same
+# features (else DataFusion compiles twice): lists what differs, and fails if anything does.
+check-features:
+	@cargo tree -p strata-python -e normal,build -f '{p} {f}' --prefix none | sort -u > $(CACHE)/features-ext.txt
+	@cargo tree --workspace --exclude strata-python -e normal,build,dev -f '{p} {f}' --prefix none \
+	  | sort -u > $(CACHE)/features-test.txt
+	@cut -d' ' -f1,2 $(CACHE)/features-ext.txt | sort -u > $(CACHE)/crates-ext.txt
+	@cut -d' ' -f1,2 $(CACHE)/features-test.txt | sort -u > $(CACHE)/crates-test.txt
+	@comm -12 $(CACHE)/crates-ext.txt $(CACHE)/crates-test.txt > $(CACHE)/crates-both.txt
+	@diff <(grep -Ff $(CACHE)/crates-both.txt $(CACHE)/features-ext.txt | sort -u) \
+	      <(grep -Ff $(CACHE)/crates-both.txt $(CACHE)/features-test.txt | sort -u) \
+	  || { echo "error: shared dependencies differ in features: pin them in crates/strata-workspace-hack" >&2; exit 1; }
 
 test-python: build
 	$(BIN)/python -m pytest -q tests/python
@@ -66,7 +79,7 @@ fmt:
 	$(BIN)/ruff format python tests bench examples
 	$(BIN)/ruff check --fix python tests bench examples
 
-lint: setup
+lint: setup check-features
 	cargo fmt --all --check
 	cargo clippy -q --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests bench examples

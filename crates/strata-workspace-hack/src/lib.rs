@@ -1,0 +1,1 @@
+//! No code: this crate only unifies dependency features (see its Cargo.toml).
