@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 from common import DATA, WORK, best, fresh, git_rev, interleaved, machine, paired_ratio
 
 import strata
+from strata import _core
 from strata.planner import cost_model_path, load_cost_model_json
 
 FILL = -999.0
@@ -115,10 +116,15 @@ def measure(label: str) -> list[dict]:
         vals = sst[sst != FILL]
         con = duckdb.connect()
         con.execute("SET threads TO 2")
-        sessions = {m: strata.SqlSession(store, table="ersst", method=m, cache_bytes=0) for m in METHODS}
+
+        # Each SQL session learns on its own (a forced method's runs would move auto's model).
+        def own(m, store=store):
+            return strata.SqlSession(store, table="ersst", method=m, cache_bytes=0, session=_core.Session())
+
+        sessions = {m: own(m) for m in METHODS}
         # A control: a second session forced to the index does the same work as the first,
         # so its ratio to it shows what the measurement itself varies by.
-        sessions[CONTROL] = strata.SqlSession(store, table="ersst", method="index", cache_bytes=0)
+        sessions[CONTROL] = own("index")
         ds = strata.open(store, cache_bytes=0)
         for m in sessions:
             sessions[m].execute("SELECT count(*) FROM ersst WHERE sst > 0")  # loads the index

@@ -9,11 +9,11 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::sync::{Arc, Mutex};
-use strata_core::planner::CostModel;
-use strata_core::query::Method;
 use strata_core::reader::DimSelection;
 use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
+
+mod engine;
 
 fn to_py(e: Error) -> PyErr {
     exception(e.kind(), e.to_string())
@@ -47,62 +47,6 @@ fn selection(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Vec<DimSe
         return Err(to_py(Error::InvalidArgument("starts, stops and steps differ in length".into())));
     }
     Ok(starts.iter().zip(stops).zip(steps).map(|((&start, &stop), &step)| DimSelection { start, stop, step }).collect())
-}
-
-/// (sub-chunks, full, empty, boundary, scanned) of a query.
-type Stats = (u64, u64, u64, u64, u64);
-
-fn stats_tuple(s: &strata_core::query::QueryStats) -> Stats {
-    (s.subchunks, s.full, s.empty, s.boundary, s.scanned)
-}
-
-/// A value constraint (JSON) and a region, as the query calls take them.
-fn query_args(
-    predicate: &str,
-    starts: &[u64],
-    stops: &[u64],
-    steps: &[u64],
-) -> PyResult<(strata_core::query::Predicate, Vec<DimSelection>)> {
-    Ok((json_arg(predicate, "value constraint")?, selection(starts, stops, steps)?))
-}
-
-/// The cost model from its JSON, or the built-in defaults.
-fn cost_model(model_json: Option<&str>) -> PyResult<CostModel> {
-    model_json.map_or_else(|| Ok(CostModel::default()), |t| CostModel::from_json(t).map_err(to_py))
-}
-
-/// The cost model `Dataset.query` plans with in this process: the stored model (keyed by its
-/// JSON text, None for the defaults) with the corrections learned from the queries run so
-/// far, as a SQL session keeps its own. A different text (after `strata calibrate`) starts
-/// over.
-static PROCESS_MODEL: Mutex<Option<(Option<String>, CostModel)>> = Mutex::new(None);
-
-fn with_process_model<T>(model_json: Option<&str>, f: impl FnOnce(&mut CostModel) -> T) -> PyResult<T> {
-    let mut guard = PROCESS_MODEL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    match &mut *guard {
-        Some((key, model)) if key.as_deref() == model_json => Ok(f(model)),
-        slot => {
-            let mut model = cost_model(model_json)?;
-            let out = f(&mut model);
-            *slot = Some((model_json.map(String::from), model));
-            Ok(out)
-        }
-    }
-}
-
-fn method_name(method: Method) -> &'static str {
-    match method {
-        Method::Index => "index",
-        Method::Scan => "scan",
-    }
-}
-
-fn parse_method(text: &str) -> PyResult<Method> {
-    match text {
-        "index" => Ok(Method::Index),
-        "scan" => Ok(Method::Scan),
-        other => Err(to_py(Error::InvalidArgument(format!("method must be 'index' or 'scan', not '{other}'")))),
-    }
 }
 
 /// A pinned version of a store, open for reading.
@@ -142,96 +86,6 @@ impl Reader {
         let sel = selection(&starts, &stops, &steps)?;
         let buf = out.as_slice_mut().map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
         py.detach(|| self.inner.read_into_at(name, &sel, level, buf)).map_err(to_py)
-    }
-
-    /// Where the constraint `predicate` (JSON, see `strata_core::query::Predicate`) holds
-    /// in the region: (flat indices as a uint64 array, count, stats). With `count_only`
-    /// the indices are not collected. Stats: (sub-chunks, full, empty, boundary segments).
-    /// `method`: "index" or "scan" (same result, different work).
-    /// With `coordinates`, the first item is instead a list of int64 arrays, one per
-    /// dimension (np.nonzero's form).
-    #[pyo3(signature = (predicate, starts, stops, steps, count_only=false, method="index", coordinates=false))]
-    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
-    fn select<'py>(
-        &self,
-        py: Python<'py>,
-        predicate: &str,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        count_only: bool,
-        method: &str,
-        coordinates: bool,
-    ) -> PyResult<(Bound<'py, PyAny>, u64, Stats)> {
-        let (pred, sel) = query_args(predicate, &starts, &stops, &steps)?;
-        let method = parse_method(method)?;
-        let (selection, count, stats) =
-            py.detach(|| self.inner.select_with(&pred, &sel, count_only, method)).map_err(to_py)?;
-        let first = if coordinates {
-            let coords = py.detach(|| selection.coordinates());
-            let arrays: Vec<Bound<'py, numpy::PyArray1<i64>>> =
-                coords.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect();
-            pyo3::types::PyList::new(py, arrays)?.into_any()
-        } else {
-            numpy::PyArray1::from_vec(py, selection.flat).into_any()
-        };
-        Ok((first, count, stats_tuple(&stats)))
-    }
-
-    /// Where the constraint holds in the region and the values of `outputs` there (flat
-    /// uint8 arrays, one per output), each slab answered by the method in `methods`
-    /// (slab position -> "index"/"scan"; missing: index). Returns (flat, columns, stats).
-    #[pyo3(signature = (predicate, starts, stops, steps, outputs, level=None, methods=None))]
-    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
-    fn points<'py>(
-        &self,
-        py: Python<'py>,
-        predicate: &str,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        outputs: Vec<String>,
-        level: Option<usize>,
-        methods: Option<std::collections::HashMap<usize, String>>,
-    ) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, Vec<Bound<'py, numpy::PyArray1<u8>>>, Stats)> {
-        let (pred, sel) = query_args(predicate, &starts, &stops, &steps)?;
-        let mut by_slab = std::collections::HashMap::new();
-        for (slab, m) in methods.unwrap_or_default() {
-            by_slab.insert(slab, parse_method(&m)?);
-        }
-        let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
-        let method_for = |slab: usize| by_slab.get(&slab).copied().unwrap_or(Method::Index);
-        let (points, stats) =
-            py.detach(|| self.inner.points(&pred, &sel, &names, level, &method_for)).map_err(to_py)?;
-        let columns = points.columns.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect();
-        Ok((numpy::PyArray1::from_vec(py, points.flat), columns, stats_tuple(&stats)))
-    }
-
-    /// The plan of a query (JSON, see `strata_core::planner::QueryPlan`): both methods'
-    /// estimated work and time per slab, and the choice. `force`: "index" or "scan".
-    /// `refined`: plan with the process's model (`model_json` corrected by the queries
-    /// observed so far, see `observe_query`) instead of `model_json` as stored.
-    #[pyo3(signature = (predicate, starts, stops, steps, outputs, level=None, model_json=None, force=None, refined=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn plan(
-        &self,
-        py: Python<'_>,
-        predicate: &str,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        outputs: Vec<String>,
-        level: Option<usize>,
-        model_json: Option<&str>,
-        force: Option<&str>,
-        refined: bool,
-    ) -> PyResult<String> {
-        let (pred, sel) = query_args(predicate, &starts, &stops, &steps)?;
-        let model = if refined { with_process_model(model_json, |m| m.clone())? } else { cost_model(model_json)? };
-        let force = force.map(parse_method).transpose()?;
-        let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
-        let plan = py.detach(|| self.inner.plan_query(&pred, &sel, &names, level, &model, force)).map_err(to_py)?;
-        serde_json::to_string(&plan).map_err(|e| to_py(Error::InvalidArgument(e.to_string())))
     }
 
     /// The values of `name` at the flat indices `flat` into `out` (flat uint8 array of
@@ -411,18 +265,22 @@ struct SqlSession {
 impl SqlSession {
     /// `stores`: (path, table name or None). `force`: "index"/"scan" for every piece.
     #[staticmethod]
-    #[pyo3(signature = (stores, model_json=None, force=None, partitions=None, cache_bytes=None))]
+    #[pyo3(signature = (stores, session, method="auto", partitions=None, cache_bytes=None))]
     fn open(
         py: Python<'_>,
         stores: Vec<(String, Option<String>)>,
-        model_json: Option<&str>,
-        force: Option<&str>,
+        session: &engine::Session,
+        method: &str,
         partitions: Option<usize>,
         cache_bytes: Option<u64>,
     ) -> PyResult<Self> {
-        let model = cost_model(model_json)?;
-        let force = force.map(parse_method).transpose()?;
-        let options = strata_sql::SqlOptions { model, force, target_partitions: partitions, cache_bytes };
+        let force = strata_core::session::parse_method(method).map_err(to_py)?;
+        let options = strata_sql::SqlOptions {
+            session: session.inner.clone(),
+            force,
+            target_partitions: partitions,
+            cache_bytes,
+        };
         let inner = py.detach(|| strata_sql::SqlSession::open(&stores, options)).map_err(to_py)?;
         Ok(Self { inner })
     }
@@ -440,7 +298,11 @@ impl SqlSession {
 
     /// Pieces run so far: (method, estimated seconds, observed seconds).
     fn pieces_run(&self) -> Vec<(String, f64, f64)> {
-        self.inner.pieces_run().into_iter().map(|(m, e, o)| (m.name().to_string(), e, o)).collect()
+        self.inner
+            .pieces_run()
+            .into_iter()
+            .map(|r| (r.method.name().to_string(), r.estimated_s, r.observed_s))
+            .collect()
     }
 
     /// The cost model with the corrections learned from the queries run (JSON).
@@ -516,34 +378,6 @@ impl SqlStream {
 }
 
 /// The codecs this build knows: (name, kind, option set by `name:N` in a short chain).
-/// The method the process's model picks for a query estimated at `index_s` and `scan_s`
-/// seconds (see `strata_core::planner::CostModel::choose`: close calls explore).
-#[pyfunction]
-#[pyo3(signature = (index_s, scan_s, model_json=None))]
-fn choose_method(index_s: f64, scan_s: f64, model_json: Option<&str>) -> PyResult<&'static str> {
-    with_process_model(model_json, |m| method_name(m.choose(index_s, scan_s)))
-}
-
-/// Folds the observed seconds of a query run by `method`, estimated at `estimated_s` by a
-/// refined plan, into the process's model.
-#[pyfunction]
-#[pyo3(signature = (method, estimated_s, observed_s, model_json=None))]
-fn observe_query(method: &str, estimated_s: f64, observed_s: f64, model_json: Option<&str>) -> PyResult<()> {
-    let method = parse_method(method)?;
-    with_process_model(model_json, |m| m.observe(method, estimated_s, observed_s))
-}
-
-/// The process's model as JSON (corrections included), for `explain` and tests.
-#[pyfunction]
-#[pyo3(signature = (model_json=None))]
-fn process_model_json(model_json: Option<&str>) -> PyResult<String> {
-    with_process_model(model_json, |m| {
-        let mut v = serde_json::to_value(&*m).unwrap_or_default();
-        v["observations"] = serde_json::json!({"index": m.observed(Method::Index), "scan": m.observed(Method::Scan)});
-        v.to_string()
-    })
-}
-
 #[pyfunction]
 fn known_codecs() -> Vec<(String, String, Option<String>)> {
     strata_codecs::registry::KNOWN.iter().map(|(n, k, o)| (n.to_string(), k.to_string(), o.map(String::from))).collect()
@@ -630,9 +464,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SqlStream>()?;
     m.add_function(wrap_pyfunction!(versions_json, m)?)?;
     m.add_function(wrap_pyfunction!(known_codecs, m)?)?;
-    m.add_function(wrap_pyfunction!(choose_method, m)?)?;
-    m.add_function(wrap_pyfunction!(observe_query, m)?)?;
-    m.add_function(wrap_pyfunction!(process_model_json, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::cost_model_path, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::save_cost_model, m)?)?;
+    m.add_class::<engine::Constraint>()?;
+    m.add_class::<engine::Session>()?;
+    m.add_class::<engine::Answer>()?;
+    m.add_class::<engine::Plan>()?;
     m.add_function(wrap_pyfunction!(analyze_samples, m)?)?;
     m.add_function(wrap_pyfunction!(auto_shape, m)?)?;
     m.add_function(wrap_pyfunction!(default_candidates, m)?)?;

@@ -20,7 +20,7 @@ from .errors import (
     StrataIOError,
 )
 from .importer import ImportReport, append_file, import_file
-from .query import parse_where
+from .query import parse_where, session
 from .sql import SqlSession, sql
 from .writer import write_arrays
 
@@ -45,6 +45,7 @@ __all__ = [
     "import_file",
     "open",
     "parse_where",
+    "session",
     "sql",
     "write_arrays",
 ]

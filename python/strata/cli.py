@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 import time
 
@@ -170,7 +171,29 @@ def _index_slice(rng: str, flag: str):
         vals = [int(p) if p.strip() else None for p in parts]
     except ValueError:
         raise InvalidArgumentError(f"{flag} range '{rng}' must be INDEX or START:STOP[:STEP]") from None
+    if len(vals) == 3 and vals[2] is not None and vals[2] < 1:
+        raise InvalidArgumentError(f"{flag} range '{rng}': the step must be a positive integer")
     return slice(*vals)
+
+
+# A date, partial or with a time of day (whose colons are not range separators).
+_DATE = r"[+-]?\d{1,6}-\d{1,2}(?:-\d{1,2}(?:[T ]\d{1,2}(?::\d{2}(?::\d{2}(?:\.\d+)?)?)?)?)?Z?|[+-]?\d{4}"
+_DATE_RANGE = re.compile(rf"\s*(?P<lo>{_DATE})?\s*(?:(?P<sep>:)\s*(?P<hi>{_DATE})?)?\s*")
+
+
+def _split_labels(rng: str, index) -> tuple[str, str | None]:
+    """A --sel value as (LO, HI) for a range, (LABEL, None) for one label. On a time axis
+    colons inside a time of day (``2019-03-01T06:00``) do not separate a range."""
+    if _is_time_index(index):
+        m = _DATE_RANGE.fullmatch(rng)
+        if m and (m["lo"] or m["hi"]):
+            return (m["lo"] or "", m["hi"] or "") if m["sep"] else (m["lo"], None)
+    lo, colon, hi = rng.partition(":")
+    return (lo, hi) if colon else (lo, None)
+
+
+def _is_time_index(index) -> bool:
+    return getattr(index, "inferred_type", "") in ("datetime64", "date") or hasattr(index, "calendar")
 
 
 def _label(text: str, index):
@@ -179,11 +202,15 @@ def _label(text: str, index):
     text = text.strip()
     if not text:
         return None
-    if getattr(index, "inferred_type", "") in ("datetime64", "date") or hasattr(index, "calendar"):
+    if _is_time_index(index):
+        if not re.fullmatch(_DATE, text):
+            raise InvalidArgumentError(f"'{text}' is not a date (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS])")
         return text
     try:
         return float(text)
     except ValueError:
+        if index is None or getattr(index, "dtype", None) is None or index.dtype.kind in "iufc":
+            raise InvalidArgumentError(f"'{text}' is not a number") from None
         return text
 
 
@@ -242,11 +269,8 @@ def _positions(args, ds, var) -> tuple[dict, dict]:
         if dim in positions:
             raise InvalidArgumentError(f"dimension '{dim}' is given more than once")
         index = ds.coordinate_index(dim)
-        if ":" in rng:
-            lo, _, hi = rng.partition(":")
-            label = slice(_label(lo, index), _label(hi, index))
-        else:
-            label = _label(rng, index)
+        lo, hi = _split_labels(rng, index)
+        label = _label(lo, index) if hi is None else slice(_label(lo, index), _label(hi, index))
         positions[dim] = label_to_positions(index, label, dim, getattr(args, "method", None))
     return positions, by_aux
 
@@ -437,15 +461,10 @@ def _write_batches(reader, path: str) -> int:
 
 def cmd_explain(args) -> int:
     from .dataset import open as open_store
-    from .planner import cost_model_path, load_cost_model_json, plan
-    from .query import _region, _variables, parse_where
+    from .query import _constraint, _region, session
 
     ds = open_store(args.store, args.version, cache_bytes=0)
-    tree = parse_where(args.where)
-    names = _variables(tree)
-    for n in names:
-        if n not in ds.variables:
-            raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
+    constraint, names = _constraint(ds, args.where, args.plan)
     driver = ds[names[0]]
     positions, by_aux = _positions(args, ds, driver)
     isel = {d: slice(p, p + 1) if isinstance(p, int) else p for d, p in positions.items()}
@@ -455,34 +474,16 @@ def cmd_explain(args) -> int:
         if args.output in ("count", "positions")
         else ([n.strip() for n in args.variables.split(",")] if args.variables else names)
     )
-    force = None if args.plan == "auto" else args.plan
-    p = plan(ds, tree, starts, stops, steps, outputs, None, force)
-    model = json.loads(load_cost_model_json() or "null")
-    print(f"query: {args.where}  region: {list(zip(starts, stops, steps, strict=True))}  output: {args.output}")
-    src = model["source"] if model else f"built-in defaults (no {cost_model_path()}; run `strata calibrate`)"
-    print(f"cost model: {src}")
-    print(
-        f"{'slab':>5} {'sub-chunks':>10} {'est. selected':>13}  {'index: bytes':>14} {'segments':>8} "
-        f"{'decoded':>10} {'est. ms':>8}  {'scan: bytes':>13} {'segments':>8} {'decoded':>10} {'est. ms':>8}  choice"
-    )
-    for sl in p["slabs"]:
-        i, sc = sl["index"], sl["scan"]
-        print(
-            f"{sl['slab']:>5} {sl['subchunks']:>10} {sl['selected']:>13.0f}  {_human(i['bytes']):>14} "
-            f"{i['segments']:>8.0f} {i['decoded']:>10.0f} {sl['index_seconds'] * 1e3:>8.2f}  "
-            f"{_human(sc['bytes']):>13} {sc['segments']:>8.0f} {sc['decoded']:>10.0f} "
-            f"{sl['scan_seconds'] * 1e3:>8.2f}  "
-            f"{sl['choice']}"
-        )
-    chosen = {sl["choice"] for sl in p["slabs"]}
-    est_ms = sum(sl[f"{sl['choice']}_seconds"] for sl in p["slabs"]) * 1e3
-    est_bytes = sum(sl[sl["choice"]]["bytes"] for sl in p["slabs"])
-    print(f"plan: {'+'.join(sorted(chosen)) or 'nothing to read'}, estimated {_human(est_bytes)} read, {est_ms:.2f} ms")
+    engine = session()
+    kind = "points" if outputs else args.output
+    p = engine.plan(ds._reader, constraint, starts, stops, steps, output=kind, variables=outputs, method=args.plan)
+    print(f"query: {constraint}  region: {list(zip(starts, stops, steps, strict=True))}  output: {args.output}")
+    print(f"cost model: {engine.source}")
+    print(p)
     if args.no_run:
         return 0
-    before = ds.read_stats()
     _, stats = ds.query(
-        args.where,
+        constraint,
         isel=isel,
         sel=by_aux or None,
         variables=outputs or None,
@@ -490,13 +491,7 @@ def cmd_explain(args) -> int:
         with_stats=True,
         method=args.plan,
     )
-    after = ds.read_stats()
-    print(
-        f"actual: {_human(after['bytes_read'] - before['bytes_read'])} read in "
-        f"{after['requests'] - before['requests']} requests, {stats['seconds'] * 1e3:.2f} ms "
-        f"(estimated {stats['estimated_s'] * 1e3:.2f} ms); {stats['full']} segments from the index, "
-        f"{stats['boundary']} read, {stats['scanned']} sub-chunks scanned"
-    )
+    print(stats["explain"].splitlines()[-1])
     return 0
 
 
@@ -719,7 +714,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run SQL over a store (Apache DataFusion)",
         description="Run a SQL query over a store. Each group of variables on the same dimensions is a table "
         "with a column per dimension (coordinate values, CF times as timestamps) and per variable (NULL where "
-        "NaN or fill). The largest group is named after the store (ersst.strata -> ersst); every group is also "
+        "NaN or fill). The group with the most data variables is named after the store (ersst.strata -> ersst); "
+        "every group is also "
         "NAME_DIM1_DIM2. Filters on coordinates and values are answered by strata; the rest by DataFusion.",
         epilog="examples:\n  strata sql ersst.strata --tables\n"
         '  strata sql ersst.strata "SELECT lat, lon, sst FROM ersst WHERE sst > 28 AND lat BETWEEN -10 AND 10 '

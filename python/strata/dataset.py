@@ -136,6 +136,7 @@ class Dataset:
         max_rel_error: float | None = None,
         with_stats: bool = False,
         method: str = "auto",
+        raw: bool = False,
     ):
         """Where the constraint ``where`` (``"sst > 28"``, ``"t >= 25 and (s < 30 or s > 35)"``)
         holds inside a region (``isel`` by position, ``sel`` by coordinate label, per dimension).
@@ -161,7 +162,11 @@ class Dataset:
 
         ``method``: ``"auto"`` lets the cost model choose per slab between the index and a
         scan (see :mod:`strata.planner`); ``"index"`` or ``"scan"`` force one. The result is
-        the same either way."""
+        the same either way.
+
+        A constraint on a packed variable (``scale_factor``/``add_offset``) compares its
+        physical values, as xarray shows them; ``raw=True`` compares the stored integers. The
+        values returned are the stored ones either way (as ``ds[name][...]`` gives them)."""
         from .query import run_query
 
         return run_query(
@@ -175,6 +180,7 @@ class Dataset:
             max_rel_error=max_rel_error,
             with_stats=with_stats,
             method=method,
+            raw=raw,
         )
 
     def query_batches(
@@ -189,6 +195,7 @@ class Dataset:
         max_rel_error: float | None = None,
         method: str = "auto",
         records: int | None = None,
+        raw: bool = False,
     ):
         """:meth:`query`, streamed: an iterator of results, one per run of sub-chunks along
         the first dimension (at least ``records`` records; default one sub-chunk), in order. The
@@ -215,6 +222,7 @@ class Dataset:
             max_rel_error=max_rel_error,
             method=method,
             records=records,
+            raw=raw,
         )
 
     def to_xarray(self, **kwargs):

@@ -11,41 +11,41 @@ The per-unit costs are the machine's: ``strata calibrate`` times both methods on
 stores over a sweep of selectivities and outputs, fits each method's constants by
 non-negative least squares on relative error, and writes them to the cost model file:
 ``$STRATA_COST_MODEL``, else ``~/.config/strata/cost_model.json``. Without a file the
-built-in defaults apply (measured on a 2-core x86-64 machine). Within a SQL session, and
-within a process for ``Dataset.query``, the ratio of observed to estimated time of the
-queries run corrects each method's estimate (a moving average), so a model that is off for
-this store or this machine converges on it; on close calls the method estimated slower
-still runs now and then, so both corrections are learned.
+built-in defaults apply (measured on a 2-core x86-64 machine). The engine's session
+(``strata.query.session()``, shared by ``Dataset.query``, ``query_batches`` and
+``strata.sql``) corrects each method's estimate by the ratio of observed to estimated time
+of the queries it runs (a moving average), so a model that is off for this store or this
+machine converges on it; on close calls the method estimated slower still runs now and
+then, so both corrections are learned. Planning, the choice and the corrections are
+``strata_core::session``'s; this module fits the constants.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import InvalidArgumentError
+from . import _core
 
 FEATURES = ("bytes", "segments", "calls", "decoded", "tested", "indexed", "gathered")
 COEFFICIENTS = ("byte", "segment", "call", "decoded", "tested", "indexed", "gathered")
 
 
 def cost_model_path() -> Path:
-    env = os.environ.get("STRATA_COST_MODEL")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "strata" / "cost_model.json"
+    """Where the cost model is stored (the engine decides: ``$STRATA_COST_MODEL``, else
+    ``$XDG_CONFIG_HOME/strata/cost_model.json``, else ``~/.config/strata/cost_model.json``)."""
+    return Path(_core.cost_model_path())
 
 
 def load_cost_model_json() -> str | None:
     """The stored cost model (JSON text), or None for the built-in defaults."""
+    from .errors import InvalidArgumentError
+
     path = cost_model_path()
     try:
         return path.read_text()
@@ -53,36 +53,6 @@ def load_cost_model_json() -> str | None:
         return None
     except OSError as err:
         raise InvalidArgumentError(f"cannot read the cost model {path}: {err}") from err
-
-
-def plan(
-    ds,
-    tree: dict,
-    starts,
-    stops,
-    steps,
-    outputs: list[str],
-    level: int | None,
-    force: str | None = None,
-    model_json: str | None = None,
-    refined: bool = False,
-) -> dict:
-    """The planner's plan for a query on an open dataset (see ``strata_core::planner``).
-
-    ``model_json``: the stored model (read from the cost model file when None). ``refined``:
-    plan with the process's model, the stored one corrected by the queries observed so far."""
-    if model_json is None:
-        model_json = load_cost_model_json()
-    text = ds._reader.plan(json.dumps(tree), starts, stops, steps, outputs, level, model_json, force, refined)
-    return json.loads(text)
-
-
-def chosen_seconds(p: dict, method: str) -> float:
-    return sum(s[f"{method}_seconds"] for s in p["slabs"])
-
-
-def _work(p: dict, method: str) -> np.ndarray:
-    return np.array([sum(s[method][f] for s in p["slabs"]) for f in FEATURES], dtype=float)
 
 
 def _nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
@@ -109,6 +79,10 @@ def _nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
     return x
 
 
+# The constants the work is counted under while calibrating (any model counts the same work).
+_DEFAULT_MODEL = {"version": 1, "source": "calibration", "ns": dict.fromkeys(COEFFICIENTS, 1.0)}
+
+
 def _synthetic_store(path: str, layout: str, shape=(32, 256, 256), seed: int = 7) -> None:
     from .writer import write_arrays
 
@@ -128,6 +102,9 @@ def _synthetic_store(path: str, layout: str, shape=(32, 256, 256), seed: int = 7
 def calibrate(*, quick: bool = False, repeats: int = 3, progress: bool = True) -> dict[str, Any]:
     """Measures the cost constants on this machine and stores them (see module docs).
     Returns the model written, with the fit's quality under ``"fit"``."""
+    import json
+    import time
+
     from .dataset import open as open_dataset
 
     shape = (16, 128, 128) if quick else (32, 256, 256)
@@ -145,25 +122,25 @@ def calibrate(*, quick: bool = False, repeats: int = 3, progress: bool = True) -
         bar = _progress(len(jobs), "calibrating", progress)
         for path, q, outs in jobs:
             ds = open_dataset(path, cache_bytes=0)
-            nslabs = len(ds.manifest["slabs"])
             values = ds["a"].values
             threshold = float(np.quantile(values, 1 - q))
-            tree = {"kind": "cmp", "var": "a", "op": ">", "value": threshold}
+            constraint = _core.Constraint(f"a > {threshold!r}")
             full = [0, 0, 0], list(shape), [1, 1, 1]
+            output = "points" if outs else "count"
             timed = {}
             for method in ("index", "scan"):
-                p = plan(ds, tree, *full, outs, None, force=method)
+                # A session of its own: what these forced runs teach is not for later queries.
+                session = _core.Session(json.dumps(_DEFAULT_MODEL))
+                p = session.plan(ds._reader, constraint, *full, output=output, variables=outs, method=method)
                 best = np.inf
                 for _ in range(repeats):
-                    t0 = time.perf_counter()
-                    if outs:
-                        ds._reader.points(json.dumps(tree), *full, outs, None, dict.fromkeys(range(nslabs), method))
-                    else:
-                        ds._reader.select(json.dumps(tree), *full, True, method)
-                    best = min(best, time.perf_counter() - t0)
-                rows.append((_work(p, method), best * 1e9))
+                    *_, answer = session.query(
+                        ds._reader, constraint, *full, output=output, variables=outs, method=method
+                    )
+                    best = min(best, answer.seconds)
+                rows.append((np.array(p.work(method)), best * 1e9))
                 timed[method] = best
-            samples.append((tree, timed, {"path": path, "outs": outs}))
+            samples.append((str(constraint), timed, {"path": path, "outs": outs}))
             bar.update(1)
         bar.close()
     a = np.array([r[0] for r in rows])
@@ -191,11 +168,7 @@ def calibrate(*, quick: bool = False, repeats: int = 3, progress: bool = True) -
         "index_correction": 1.0,
         "scan_correction": 1.0,
     }
-    path = cost_model_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = path.with_suffix(".tmp")
-    tmp_path.write_text(json.dumps(model, indent=2))
-    tmp_path.replace(path)
+    path = Path(_core.save_cost_model(json.dumps(model)))
     model["fit"] = {
         "path": str(path),
         "timings": len(rows),

@@ -6,20 +6,27 @@
 
 A constraint compares variables with numbers (``<  <=  >  >=  ==  !=``, also ``=``, and
 ``25 < sst``) and combines comparisons with ``and``/``or`` (also ``&``/``|``, ``&&``/``||``)
-and parentheses; ``and`` binds tighter. Every variable in it must have the same dimensions.
-NaN and fill values satisfy no comparison. Selection is exact at every precision level: only
-the returned values are read at reduced precision.
+and parentheses; ``and`` binds tighter; ``not`` negates. A name that is not a
+plain identifier is quoted: ``"sea ice" > 0`` or `` `T-2m` > 273``. Every variable in it must
+have the same dimensions. NaN and fill values satisfy no comparison (``not`` included, as in
+SQL). Selection is exact at every precision level: only the returned values are read at
+reduced precision.
+
+Parsing, planning, the choice between index and scan, execution and the cost model's
+learning are the engine's (``strata_core::constraint`` and ``strata_core::session``); this
+module turns arguments into a region and results into NumPy and pandas.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import time
+import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _core
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -28,107 +35,43 @@ if TYPE_CHECKING:
 OUTPUTS = ("points", "positions", "dense", "count")
 METHODS = ("auto", "index", "scan")
 
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf(?:inity)?)(?![\w.])"
-    r"|(?P<op><=|>=|==|!=|<|>|=)"
-    r"|(?P<logic>&&|\|\||&|\|)"
-    r"|(?P<paren>[()])"
-    r"|(?P<name>[A-Za-z_][\w.]*))"
-)
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+def parse_where(text: str) -> _core.Constraint:
+    """Parses a constraint (the grammar is the engine's: ``strata_core::constraint``).
+    ``str()`` of the result gives it back in a canonical form."""
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"a constraint is text, not {type(text).__name__}")
+    return _core.Constraint(text)
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out, pos = [], 0
-    text = text.rstrip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise InvalidArgumentError(f"cannot parse constraint '{text}' at: {text[pos:].strip()!r}")
-        kind = m.lastgroup
-        value = m.group(kind)
-        if kind == "name" and value.lower() in ("and", "or"):
-            kind, value = "logic", value.lower()
-        elif kind == "logic":
-            value = "and" if value in ("&", "&&") else "or"
-        elif kind == "op" and value == "=":
-            value = "=="
-        out.append((kind, value))
-        pos = m.end()
-    return out
+def _as_constraint(where: str | dict | _core.Constraint) -> _core.Constraint:
+    if isinstance(where, _core.Constraint):
+        return where
+    if isinstance(where, dict):
+        return _core.Constraint.from_json(json.dumps(where))
+    return parse_where(where)
 
 
-def _number(text: str) -> float | str:
-    x = float(text)
-    # JSON has no infinities; the engine reads them as strings.
-    return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
+_default: tuple[Any, _core.Session] | None = None
+_default_lock = threading.Lock()
 
 
-def parse_where(text: str) -> dict:
-    """Parses a constraint into the predicate tree the engine takes (JSON-ready dict)."""
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidArgumentError("the constraint is empty")
-    toks = _tokens(text)
-    pos = 0
-
-    def peek() -> tuple[str, str] | None:
-        return toks[pos] if pos < len(toks) else None
-
-    def take() -> tuple[str, str]:
-        nonlocal pos
-        if pos >= len(toks):
-            raise InvalidArgumentError(f"constraint '{text}' ends too early")
-        pos += 1
-        return toks[pos - 1]
-
-    def expr() -> dict:
-        args = [term()]
-        while peek() == ("logic", "or"):
-            take()
-            args.append(term())
-        return args[0] if len(args) == 1 else {"kind": "or", "args": args}
-
-    def term() -> dict:
-        args = [factor()]
-        while peek() == ("logic", "and"):
-            take()
-            args.append(factor())
-        return args[0] if len(args) == 1 else {"kind": "and", "args": args}
-
-    def factor() -> dict:
-        kind, value = take()
-        if (kind, value) == ("paren", "("):
-            inner = expr()
-            if peek() != ("paren", ")"):
-                raise InvalidArgumentError(f"constraint '{text}': missing ')'")
-            take()
-            return inner
-        k2, op = take()
-        if k2 != "op":
-            raise InvalidArgumentError(f"constraint '{text}': expected a comparison after {value!r}, got {op!r}")
-        k3, other = take()
-        if kind == "name" and k3 == "num":
-            return {"kind": "cmp", "var": value, "op": op, "value": _number(other)}
-        if kind == "num" and k3 == "name":
-            return {"kind": "cmp", "var": other, "op": _FLIP[op], "value": _number(value)}
-        raise InvalidArgumentError(
-            f"constraint '{text}': a comparison needs a variable on one side and a number on the other "
-            f"({value} {op} {other})"
-        )
-
-    tree = expr()
-    if pos != len(toks):
-        raise InvalidArgumentError(f"constraint '{text}': unexpected {toks[pos][1]!r}")
-    return tree
-
-
-def _variables(tree: dict) -> list[str]:
-    if tree["kind"] == "cmp":
-        return [tree["var"]]
-    out: list[str] = []
-    for a in tree["args"]:
-        out += [v for v in _variables(a) if v not in out]
-    return out
+def session() -> _core.Session:
+    """The process's query session: the stored cost model (``strata calibrate``) with the
+    corrections learned from the queries run so far, shared by ``Dataset.query``,
+    ``query_batches`` and ``strata.sql``. A new stored model (another path, or the file
+    rewritten) starts a new session."""
+    global _default
+    path = _core.cost_model_path()
+    try:
+        st = os.stat(path)
+        key: Any = (path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = (path, None, None)
+    with _default_lock:
+        if _default is None or _default[0] != key:
+            _default = (key, _core.Session())
+        return _default[1]
 
 
 def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: dict | None, sel: dict | None):
@@ -173,22 +116,22 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
     return starts, stops, steps, selected
 
 
-def _constraint(ds: Dataset, where: str | dict, method: str) -> tuple[dict, list[str]]:
+def _constraint(ds: Dataset, where: str | dict, method: str) -> tuple[_core.Constraint, list[str]]:
     """The parsed constraint and the variables it names, checked against the store, and
     the method checked."""
-    tree = parse_where(where) if isinstance(where, str) else where
-    names = _variables(tree)
+    constraint = _as_constraint(where)
+    names = constraint.variables
     for n in names:
         if n not in ds.variables:
             raise InvalidArgumentError(f"the constraint names '{n}', which is not a variable of this store")
     if method not in METHODS:
         raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
-    return tree, names
+    return constraint, names
 
 
 def run_query(
     ds: Dataset,
-    where: str | dict,
+    where: str | dict | _core.Constraint,
     *,
     isel: dict | None = None,
     sel: dict | None = None,
@@ -199,15 +142,16 @@ def run_query(
     with_stats: bool = False,
     method: str = "auto",
     region: tuple | None = None,
+    raw: bool = False,
 ):
     """See :meth:`strata.Dataset.query`. ``region``: (starts, stops, steps, area) as
-    :func:`_region` gives it, instead of ``isel``/``sel``."""
+    :func:`_region` gives it, instead of ``isel``/``sel``. The engine's session plans,
+    chooses the method, runs and learns; this shapes arguments and results."""
     if output not in OUTPUTS:
         raise InvalidArgumentError(f"output must be one of {', '.join(OUTPUTS)}, not '{output}'")
-    tree, names = _constraint(ds, where, method)
+    constraint, names = _constraint(ds, where, method)
     driver = ds[names[0]]
     starts, stops, steps, selected = region if region is not None else _region(ds, driver.dims, driver.shape, isel, sel)
-    query = json.dumps(tree)
     views = {}
     if output in ("points", "dense"):
         for n in list(variables) if variables else names:
@@ -224,51 +168,45 @@ def run_query(
     # the selection comes first and each variable is gathered at its own level.
     outputs = list(views) if len(levels) == 1 else []
     level = next(iter(levels)) if len(levels) == 1 else None
-    from . import _core
-    from .planner import load_cost_model_json, plan
-
-    model_json = load_cost_model_json()
-    force = None if method == "auto" else method
-    p = plan(ds, tree, starts, stops, steps, outputs, level, force, model_json, refined=True)
-    methods = {s["slab"]: s["choice"] for s in p["slabs"]}
-    index_s, scan_s = _seconds(p, "index"), _seconds(p, "scan")
-    # The process's model decides between the two totals; on a close call it may run the
-    # method estimated slower (to learn its correction), then on every slab.
-    pick = force or _core.choose_method(index_s, scan_s, model_json)
-    if pick != ("scan" if scan_s < index_s else "index"):
-        methods = dict.fromkeys(methods, pick)
-    started = time.perf_counter()
     if output in ("count", "positions"):
-        # One method for the whole selection. Points outside an area are dropped from the
-        # positions, so a count through an area lists them too.
-        count_only = output == "count" and selected is None
-        flat, count, raw_stats = ds._reader.select(query, starts, stops, steps, count_only, pick, not count_only)
+        # Points outside an area are dropped from the positions, so a count through an
+        # area lists them too.
+        kind = "count" if output == "count" and selected is None else "positions"
+    else:
+        kind = "points"
+    found, columns, answer = session().query(
+        ds._reader,
+        constraint,
+        starts,
+        stops,
+        steps,
+        output=kind,
+        variables=outputs,
+        level=level,
+        method=method,
+        raw=raw,
+        coordinates=kind == "positions",
+    )
+    if kind == "count":
+        count = answer.count
+    elif kind == "positions":
+        flat = found
         if selected is not None:
             keep = selected.keep(flat)
             flat = [c[keep] for c in flat]
-            count = int(np.count_nonzero(keep))
-        methods = dict.fromkeys(methods, pick)
-        columns = []
+        count = int(flat[0].size) if flat else answer.count
     else:
-        flat, columns, raw_stats = ds._reader.points(query, starts, stops, steps, outputs, level, methods)
+        flat = found
         if selected is not None and flat.size:
             keep = selected.keep_flat(flat, driver.shape)
             columns = [c.reshape(flat.size, -1)[keep].reshape(-1) for c in columns]
             flat = flat[keep]
         count = flat.size
-    observed = time.perf_counter() - started
-    estimated = sum(s["index_seconds"] if methods.get(s["slab"]) == "index" else s["scan_seconds"] for s in p["slabs"])
-    used = set(methods.values())
-    # One call ran every slab, so a query mixing methods has one observed time: each method
-    # is credited its share by estimate (the same observed/estimated ratio for both).
-    for m in used:
-        share = sum(s[f"{m}_seconds"] for s in p["slabs"] if methods.get(s["slab"]) == m)
-        if share > 0 and estimated > 0:
-            _core.observe_query(m, share, observed * share / estimated, model_json)
-    stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), raw_stats, strict=True))
-    stats["methods"] = sorted(used)
-    stats["estimated_s"] = estimated
-    stats["seconds"] = observed
+    stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), answer.stats, strict=True))
+    stats["methods"] = answer.methods
+    stats["estimated_s"] = answer.estimated_s
+    stats["seconds"] = answer.seconds
+    stats["explain"] = str(answer)
     result: Any
     if output == "count":
         result = int(count)
@@ -298,6 +236,7 @@ def iter_query(
     max_rel_error: float | None = None,
     method: str = "auto",
     records: int | None = None,
+    raw: bool = False,
 ):
     """See :meth:`strata.Dataset.query_batches`."""
     if output not in ("points", "positions", "count"):
@@ -305,20 +244,22 @@ def iter_query(
     if records is not None and records < 1:
         raise InvalidArgumentError(f"records must be at least 1, not {records}")
     # Checked here, not when the first piece runs: errors surface at the call.
-    tree, names = _constraint(ds, where, method)
+    constraint, names = _constraint(ds, where, method)
     driver = ds[names[0]]
     starts, stops, steps, selected = _region(ds, driver.dims, driver.shape, isel, sel)
-    kw = dict(variables=variables, output=output, precision=precision, max_rel_error=max_rel_error, method=method)
+    kw = dict(
+        variables=variables, output=output, precision=precision, max_rel_error=max_rel_error, method=method, raw=raw
+    )
     if not driver.shape or stops[0] <= starts[0]:
-        return iter([run_query(ds, tree, region=(starts, stops, steps, selected), **kw)])
+        return iter([run_query(ds, constraint, region=(starts, stops, steps, selected), **kw)])
     # Pieces end on sub-chunk boundaries along the first dimension, so no sub-chunk is read
     # by two pieces; `records` asks for longer pieces (rounded up to such boundaries).
     chunk = max(1, int(driver.chunks[0])) if driver.chunks else 1
     sub = max(1, int(driver.subchunks[0])) if driver.subchunks else chunk
-    return _pieces(ds, tree, (starts, stops, steps, selected), (chunk, min(sub, chunk)), records or 1, kw)
+    return _pieces(ds, constraint, (starts, stops, steps, selected), (chunk, min(sub, chunk)), records or 1, kw)
 
 
-def _pieces(ds: Dataset, tree: dict, region: tuple, grid: tuple[int, int], records: int, kw: dict):
+def _pieces(ds: Dataset, constraint: _core.Constraint, region: tuple, grid: tuple[int, int], records: int, kw: dict):
     """Runs the pieces one ahead of the consumer: the next piece is read and decoded on a
     worker thread (the extension releases the GIL) while the caller handles the current one,
     so at most two pieces are in memory. Closing the iterator waits for the piece in flight
@@ -346,16 +287,12 @@ def _pieces(ds: Dataset, tree: dict, region: tuple, grid: tuple[int, int], recor
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-prefetch") as pool:
         pending = None
         for region in regions():
-            ahead = pool.submit(run_query, ds, tree, region=region, **kw)
+            ahead = pool.submit(run_query, ds, constraint, region=region, **kw)
             if pending is not None:
                 yield pending.result()
             pending = ahead
         if pending is not None:
             yield pending.result()
-
-
-def _seconds(p: dict, method: str) -> float:
-    return sum(s[f"{method}_seconds"] for s in p["slabs"])
 
 
 def _native(arr: np.ndarray) -> np.ndarray:

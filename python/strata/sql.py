@@ -3,8 +3,9 @@
 Every group of numeric variables sharing dimensions is a table: one row per grid point, a
 column per dimension (its 1-D coordinate; CF times as timestamps; the position when the
 dimension has no coordinate variable) and a column per variable, NULL where the value is NaN
-or a fill value. A store's largest group is named after the store (``ersst.strata`` ->
-``ersst``, or ``table=``); every group is also ``<name>_<dim1>_<dim2>...``.
+or a fill value. A store's group with the most data variables (auxiliary coordinates do not
+count) is named after the store (``ersst.strata`` -> ``ersst``, or ``table=``); every group is
+also ``<name>_<dim1>_<dim2>...``.
 
 Comparisons of coordinates with constants become index ranges and comparisons of variables
 become value constraints answered from strata's index or by a scan, as the cost model
@@ -25,6 +26,7 @@ from typing import Any
 from . import _core
 from .errors import InvalidArgumentError
 from .query import METHODS
+from .query import session as query_session
 
 
 def _stores(store: str | os.PathLike | Mapping[str, str | os.PathLike], table: str | None):
@@ -36,9 +38,11 @@ def _stores(store: str | os.PathLike | Mapping[str, str | os.PathLike], table: s
 
 
 class SqlSession:
-    """Stores registered as tables, for several queries. The cost model's corrections
-    learned from each query carry over to the next. ``cache_bytes``: decoded sub-chunks
-    each store keeps in memory across queries (default 64 MiB; 0 turns the cache off)."""
+    """Stores registered as tables, for several queries. Value constraints are planned by
+    the engine's ``session`` (default: the process's, which ``Dataset.query`` shares), so
+    the cost model's corrections learned from each query carry over to the next.
+    ``cache_bytes``: decoded sub-chunks each store keeps in memory across queries (default
+    64 MiB; 0 turns the cache off)."""
 
     def __init__(
         self,
@@ -48,16 +52,14 @@ class SqlSession:
         method: str = "auto",
         partitions: int | None = None,
         cache_bytes: int | None = None,
+        session: _core.Session | None = None,
     ):
-        from .planner import load_cost_model_json
-
         if method not in METHODS:
             raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
-        force = None if method == "auto" else method
         self._session = _core.SqlSession.open(
             _stores(store, table),
-            model_json=load_cost_model_json(),
-            force=force,
+            session or query_session(),
+            method=method,
             partitions=partitions,
             cache_bytes=cache_bytes,
         )

@@ -97,11 +97,12 @@ def test_every_output_matches_numpy(layout_store, method):
 
 
 def test_dataset_query_refines_the_process_cost_model(tmp_path, monkeypatch):
-    """Dataset.query folds each query's observed time into the process's model, and on a
+    """Dataset.query folds each query's observed time into the process's session, and on a
     close call runs the method estimated slower until both have been observed."""
     import json
 
     from strata import _core
+    from strata.query import session
 
     model = tmp_path / "model.json"
     text = json.dumps(
@@ -115,29 +116,34 @@ def test_dataset_query_refines_the_process_cost_model(tmp_path, monkeypatch):
     monkeypatch.setenv("STRATA_COST_MODEL", str(model))
     t, _, _ = write(tmp_path / "s.strata", "V-S")
     ds = strata.open(tmp_path / "s.strata")
+    assert session().source == "test"
     seen = set()
     for i in range(30):
         got, stats = ds.query("t > 1", output="count", with_stats=True)
         assert got == (valid(t) & (t > 1)).sum()
         seen.update(stats["methods"])
-        state = json.loads(_core.process_model_json(text))
+        state = json.loads(session().model_json())
         assert sum(state["observations"].values()) == i + 1, state
     # Forced runs are observed too.
     ds.query("t > 1", output="points", method="scan")
-    state = json.loads(_core.process_model_json(text))
+    state = json.loads(session().model_json())
     assert state["observations"]["scan"] >= 1 and sum(state["observations"].values()) == 31
-    # Another stored model starts over. A close call runs the method observed less until it
-    # has been observed a quarter as often; a clear call follows the estimate.
-    other = text.replace('"test"', '"other"')
-    assert _core.choose_method(1.0, 1.1, other) == "index"
+    # A rewritten model file starts a new session.
+    model.write_text(text.replace('"test"', '"rewritten"'))
+    assert session().source == "rewritten"
+    assert json.loads(session().model_json())["observations"] == {"index": 0, "scan": 0}
+    # A close call runs the method observed less until it has been observed a quarter as
+    # often; a clear call follows the estimate.
+    other = _core.Session(text.replace('"test"', '"other"'))
+    assert other.choose(1.0, 1.1) == "index"
     for _ in range(8):
-        _core.observe_query("index", 1.0, 1.0, other)
-    assert _core.choose_method(1.0, 1.1, other) == "scan"
-    assert _core.choose_method(1.0, 5.0, other) == "index"
-    _core.observe_query("scan", 1.0, 1.0, other)
-    _core.observe_query("scan", 1.0, 1.0, other)
-    assert _core.choose_method(1.0, 1.1, other) == "index"
-    assert _core.choose_method(5.0, 1.0, other) == "scan"
+        other.observe("index", 1.0, 1.0)
+    assert other.choose(1.0, 1.1) == "scan"
+    assert other.choose(1.0, 5.0) == "index"
+    other.observe("scan", 1.0, 1.0)
+    other.observe("scan", 1.0, 1.0)
+    assert other.choose(1.0, 1.1) == "index"
+    assert other.choose(5.0, 1.0) == "scan"
 
 
 def test_query_batches_stream_the_same_result(tmp_path):

@@ -275,6 +275,16 @@ pub struct SlabPlan {
     pub choice: Method,
 }
 
+impl SlabPlan {
+    /// Estimated seconds of this slab by `method`.
+    pub fn seconds(&self, method: Method) -> f64 {
+        match method {
+            Method::Index => self.index_seconds,
+            Method::Scan => self.scan_seconds,
+        }
+    }
+}
+
 /// A query's plan, slab by slab.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueryPlan {
@@ -292,12 +302,12 @@ impl QueryPlan {
 
     /// Estimated seconds of the chosen plan.
     pub fn seconds(&self) -> f64 {
-        self.slabs.iter().map(|p| if p.choice == Method::Index { p.index_seconds } else { p.scan_seconds }).sum()
+        self.slabs.iter().map(|p| p.seconds(p.choice)).sum()
     }
 
     /// Estimated seconds if every slab used `method`.
     pub fn seconds_with(&self, method: Method) -> f64 {
-        self.slabs.iter().map(|p| if method == Method::Index { p.index_seconds } else { p.scan_seconds }).sum()
+        self.slabs.iter().map(|p| p.seconds(method)).sum()
     }
 
     /// Estimated work of the chosen plan.

@@ -301,7 +301,7 @@ impl QueryBox {
 }
 
 /// The result of a selection: row-major flat indices into the variables' full shape.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selection {
     pub shape: Vec<u64>,
     /// Ascending.

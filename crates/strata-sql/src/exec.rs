@@ -18,11 +18,10 @@ use datafusion::arrow::datatypes::{
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use strata_core::fastdiv::FastDiv;
 use strata_core::query::{Method, Predicate};
+use strata_core::session::PiecePlans;
 use strata_core::{DType, DimSelection, Error, Result};
 
 /// Elements per piece, about: large enough to amortize planning, small enough to bound
@@ -59,15 +58,6 @@ impl ScanRequest {
         request.pieces = pieces(&request)?;
         Ok(request)
     }
-}
-
-/// What the planner made of every piece of a query: the method all of them run, and each
-/// piece's estimated seconds with it before the model's correction (to correct the model by
-/// what the piece took).
-#[derive(Debug)]
-pub(crate) struct PiecePlans {
-    method: Method,
-    uncorrected: Vec<f64>,
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
@@ -321,57 +311,28 @@ fn returned(req: &ScanRequest) -> Vec<&str> {
         .collect()
 }
 
-/// The pieces' plans, made once per query by the first piece to start, the pieces planned
-/// side by side. One method serves the whole query, chosen from the sums of the pieces'
-/// estimates (or forced). Pieces run side by side on the partitions, so a piece's observed
-/// time depends on what runs next to it: choosing per piece let a piece of the cheaper
-/// method, slowed by a piece of the dearer one beside it, tip later pieces the wrong way.
-/// With one method per query, the pieces observed side by side ran the same method.
+/// The pieces' plans, made once per query by the first piece to start: the engine's
+/// session plans them side by side and picks one method for all (see
+/// `Session::plan_pieces`).
 fn piece_plans(req: &ScanRequest, pred: &Predicate) -> Result<Arc<PiecePlans>> {
     let mut slot = req.plans.lock().map_err(|_| Error::InvalidArgument("scan plan lock poisoned".into()))?;
     if let Some(p) = slot.as_ref() {
         return Ok(p.clone());
     }
     let planning = &req.table.planning;
-    let model = planning.model.lock().map_err(|_| Error::InvalidArgument("cost model lock poisoned".into()))?.clone();
-    let outputs = returned(req);
-    let each: Vec<(f64, f64)> = req
-        .pieces
-        .par_iter()
-        .map(|sel| {
-            let plan = req.table.reader.plan_query(pred, sel, &outputs, None, &model, None)?;
-            Ok((plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan)))
-        })
-        .collect::<Result<_>>()?;
-    let method = planning.force.unwrap_or_else(|| {
-        let (index, scan) = each.iter().fold((0.0, 0.0), |(a, b), (i, s)| (a + i, b + s));
-        model.choose(index, scan)
-    });
-    // Kept without the correction: earlier pieces of this query move it before later ones
-    // are observed (see `CostModel::observe_uncorrected`).
-    let c = model.correction(method);
-    let uncorrected = each.into_iter().map(|(i, s)| if method == Method::Index { i / c } else { s / c }).collect();
-    let plans = Arc::new(PiecePlans { method, uncorrected });
+    let plans = planning.session.plan_pieces(&req.table.reader, pred, &req.pieces, &returned(req), planning.force)?;
+    let plans = Arc::new(plans);
     *slot = Some(plans.clone());
     Ok(plans)
 }
 
-/// Runs piece number `piece` by the query's method, and corrects the model by what it took
-/// against its estimate (kept without correction: see [`PiecePlans`]).
+/// Runs piece number `piece` by the query's method; the session learns from its time.
 fn observed<T>(req: &ScanRequest, pred: &Predicate, piece: usize, run: impl FnOnce(Method) -> Result<T>) -> Result<T> {
     let plans = piece_plans(req, pred)?;
-    let (method, uncorrected) = (plans.method, plans.uncorrected[piece]);
-    let started = Instant::now();
-    let out = run(method)?;
-    let observed = started.elapsed().as_secs_f64();
     let planning = &req.table.planning;
-    let mut estimated = uncorrected;
-    if let Ok(mut m) = planning.model.lock() {
-        estimated *= m.correction(method);
-        m.observe_uncorrected(method, uncorrected, observed);
-    }
+    let (out, record) = planning.session.run_piece(&plans, piece, run)?;
     if let Ok(mut log) = planning.log.lock() {
-        log.push((method, estimated, observed));
+        log.push(record);
     }
     Ok(out)
 }

@@ -22,7 +22,8 @@ use futures::StreamExt;
 use std::sync::Arc;
 use strata_core::planner::CostModel;
 use strata_core::query::Method;
-use strata_core::{Error, Result, Store, StoreReader};
+use strata_core::session::Run;
+use strata_core::{Error, Result, Session, Store, StoreReader};
 use table::{Planning, StrataTable};
 
 pub(crate) fn to_df(e: Error) -> DataFusionError {
@@ -68,7 +69,8 @@ pub fn default_table_name(path: &str) -> String {
 /// Options of a SQL session.
 #[derive(Debug, Clone, Default)]
 pub struct SqlOptions {
-    pub model: CostModel,
+    /// The engine's session whose cost model plans and learns from the scans.
+    pub session: Arc<Session>,
     /// Force index or scan for every piece; None: the cost model chooses.
     pub force: Option<Method>,
     /// DataFusion partitions (default: the number of cores).
@@ -93,7 +95,8 @@ impl std::fmt::Debug for SqlSession {
 }
 
 impl SqlSession {
-    /// Registers the stores `(path, name)`: the largest variable group of each as `name`
+    /// Registers the stores `(path, name)`: the first variable group of each (see
+    /// [`table::groups`]) as `name`
     /// (default: [`default_table_name`]), every group also as `name_dim1_dim2...`.
     pub fn open(stores: &[(String, Option<String>)], options: SqlOptions) -> Result<Self> {
         let mut config = SessionConfig::new().with_information_schema(true);
@@ -107,7 +110,7 @@ impl SqlSession {
             .enable_all()
             .build()
             .map_err(|e| Error::io("tokio runtime", e))?;
-        let planning = Arc::new(Planning::new(options.model, options.force));
+        let planning = Arc::new(Planning::new(options.session, options.force));
         let mut tables = Vec::new();
         for (path, name) in stores {
             let cache = options.cache_bytes.unwrap_or(strata_core::cache::DEFAULT_CACHE_BYTES);
@@ -148,18 +151,41 @@ impl SqlSession {
             let df = ctx.sql(&sql).await?;
             df.execute_stream().await
         });
-        let stream = stream.map_err(from_df)?;
+        let stream = stream.map_err(|e| self.with_table_hint(from_df(e)))?;
         Ok(BatchStream { schema: stream.schema(), stream, runtime: self.runtime.clone() })
     }
 
+    /// An unknown column that is a column of another table: the error names that table.
+    fn with_table_hint(&self, e: Error) -> Error {
+        let Error::InvalidArgument(message) = &e else { return e };
+        let Some(rest) = message.split("No field named ").nth(1) else { return e };
+        let name: String = rest
+            .trim_start_matches(['"', '`'])
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '`' | ','))
+            .collect();
+        let name = name.trim_end_matches('.');
+        let column = name.rsplit('.').next().unwrap_or(name).trim_matches('"');
+        let homes: Vec<&str> = self
+            .tables
+            .iter()
+            .filter(|(_, cols)| cols.split(',').any(|c| c == column))
+            .map(|(t, _)| t.as_str())
+            .collect();
+        if homes.is_empty() {
+            return e;
+        }
+        Error::InvalidArgument(format!("{message} ('{column}' is a column of table {})", homes.join(", ")))
+    }
+
     /// Pieces run so far: (method, estimated seconds, observed seconds).
-    pub fn pieces_run(&self) -> Vec<(Method, f64, f64)> {
+    pub fn pieces_run(&self) -> Vec<Run> {
         self.planning.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// The cost model with the corrections learned from the queries run.
     pub fn cost_model(&self) -> CostModel {
-        self.planning.model.lock().map(|m| m.clone()).unwrap_or_default()
+        self.planning.session.model()
     }
 }
 

@@ -15,23 +15,24 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use std::sync::{Arc, Mutex};
 use strata_core::manifest::{AttrValue, Variable};
-use strata_core::planner::CostModel;
 use strata_core::query::Method;
+use strata_core::session::Run;
 use strata_core::{DType, DimSelection, Error, Result, StoreReader};
 
-/// How a table's scans choose their method, and what they report.
+/// How a SQL session's scans choose their method (the engine's session), and what they
+/// report.
 #[derive(Debug)]
 pub struct Planning {
-    pub model: Mutex<CostModel>,
+    pub session: Arc<strata_core::Session>,
     /// A method forced for every piece (benchmarks and tests); None lets the model choose.
     pub force: Option<Method>,
-    /// Pieces run so far: (method, estimated seconds, observed seconds).
-    pub log: Mutex<Vec<(Method, f64, f64)>>,
+    /// Pieces this SQL session ran.
+    pub log: Mutex<Vec<Run>>,
 }
 
 impl Planning {
-    pub fn new(model: CostModel, force: Option<Method>) -> Self {
-        Planning { model: Mutex::new(model), force, log: Mutex::new(Vec::new()) }
+    pub fn new(session: Arc<strata_core::Session>, force: Option<Method>) -> Self {
+        Planning { session, force, log: Mutex::new(Vec::new()) }
     }
 }
 
@@ -68,9 +69,23 @@ impl Group {
     }
 }
 
-/// The variable groups of a store, largest (most elements, then most variables) first.
+/// The variable groups of a store, the one named after the store first: the group with
+/// the most data variables (auxiliary ones — named by another variable's `coordinates`,
+/// `bounds` or `cell_measures` — do not count), then the largest, then the one with most
+/// variables.
 pub fn groups(reader: &StoreReader) -> Vec<Group> {
     let m = reader.manifest();
+    let auxiliary: std::collections::HashSet<&str> = m
+        .variables
+        .iter()
+        .flat_map(|v| {
+            ["coordinates", "bounds", "cell_measures"]
+                .into_iter()
+                .filter_map(move |a| attr_str(v, a))
+                .flat_map(str::split_whitespace)
+                .filter(|w| !w.ends_with(':'))
+        })
+        .collect();
     let mut out: Vec<Group> = Vec::new();
     for v in &m.variables {
         let is_coord = v.dims.len() == 1 && v.dims[0] == v.name;
@@ -82,7 +97,14 @@ pub fn groups(reader: &StoreReader) -> Vec<Group> {
             None => out.push(Group { dims: v.dims.clone(), shape: m.shape(v), variables: vec![v.name.clone()] }),
         }
     }
-    out.sort_by_key(|g| (std::cmp::Reverse(g.shape.iter().product::<u64>()), std::cmp::Reverse(g.variables.len())));
+    out.sort_by_key(|g| {
+        let data = g.variables.iter().filter(|v| !auxiliary.contains(v.as_str())).count();
+        (
+            std::cmp::Reverse(data),
+            std::cmp::Reverse(g.shape.iter().product::<u64>()),
+            std::cmp::Reverse(g.variables.len()),
+        )
+    });
     out
 }
 

@@ -1,0 +1,304 @@
+//! The query engine's session, constraints, plans and answers as Python objects: typed
+//! values in, buffers and typed values out; every decision is strata-core's.
+
+use crate::{selection, to_py, Reader};
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use std::sync::Arc;
+use strata_core::query::{Method, Predicate};
+use strata_core::session::{self, Output, Query};
+use strata_core::Error;
+
+/// Where the cost model is stored (`strata_core::session::cost_model_path`).
+#[pyfunction]
+pub fn cost_model_path() -> String {
+    session::cost_model_path().display().to_string()
+}
+
+/// Writes a cost model (JSON, checked) where sessions load it from; returns the path.
+#[pyfunction]
+pub fn save_cost_model(py: Python<'_>, model_json: &str) -> PyResult<String> {
+    let model = strata_core::planner::CostModel::from_json(model_json).map_err(to_py)?;
+    let path = session::cost_model_path();
+    py.detach(|| model.save(&path)).map_err(to_py)?;
+    Ok(path.display().to_string())
+}
+
+/// A parsed value constraint (`strata_core::constraint`).
+#[pyclass(frozen, module = "strata._core")]
+#[derive(Debug)]
+pub struct Constraint {
+    inner: Predicate,
+}
+
+#[pymethods]
+impl Constraint {
+    /// Parses the text form (`sst > 28 and not lat < 0`).
+    #[new]
+    fn new(text: &str) -> PyResult<Self> {
+        Ok(Self { inner: strata_core::constraint::parse(text).map_err(to_py)? })
+    }
+
+    /// The tree form: `{"kind": "cmp", "var": ..., "op": ..., "value": ...}` or
+    /// `{"kind": "and"|"or", "args": [...]}`, as JSON text.
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Self> {
+        let inner = serde_json::from_str(text)
+            .map_err(|e| to_py(Error::InvalidArgument(format!("bad value constraint: {e}"))))?;
+        Ok(Self { inner })
+    }
+
+    /// The variables it names, first-named first.
+    #[getter]
+    fn variables(&self) -> Vec<String> {
+        self.inner.variable_names().into_iter().map(String::from).collect()
+    }
+
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Constraint({:?})", self.inner.to_string())
+    }
+}
+
+/// A cost model and the queries it learned from (`strata_core::Session`).
+#[pyclass(frozen, module = "strata._core")]
+#[derive(Debug)]
+pub struct Session {
+    pub(crate) inner: Arc<session::Session>,
+}
+
+fn parse_method(text: &str) -> PyResult<Option<Method>> {
+    session::parse_method(text).map_err(to_py)
+}
+
+#[allow(clippy::too_many_arguments)] // one Python call, flat arguments
+fn query(
+    constraint: &Constraint,
+    starts: Vec<u64>,
+    stops: Vec<u64>,
+    steps: Vec<u64>,
+    output: &str,
+    variables: Vec<String>,
+    level: Option<usize>,
+    method: &str,
+    raw: bool,
+) -> PyResult<Query> {
+    Ok(Query {
+        predicate: constraint.inner.clone(),
+        region: selection(&starts, &stops, &steps)?,
+        output: Output::parse(output).map_err(to_py)?,
+        variables,
+        level,
+        method: parse_method(method)?,
+        raw,
+    })
+}
+
+#[pymethods]
+impl Session {
+    /// A session on the cost model stored at `cost_model_path()` (the built-in defaults
+    /// without one), or on `model_json`.
+    #[new]
+    #[pyo3(signature = (model_json=None))]
+    fn new(model_json: Option<&str>) -> PyResult<Self> {
+        let inner = match model_json {
+            Some(text) => session::Session::new(strata_core::planner::CostModel::from_json(text).map_err(to_py)?),
+            None => session::Session::open_default().map_err(to_py)?,
+        };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// Where the model's constants come from.
+    #[getter]
+    fn source(&self) -> String {
+        self.inner.source().to_string()
+    }
+
+    /// The model with its corrections, and the observations behind them (JSON).
+    fn model_json(&self) -> String {
+        let m = self.inner.model();
+        let mut v = serde_json::to_value(&m).unwrap_or_default();
+        v["observations"] = serde_json::json!({"index": m.observed(Method::Index), "scan": m.observed(Method::Scan)});
+        v.to_string()
+    }
+
+    /// Runs observed: (method, estimated seconds, observed seconds).
+    fn runs(&self) -> Vec<(String, f64, f64)> {
+        self.inner.runs().into_iter().map(|r| (r.method.name().to_string(), r.estimated_s, r.observed_s)).collect()
+    }
+
+    /// The method the model picks for estimates of `index_s` and `scan_s` seconds.
+    fn choose(&self, index_s: f64, scan_s: f64) -> &'static str {
+        self.inner.model().choose(index_s, scan_s).name()
+    }
+
+    /// Folds a run of `method` (estimated and observed seconds) into the model.
+    fn observe(&self, method: &str, estimated_s: f64, observed_s: f64) -> PyResult<()> {
+        let method = parse_method(method)?
+            .ok_or_else(|| to_py(Error::InvalidArgument("observe a run of 'index' or 'scan'".into())))?;
+        self.inner.observe(method, estimated_s, observed_s);
+        Ok(())
+    }
+
+    /// The plan of a query (see `query`), without running it.
+    #[pyo3(signature = (reader, constraint, starts, stops, steps, output="points", variables=vec![], level=None, method="auto", raw=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn plan(
+        &self,
+        py: Python<'_>,
+        reader: &Reader,
+        constraint: &Constraint,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        output: &str,
+        variables: Vec<String>,
+        level: Option<usize>,
+        method: &str,
+        raw: bool,
+    ) -> PyResult<Plan> {
+        let q = query(constraint, starts, stops, steps, output, variables, level, method, raw)?;
+        let inner = py.detach(|| self.inner.plan(&reader.inner, &q)).map_err(to_py)?;
+        Ok(Plan { inner })
+    }
+
+    /// Plans, runs and observes a query. Returns (selected, columns, answer): `selected`
+    /// is a uint64 array of flat indices, or with `coordinates` a list of int64 arrays,
+    /// one per dimension (np.nonzero's form); `columns` one flat uint8 array per returned
+    /// variable; `answer` what the query did.
+    #[pyo3(signature = (reader, constraint, starts, stops, steps, output="points", variables=vec![], level=None, method="auto", raw=false, coordinates=false))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn query<'py>(
+        &self,
+        py: Python<'py>,
+        reader: &Reader,
+        constraint: &Constraint,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        output: &str,
+        variables: Vec<String>,
+        level: Option<usize>,
+        method: &str,
+        raw: bool,
+        coordinates: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, Vec<Bound<'py, PyArray1<u8>>>, Answer)> {
+        let q = query(constraint, starts, stops, steps, output, variables, level, method, raw)?;
+        let mut answer = py.detach(|| self.inner.run(&reader.inner, &q)).map_err(to_py)?;
+        let selection = std::mem::take(&mut answer.selection);
+        let first = if coordinates {
+            let coords = py.detach(|| selection.coordinates());
+            let arrays: Vec<Bound<'py, PyArray1<i64>>> =
+                coords.into_iter().map(|c| PyArray1::from_vec(py, c)).collect();
+            pyo3::types::PyList::new(py, arrays)?.into_any()
+        } else {
+            PyArray1::from_vec(py, selection.flat).into_any()
+        };
+        let columns = std::mem::take(&mut answer.columns).into_iter().map(|c| PyArray1::from_vec(py, c)).collect();
+        Ok((first, columns, Answer { inner: answer }))
+    }
+}
+
+/// A query's plan: both methods' estimates per slab, and the choice. `str()` is EXPLAIN.
+#[pyclass(frozen, module = "strata._core")]
+#[derive(Debug)]
+pub struct Plan {
+    inner: strata_core::planner::QueryPlan,
+}
+
+#[pymethods]
+impl Plan {
+    /// Estimated seconds of the plan as chosen.
+    #[getter]
+    fn estimated_s(&self) -> f64 {
+        self.inner.seconds()
+    }
+
+    /// Estimated seconds if every slab ran `method`.
+    fn seconds_with(&self, method: &str) -> PyResult<f64> {
+        let m = parse_method(method)?.unwrap_or(Method::Index);
+        Ok(self.inner.seconds_with(m))
+    }
+
+    /// The work `method` would do over every slab, in the cost model's feature order
+    /// (bytes, segments, calls, decoded, tested, indexed, gathered).
+    fn work(&self, method: &str) -> PyResult<Vec<f64>> {
+        let m = parse_method(method)?.unwrap_or(Method::Index);
+        let mut total = [0.0; 7];
+        for s in &self.inner.slabs {
+            let w = if m == Method::Index { &s.index } else { &s.scan };
+            for (t, x) in total.iter_mut().zip(w.as_array()) {
+                *t += x;
+            }
+        }
+        Ok(total.to_vec())
+    }
+
+    /// The methods the plan runs.
+    #[getter]
+    fn methods(&self) -> Vec<&'static str> {
+        let mut m: Vec<&'static str> = self.inner.slabs.iter().map(|s| s.choice.name()).collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    }
+
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+}
+
+/// What a query did (`strata_core::Answer` without its buffers). `str()` is EXPLAIN's
+/// plan followed by the actuals.
+#[pyclass(frozen, module = "strata._core")]
+#[derive(Debug)]
+pub struct Answer {
+    inner: session::Answer,
+}
+
+#[pymethods]
+impl Answer {
+    #[getter]
+    fn count(&self) -> u64 {
+        self.inner.count
+    }
+
+    /// (sub-chunks, full, empty, boundary, scanned).
+    #[getter]
+    fn stats(&self) -> (u64, u64, u64, u64, u64) {
+        let s = &self.inner.stats;
+        (s.subchunks, s.full, s.empty, s.boundary, s.scanned)
+    }
+
+    #[getter]
+    fn methods(&self) -> Vec<&'static str> {
+        self.inner.methods.iter().map(|m| m.name()).collect()
+    }
+
+    #[getter]
+    fn estimated_s(&self) -> f64 {
+        self.inner.estimated_s
+    }
+
+    #[getter]
+    fn seconds(&self) -> f64 {
+        self.inner.seconds
+    }
+
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        self.inner.bytes_read
+    }
+
+    #[getter]
+    fn plan(&self) -> Plan {
+        Plan { inner: self.inner.plan.clone() }
+    }
+
+    fn __str__(&self) -> String {
+        format!("{}\n{}", self.inner.plan, self.inner)
+    }
+}

@@ -1,0 +1,135 @@
+"""The Rust engine as the front ends see it: one constraint grammar, one session shared by
+Dataset.query and SQL, constraints as users write them (not, quoted names, packed values),
+selections typed on the command line, and SQL tables a user can find."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import strata
+from strata.cli import main
+
+RNG = np.random.default_rng(3)
+SHAPE = (12, 16, 20)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("engine") / "e.strata"
+    t = RNG.normal(15, 6, SHAPE).astype("f4")
+    t[RNG.random(SHAPE) < 0.1] = np.nan
+    ice = RNG.random(SHAPE).astype("f4")
+    packed = RNG.integers(-3000, 3000, SHAPE).astype("i2")
+    strata.write_arrays(
+        path,
+        {
+            "t": (("time", "y", "x"), t),
+            "sea ice": (("time", "y", "x"), ice),
+            "p": (("time", "y", "x"), packed, {"scale_factor": np.float64(-0.01), "add_offset": np.float64(5.0)}),
+            "time": (("time",), np.arange(12.0) * 6, {"units": "hours since 2019-03-01", "calendar": "standard"}),
+            "y": (("y",), np.linspace(-60, 60, 16)),
+        },
+        record_dim="time",
+        layout="V-S",
+        bins=8,
+        slab_records=4,
+    )
+    return path, t, ice, packed
+
+
+def test_not_and_quoted_names_equal_numpy(store):
+    path, t, ice, _ = store
+    ds = strata.open(path)
+    valid = ~np.isnan(t)
+    cases = {
+        "not t > 15": valid & ~(t > 15),
+        'not (t > 15 or "sea ice" < 0.5)': valid & ~((t > 15) | (ice < 0.5)),
+        "`sea ice` >= 0.9 and t < 10": (ice >= 0.9) & (t < 10),
+    }
+    for where, ref in cases.items():
+        for method in ("auto", "index", "scan"):
+            assert ds.query(where, output="count", method=method) == ref.sum(), (where, method)
+            got = ds.query(where, output="positions", method=method)
+            for a, b in zip(got, np.nonzero(ref), strict=True):
+                np.testing.assert_array_equal(a, b)
+    # The canonical text reads back to the same constraint.
+    c = strata.parse_where('not (t > 1 and "sea ice" <= 2)')
+    assert str(strata.parse_where(str(c))) == str(c) == 't <= 1.0 or "sea ice" > 2.0'
+    assert c.variables == ["t", "sea ice"]
+
+
+def test_packed_variables_compare_physical_values_as_xarray_shows_them(store):
+    path, _, _, packed = store
+    ds = strata.open(path)
+    physical = xr.open_dataset(path, engine="strata")["p"].values
+    np.testing.assert_allclose(physical, packed * -0.01 + 5.0, rtol=1e-6)
+    for where, ref in {
+        "p > 7.505": physical > 7.505,
+        "p <= 2.005 or p > 34.995": (physical <= 2.005) | (physical > 34.995),
+    }.items():
+        assert ds.query(where, output="count") == ref.sum() > 0
+    # raw=True compares the stored integers.
+    assert ds.query("p > 2000", output="count", raw=True) == (packed > 2000).sum()
+    assert ds.query("p > 2000", output="count") == 0
+
+
+def test_dataset_query_and_sql_learn_in_one_session(store):
+    path, t, _, _ = store
+    ds = strata.open(path)
+    session = strata.session()
+    before = len(session.runs())
+    assert ds.query("t > 20", output="count") == (t > 20).sum()
+    table = strata.sql(path, "SELECT count(*) AS n FROM e WHERE t > 20")
+    assert table["n"][0].as_py() == (t > 20).sum()
+    runs = session.runs()
+    assert len(runs) > before + 1
+    assert {m for m, _, _ in runs[before:]} <= {"index", "scan"}
+
+
+def test_explain_prints_the_engines_plan_and_actuals(store, capsys):
+    path, t, _, _ = store
+    assert main(["explain", str(path), "--where", "not t <= 20", "--output", "count"]) == 0
+    out = capsys.readouterr().out
+    assert "query: t > 20.0" in out
+    assert "est. selected" in out and "plan: " in out
+    assert f"actual: {(t > 20).sum()} selected" in out
+
+
+def test_cli_selections_as_typed(store, capsys):
+    path, t, _, _ = store
+    # A colon inside a time of day is not a range separator.
+    out = path.parent / "one.npy"
+    assert main(["query", str(path), "t", "--sel", "time=2019-03-01T06:00", "-o", str(out)]) == 0
+    np.testing.assert_array_equal(np.load(out), t[1])
+    assert main(["query", str(path), "t", "--sel", "time=2019-03-01T06:00:2019-03-01T18:00", "-o", str(out)]) == 0
+    np.testing.assert_array_equal(np.load(out), t[1:4])
+    for argv, message in [
+        (["--sel", "time=yesterday"], "not a date"),
+        (["--sel", "y=north:10"], "not a number"),
+        (["--isel", "time=0:10:0"], "step must be a positive integer"),
+    ]:
+        capsys.readouterr()
+        assert main(["query", str(path), "t", *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+
+
+def test_sql_table_of_a_variable_is_found_or_named(tmp_path):
+    path = tmp_path / "aux.strata"
+    pr = RNG.random((4, 5, 6)).astype("f4")
+    zg = RNG.random((4, 3, 5, 6)).astype("f4")
+    strata.write_arrays(
+        path,
+        {
+            "pr": (("time", "y", "x"), pr, {"coordinates": "zg"}),
+            "tas": (("time", "y", "x"), pr * 2),
+            "zg": (("time", "lev", "y", "x"), zg),
+        },
+        record_dim="time",
+    )
+    # The store's table is the data variables' group, though zg's group is larger.
+    assert strata.SqlSession(path).tables["aux"] == ["pr", "tas"]
+    n = strata.sql(path, "SELECT count(*) AS n FROM aux WHERE pr > 0.5")["n"][0].as_py()
+    assert n == (pr > 0.5).sum()
+    with pytest.raises(strata.InvalidArgumentError, match="'zg' is a column of table aux_time_lev_y_x"):
+        strata.sql(path, "SELECT count(*) FROM aux WHERE zg > 0.5")
