@@ -8,12 +8,14 @@ the coordinate's own order (pandas ``slice_indexer``), partial date strings such
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def is_time(attrs: dict[str, Any]) -> bool:
@@ -24,6 +26,7 @@ def is_time(attrs: dict[str, Any]) -> bool:
 def decode_time(values: np.ndarray, attrs: dict[str, Any]) -> pd.Index:
     """A pandas index of datetimes (standard calendars) or cftime dates (others)."""
     import cftime
+    import pandas as pd
 
     calendar = attrs.get("calendar", "standard")
     if not isinstance(calendar, str):
@@ -47,6 +50,8 @@ def decode_time(values: np.ndarray, attrs: dict[str, Any]) -> pd.Index:
 
 
 def coordinate_index(values: np.ndarray, attrs: dict[str, Any], decode_times: bool = True) -> pd.Index:
+    import pandas as pd
+
     if decode_times and is_time(attrs):
         return decode_time(values, attrs)
     return pd.Index(np.asarray(values))
