@@ -2,9 +2,10 @@
 //! values in, buffers and typed values out; every decision is strata-core's.
 
 use crate::{selection, to_py, Reader};
-use numpy::PyArray1;
+use numpy::{PyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::sync::Arc;
+use strata_core::mask::Mask;
 use strata_core::query::{Method, Predicate};
 use strata_core::session::{self, Output, Query};
 use strata_core::Error;
@@ -74,12 +75,23 @@ fn parse_method(text: &str) -> PyResult<Option<Method>> {
     session::parse_method(text).map_err(to_py)
 }
 
+/// An area (see `strata_core::mask`): the axes it spans and a boolean array over them.
+type AreaArg<'py> = Option<(Vec<usize>, PyReadonlyArrayDyn<'py, bool>)>;
+
+fn mask(area: AreaArg<'_>) -> PyResult<Option<Arc<Mask>>> {
+    let Some((axes, bits)) = area else { return Ok(None) };
+    let shape = bits.shape().iter().map(|&n| n as u64).collect();
+    let bits = bits.as_array().iter().copied().collect();
+    Ok(Some(Arc::new(Mask::new(axes, shape, bits).map_err(to_py)?)))
+}
+
 #[allow(clippy::too_many_arguments)] // one Python call, flat arguments
 fn query(
     constraint: &Constraint,
     starts: Vec<u64>,
     stops: Vec<u64>,
     steps: Vec<u64>,
+    area: AreaArg<'_>,
     output: &str,
     variables: Vec<String>,
     level: Option<usize>,
@@ -87,6 +99,7 @@ fn query(
     raw: bool,
 ) -> PyResult<Query> {
     Ok(Query {
+        mask: mask(area)?,
         predicate: constraint.inner.clone(),
         region: selection(&starts, &stops, &steps)?,
         output: Output::parse(output).map_err(to_py)?,
@@ -144,7 +157,7 @@ impl Session {
     }
 
     /// The plan of a query (see `query`), without running it.
-    #[pyo3(signature = (reader, constraint, starts, stops, steps, output="points", variables=vec![], level=None, method="auto", raw=false))]
+    #[pyo3(signature = (reader, constraint, starts, stops, steps, area=None, output="points", variables=vec![], level=None, method="auto", raw=false))]
     #[allow(clippy::too_many_arguments)]
     fn plan(
         &self,
@@ -154,22 +167,24 @@ impl Session {
         starts: Vec<u64>,
         stops: Vec<u64>,
         steps: Vec<u64>,
+        area: AreaArg<'_>,
         output: &str,
         variables: Vec<String>,
         level: Option<usize>,
         method: &str,
         raw: bool,
     ) -> PyResult<Plan> {
-        let q = query(constraint, starts, stops, steps, output, variables, level, method, raw)?;
+        let q = query(constraint, starts, stops, steps, area, output, variables, level, method, raw)?;
         let inner = py.detach(|| self.inner.plan(&reader.inner, &q)).map_err(to_py)?;
         Ok(Plan { inner })
     }
 
-    /// Plans, runs and observes a query. Returns (selected, columns, answer): `selected`
+    /// Plans, runs and observes a query (`area`: (axes, boolean array over them), the
+    /// elements of those axes selected). Returns (selected, columns, answer): `selected`
     /// is a uint64 array of flat indices, or with `coordinates` a list of int64 arrays,
     /// one per dimension (np.nonzero's form); `columns` one flat uint8 array per returned
     /// variable; `answer` what the query did.
-    #[pyo3(signature = (reader, constraint, starts, stops, steps, output="points", variables=vec![], level=None, method="auto", raw=false, coordinates=false))]
+    #[pyo3(signature = (reader, constraint, starts, stops, steps, area=None, output="points", variables=vec![], level=None, method="auto", raw=false, coordinates=false))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn query<'py>(
         &self,
@@ -179,6 +194,7 @@ impl Session {
         starts: Vec<u64>,
         stops: Vec<u64>,
         steps: Vec<u64>,
+        area: AreaArg<'py>,
         output: &str,
         variables: Vec<String>,
         level: Option<usize>,
@@ -186,7 +202,7 @@ impl Session {
         raw: bool,
         coordinates: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Vec<Bound<'py, PyArray1<u8>>>, Answer)> {
-        let q = query(constraint, starts, stops, steps, output, variables, level, method, raw)?;
+        let q = query(constraint, starts, stops, steps, area, output, variables, level, method, raw)?;
         let mut answer = py.detach(|| self.inner.run(&reader.inner, &q)).map_err(to_py)?;
         let selection = std::mem::take(&mut answer.selection);
         let first = if coordinates {

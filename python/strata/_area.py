@@ -1,8 +1,9 @@
 """Selection through auxiliary coordinates: 2-D curvilinear lat/lon (``lat(y, x)``), or the
 1-D coordinates of an unstructured mesh (``lat(ncol)``), are not dimensions, so a range of
 their values is not a range of positions. It becomes a mask over the axes they span: the
-query reads the mask's bounding box, and the points outside the mask are dropped from its
-result.
+query is narrowed to the mask's bounding box, and the engine takes the mask
+(``strata_core::mask``): sub-chunks outside it are not read, and a count through it comes
+from the bin bitmaps ANDed with it.
 
 >>> ds.query("siconc > 50", sel={"latitude": slice(60, 90)}, output="count")  # doctest: +SKIP
 """
@@ -50,15 +51,6 @@ class Area:
         box = tuple(slice(starts[a], stops[a], steps[a]) for a in self.axes)
         return bool(self.mask[box].all())
 
-    def keep(self, coords: list[np.ndarray] | tuple[np.ndarray, ...]) -> np.ndarray:
-        """Which of the points (one index array per axis of the queried variables) are in."""
-        return self.mask[tuple(np.asarray(coords[a]) for a in self.axes)]
-
-    def keep_flat(self, flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-        """As :meth:`keep`, for row-major flat indices into ``shape``."""
-        coords = np.unravel_index(flat.astype(np.int64), shape) if len(shape) else ()
-        return self.keep(coords)
-
 
 def is_auxiliary(ds: Dataset, dims: tuple[str, ...], name: str) -> bool:
     """Whether ``name`` is an auxiliary coordinate of variables on ``dims``: a variable that
@@ -91,6 +83,14 @@ def area(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], by_aux: dic
     (all of them), over the axes those coordinates span."""
     if not by_aux:
         return None
+    # The same ranges give the same mask: kept with the dataset, as the coordinates are.
+    key = ("area", dims, tuple(sorted((name, _bounds(name, label)) for name, label in by_aux.items())))
+    if key not in ds._indexes:
+        ds._indexes[key] = _area(ds, dims, shape, by_aux)
+    return ds._indexes[key]
+
+
+def _area(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], by_aux: dict) -> Area:
     axes = tuple(sorted({dims.index(d) for name in by_aux for d in ds[name].dims}))
     mask = np.ones(tuple(shape[a] for a in axes), dtype=bool)
     for name, label in by_aux.items():

@@ -461,14 +461,14 @@ def _write_batches(reader, path: str) -> int:
 
 def cmd_explain(args) -> int:
     from .dataset import open as open_store
-    from .query import _constraint, _region, session
+    from .query import _area_arg, _constraint, _region, session
 
     ds = open_store(args.store, args.version, cache_bytes=0)
     constraint, names = _constraint(ds, args.where, args.plan)
     driver = ds[names[0]]
     positions, by_aux = _positions(args, ds, driver)
     isel = {d: slice(p, p + 1) if isinstance(p, int) else p for d, p in positions.items()}
-    starts, stops, steps, _ = _region(ds, driver.dims, driver.shape, isel, by_aux)
+    starts, stops, steps, selected = _region(ds, driver.dims, driver.shape, isel, by_aux)
     outputs = (
         []
         if args.output in ("count", "positions")
@@ -476,7 +476,10 @@ def cmd_explain(args) -> int:
     )
     engine = session()
     kind = "points" if outputs else args.output
-    p = engine.plan(ds._reader, constraint, starts, stops, steps, output=kind, variables=outputs, method=args.plan)
+    area = _area_arg(selected)
+    p = engine.plan(
+        ds._reader, constraint, starts, stops, steps, area=area, output=kind, variables=outputs, method=args.plan
+    )
     print(f"query: {constraint}  region: {list(zip(starts, stops, steps, strict=True))}  output: {args.output}")
     print(f"cost model: {engine.source}")
     print(p)

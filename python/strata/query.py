@@ -116,6 +116,11 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
     return starts, stops, steps, selected
 
 
+def _area_arg(selected) -> tuple[list[int], np.ndarray] | None:
+    """An :class:`~strata._area.Area` as the engine takes it: (axes, boolean mask)."""
+    return None if selected is None else (list(selected.axes), np.ascontiguousarray(selected.mask, dtype=bool))
+
+
 def _constraint(ds: Dataset, where: str | dict, method: str) -> tuple[_core.Constraint, list[str]]:
     """The parsed constraint and the variables it names, checked against the store, and
     the method checked."""
@@ -168,18 +173,16 @@ def run_query(
     # the selection comes first and each variable is gathered at its own level.
     outputs = list(views) if len(levels) == 1 else []
     level = next(iter(levels)) if len(levels) == 1 else None
-    if output in ("count", "positions"):
-        # Points outside an area are dropped from the positions, so a count through an
-        # area lists them too.
-        kind = "count" if output == "count" and selected is None else "positions"
-    else:
-        kind = "points"
+    kind = "points" if output in ("points", "dense") else output
+    # An area (curvilinear or mesh coordinates) is the engine's mask: sub-chunks outside it
+    # are not read, and a count through it comes from the index where bins allow.
     found, columns, answer = session().query(
         ds._reader,
         constraint,
         starts,
         stops,
         steps,
+        area=_area_arg(selected),
         output=kind,
         variables=outputs,
         level=level,
@@ -187,21 +190,8 @@ def run_query(
         raw=raw,
         coordinates=kind == "positions",
     )
-    if kind == "count":
-        count = answer.count
-    elif kind == "positions":
-        flat = found
-        if selected is not None:
-            keep = selected.keep(flat)
-            flat = [c[keep] for c in flat]
-        count = int(flat[0].size) if flat else answer.count
-    else:
-        flat = found
-        if selected is not None and flat.size:
-            keep = selected.keep_flat(flat, driver.shape)
-            columns = [c.reshape(flat.size, -1)[keep].reshape(-1) for c in columns]
-            flat = flat[keep]
-        count = flat.size
+    flat = found
+    count = answer.count
     stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), answer.stats, strict=True))
     stats["methods"] = answer.methods
     stats["estimated_s"] = answer.estimated_s

@@ -133,3 +133,37 @@ def test_sql_table_of_a_variable_is_found_or_named(tmp_path):
     assert n == (pr > 0.5).sum()
     with pytest.raises(strata.InvalidArgumentError, match="'zg' is a column of table aux_time_lev_y_x"):
         strata.sql(path, "SELECT count(*) FROM aux WHERE zg > 0.5")
+
+
+def test_an_area_is_the_engines_mask_and_sub_chunks_outside_it_are_not_read(tmp_path):
+    """A disc of a curvilinear grid: counts equal NumPy's by every method, and the query
+    through the disc reads fewer sub-chunks than the same query over its bounding box."""
+    ny, nx = 64, 64
+    yy, xx = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
+    r = np.hypot(yy - 31.5, xx - 31.5)
+    lat = (90 - r).astype("f8")  # a polar cap: latitude falls away from the centre
+    v = RNG.normal(0, 1, (6, ny, nx)).astype("f4")
+    path = tmp_path / "disc.strata"
+    strata.write_arrays(
+        path,
+        {"v": (("time", "y", "x"), v, {"coordinates": "lat"}), "lat": (("y", "x"), lat)},
+        record_dim="time",
+        layout="V-S",
+        bins=8,
+        subchunks="time=2,y=8,x=8",
+    )
+    ds = strata.open(path, cache_bytes=0)
+    disc = lat >= 70
+    want = ((v > 0.5) & disc[None]).sum()
+    sel = {"lat": (70, None)}
+    for method in ("auto", "index", "scan"):
+        n = ds.query("v > 0.5", sel=sel, output="count", method=method)
+        assert n == want, method
+        pos = ds.query("v > 0.5", sel=sel, output="positions", method=method)
+        for a, b in zip(pos, np.nonzero((v > 0.5) & disc[None]), strict=True):
+            np.testing.assert_array_equal(a, b)
+    rows, cols = np.nonzero(disc)
+    box = {"y": slice(rows.min(), rows.max() + 1), "x": slice(cols.min(), cols.max() + 1)}
+    _, in_box = ds.query("v > 0.5", isel=box, output="count", method="scan", with_stats=True)
+    _, in_disc = ds.query("v > 0.5", sel=sel, output="count", method="scan", with_stats=True)
+    assert in_disc["subchunks"] < in_box["subchunks"], (in_disc, in_box)

@@ -15,6 +15,7 @@ pub mod grid;
 pub mod hilbert;
 pub mod index_file;
 pub mod manifest;
+pub mod mask;
 pub mod planner;
 pub mod precision;
 pub mod query;

@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::manifest::Level;
+use crate::mask::Mask;
 use crate::query::{CmpOp, Method, Predicate};
 use crate::reader::{DimSelection, SlabIndex, StoreReader, SubchunkId};
 use crate::segment::SegmentKey;
@@ -456,27 +457,37 @@ impl StoreReader {
         }
     }
 
-    /// Plans a query: `outputs` are the variables whose values are returned at `level`.
-    /// `force` fixes the method (both are still estimated, for `explain`).
+    /// Plans a query: both methods' work and time per slab, each slab choosing the cheaper
+    /// (the session then decides for the query). `outputs` are the variables whose values
+    /// are returned at `level`; `mask` restricts the region to an area.
     pub fn plan_query(
         &self,
         pred: &Predicate,
         sel: &[DimSelection],
+        mask: Option<&Mask>,
         outputs: &[&str],
         level: Option<usize>,
         model: &CostModel,
-        force: Option<Method>,
     ) -> Result<QueryPlan> {
         let names = pred.variable_names();
         let (driver_idx, driver) = self.manifest().variable(names.first().copied().unwrap_or_default())?;
         self.check_selection(&driver.name, sel)?;
+        if let Some(m) = mask {
+            m.check(&self.manifest().shape(driver))?;
+        }
         let binned = self.manifest().layout.order.contains(&Level::V);
         let mut per_slab: BTreeMap<usize, SlabPlan> = BTreeMap::new();
         for b in self.subchunks_in(driver_idx, sel) {
             let slab = &self.manifest().slabs[b.slab];
             let index = self.slab_index(slab)?;
             let n: u64 = b.blocks.iter().map(|x| x.len).product();
-            let region: u64 = b.blocks.iter().map(|x| x.count).product();
+            let region: u64 = match mask {
+                Some(m) => m.count_in(&b.start, &b.blocks),
+                None => b.blocks.iter().map(|x| x.count).product(),
+            };
+            if region == 0 {
+                continue;
+            }
             let region_frac = region as f64 / n.max(1) as f64;
             let mut iw = Work::default();
             let mut touched = Vec::new();
@@ -549,11 +560,11 @@ impl StoreReader {
             .map(|mut p| {
                 p.index_seconds = model.seconds(Method::Index, &p.index);
                 p.scan_seconds = model.seconds(Method::Scan, &p.scan);
-                p.choice = force.unwrap_or(if p.scan_seconds < p.index_seconds { Method::Scan } else { Method::Index });
+                p.choice = if p.scan_seconds < p.index_seconds { Method::Scan } else { Method::Index };
                 p
             })
             .collect();
-        Ok(QueryPlan { slabs, forced: force })
+        Ok(QueryPlan { slabs, forced: None })
     }
 }
 

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::fastdiv::FastDiv;
 use crate::grid::{chunk_grid, ravel, subchunk_grid, unravel, AxisBlock};
 use crate::manifest::{Level, Variable};
+use crate::mask::Mask;
 use crate::reader::{BinEntry, BinRead, DimSelection, StoreReader, SubchunkId};
 use crate::segment::SegmentKey;
 use rayon::prelude::*;
@@ -713,17 +714,22 @@ impl StoreReader {
         Ok(vars)
     }
 
-    /// The driver's sub-chunks that the region touches.
-    fn query_boxes(&self, var_idx: usize, sel: &[DimSelection]) -> Vec<QueryBox> {
+    /// The driver's sub-chunks that the region touches, each with the elements it selects
+    /// (restricted to `mask`; sub-chunks with none are left out).
+    fn query_boxes(&self, var_idx: usize, sel: &[DimSelection], mask: Option<&Mask>) -> Vec<QueryBox> {
         self.subchunks_in(var_idx, sel)
             .into_iter()
             .map(|sc| QueryBox {
                 slab: sc.slab,
                 id: sc.id,
+                region: match mask {
+                    Some(m) => m.restrict(&sc.start, &sc.blocks),
+                    None => local_region(&sc.blocks),
+                },
                 start: sc.start,
                 len: sc.blocks.iter().map(|b| b.len).collect(),
-                region: local_region(&sc.blocks),
             })
+            .filter(|b| b.region.as_ref().is_none_or(|r| !r.is_empty()))
             .collect()
     }
 
@@ -736,14 +742,15 @@ impl StoreReader {
         sel: &[DimSelection],
         count_only: bool,
     ) -> Result<(Selection, u64, QueryStats)> {
-        self.select_with(pred, sel, count_only, Method::Index)
+        self.select_with(pred, sel, None, count_only, Method::Index)
     }
 
-    /// [`select`](Self::select) by a given method.
+    /// [`select`](Self::select) by a given method, inside `mask` too when given.
     pub fn select_with(
         &self,
         pred: &Predicate,
         sel: &[DimSelection],
+        mask: Option<&Mask>,
         count_only: bool,
         method: Method,
     ) -> Result<(Selection, u64, QueryStats)> {
@@ -751,7 +758,10 @@ impl StoreReader {
         let (driver_idx, driver) = vars[0];
         self.check_selection(&driver.name, sel)?;
         let shape = self.manifest().shape(driver);
-        let boxes = self.query_boxes(driver_idx, sel);
+        if let Some(m) = mask {
+            m.check(&shape)?;
+        }
+        let boxes = self.query_boxes(driver_idx, sel, mask);
         let counters = Counters::default();
         let per_box: Vec<(u64, Vec<u64>)> = boxes
             .par_iter()
@@ -798,6 +808,7 @@ impl StoreReader {
         &self,
         pred: &Predicate,
         sel: &[DimSelection],
+        mask: Option<&Mask>,
         outputs: &[&str],
         level: Option<usize>,
         method_for: &(dyn Fn(usize) -> Method + Sync),
@@ -820,7 +831,10 @@ impl StoreReader {
             out_vars.push(v);
         }
         let shape = self.manifest().shape(driver);
-        let boxes = self.query_boxes(driver_idx, sel);
+        if let Some(m) = mask {
+            m.check(&shape)?;
+        }
+        let boxes = self.query_boxes(driver_idx, sel, mask);
         let counters = Counters::default();
         let parts: Vec<BoxPoints> = boxes
             .par_iter()

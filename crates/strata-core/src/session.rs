@@ -6,6 +6,7 @@
 //! all go through here, so they cannot drift apart.
 
 use crate::error::{Error, Result};
+use crate::mask::Mask;
 use crate::planner::{CostModel, QueryPlan, Work};
 use crate::query::{Method, Points, Predicate, QueryStats, Selection};
 use crate::reader::{DimSelection, StoreReader};
@@ -87,6 +88,8 @@ pub struct Query {
     pub level: Option<usize>,
     /// A method forced for the whole query; None lets the session choose.
     pub method: Option<Method>,
+    /// Only these elements of some axes (a curvilinear or mesh area), when given.
+    pub mask: Option<std::sync::Arc<Mask>>,
     /// Compare a packed variable's stored values rather than its physical ones
     /// (`scale_factor`, `add_offset` applied; see [`crate::constraint::on_stored_values`]).
     pub raw: bool,
@@ -230,8 +233,11 @@ impl Session {
     fn plan_with(&self, reader: &StoreReader, query: &Query, model: &CostModel) -> Result<QueryPlan> {
         let outputs = returned(query);
         let mut plan =
-            reader.plan_query(&query.predicate, &query.region, &outputs, query.level, model, query.method)?;
-        if query.method.is_none() {
+            reader.plan_query(&query.predicate, &query.region, query.mask.as_deref(), &outputs, query.level, model)?;
+        if let Some(m) = query.method {
+            plan.slabs.iter_mut().for_each(|s| s.choice = m);
+            plan.forced = Some(m);
+        } else {
             // The query-level choice explores close calls; when it departs from the cheaper
             // total, every slab runs it (a mixed plan would learn nothing of the other).
             let (index_s, scan_s) = (plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan));
@@ -258,14 +264,21 @@ impl Session {
                 // One method for the whole selection.
                 let method = plan.slabs.first().map_or(query.method.unwrap_or(Method::Index), |s| s.choice);
                 let count_only = query.output == Output::Count;
-                let (sel, count, stats) = reader.select_with(&query.predicate, &query.region, count_only, method)?;
+                let (sel, count, stats) =
+                    reader.select_with(&query.predicate, &query.region, query.mask.as_deref(), count_only, method)?;
                 (count, sel, vec![], stats)
             }
             Output::Points => {
                 let outputs = returned(query);
                 let method_for = |slab: usize| plan.method_for(slab);
-                let (Points { flat, columns }, stats) =
-                    reader.points(&query.predicate, &query.region, &outputs, query.level, &method_for)?;
+                let (Points { flat, columns }, stats) = reader.points(
+                    &query.predicate,
+                    &query.region,
+                    query.mask.as_deref(),
+                    &outputs,
+                    query.level,
+                    &method_for,
+                )?;
                 let shape = reader.manifest().shape(reader.manifest().variable(driver(query)?)?.1);
                 (flat.len() as u64, Selection { shape, flat }, columns, stats)
             }
@@ -327,7 +340,7 @@ impl Session {
         let each: Vec<(f64, f64)> = pieces
             .par_iter()
             .map(|sel| {
-                let plan = reader.plan_query(predicate, sel, outputs, None, &model, None)?;
+                let plan = reader.plan_query(predicate, sel, None, outputs, None, &model)?;
                 Ok((plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan)))
             })
             .collect::<Result<_>>()?;

@@ -128,6 +128,7 @@ fn query(text: &str, sel: Vec<DimSelection>, output: Output, method: Option<Meth
         variables: vec!["temp".into()],
         level: None,
         method,
+        mask: None,
         raw: false,
     }
 }

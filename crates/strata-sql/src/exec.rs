@@ -234,11 +234,11 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
             (None, raws, elements as usize)
         }
         Some(pred) if req.columns.is_empty() => {
-            let (_, count, _) = observed(req, pred, piece, |m| reader.select_with(pred, sel, true, m))?;
+            let (_, count, _) = observed(req, pred, piece, |m| reader.select_with(pred, sel, None, true, m))?;
             (Some(vec![]), vec![], count as usize)
         }
         Some(pred) => {
-            let (points, _) = observed(req, pred, piece, |m| reader.points(pred, sel, &vars, None, &|_| m))?;
+            let (points, _) = observed(req, pred, piece, |m| reader.points(pred, sel, None, &vars, None, &|_| m))?;
             let n = points.flat.len();
             (Some(points.flat), points.columns, n)
         }
