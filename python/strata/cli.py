@@ -311,8 +311,6 @@ def _frame(dims: tuple[str, ...], result, output: str):
 
 
 def _value_query(args, ds, var, positions, by_aux) -> int:
-    import pandas as pd
-
     output = args.output or "dense"
     names = [n.strip() for n in args.variables.split(",")] if args.variables else [var.name]
     # A single index keeps its dimension here: value queries return whole-dimension results.
@@ -348,6 +346,8 @@ def _value_query(args, ds, var, positions, by_aux) -> int:
         return 0
     if output in ("points", "positions"):
         # (Written to a file, these streamed above.)
+        import pandas as pd  # only to print a table (a count needs none)
+
         result = _frame(dims, result, output)
         print(f"{len(result)} points")
         with pd.option_context("display.max_rows", args.max_print):
