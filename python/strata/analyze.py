@@ -53,12 +53,12 @@ def _variables(path: str):
             if var.dtype_name != "string":
                 yield name, var.dtype_name, var.shape, var.__getitem__
         return
-    from .importer import _open_source, _strata_dtype
+    from ._sources import open_source, source_dtype
 
-    nc = _open_source(path)
+    nc = open_source(path)
     try:
         for name, var in nc.variables.items():
-            dtype = _strata_dtype(var)
+            dtype = source_dtype(var)
             if dtype != "string":
                 yield name, dtype, var.shape, var.__getitem__
     finally:
@@ -77,7 +77,7 @@ def analyze_variable(
     min_seconds: float = 0.02,
 ) -> VariableAnalysis:
     """Scores candidate chains on a sample of one variable (``read`` indexes it)."""
-    from .importer import le_bytes
+    from ._slabs import le_bytes
 
     rng = rng if rng is not None else np.random.default_rng(0)
     itemsize = 1 if dtype == "char" else int(dtype[1:]) // 8

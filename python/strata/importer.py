@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from . import _attrs, _core
-from ._attrs import NUMERIC_TYPES
-from .errors import CompatibilityError, InvalidArgumentError, NotFoundError
+from ._slabs import le_bytes, write_record_slabs, writer_options
+from ._sources import open_source, source_dtype
+from .errors import CompatibilityError, InvalidArgumentError
 
 
 @dataclass
@@ -36,41 +37,6 @@ class ImportReport:
     @property
     def mb_per_s(self) -> float:
         return self.raw_bytes / 1e6 / self.seconds if self.seconds > 0 else float("inf")
-
-
-def _open_source(path: str):
-    import netCDF4
-
-    if not os.path.exists(path):
-        raise NotFoundError(f"no such file: '{path}'")
-    try:
-        nc = netCDF4.Dataset(path, "r")
-    except OSError as err:
-        raise CompatibilityError(f"'{path}' is not a NetCDF or HDF5 file netCDF4 can read: {err}") from err
-    nc.set_auto_maskandscale(False)
-    nc.set_auto_chartostring(False)
-    if nc.groups:
-        names = ", ".join(nc.groups)
-        nc.close()
-        raise CompatibilityError(f"'{path}' has groups ({names}); strata imports flat datasets only for now")
-    return nc
-
-
-def _strata_dtype(var) -> str:
-    return strata_dtype(var.dtype, var.name)
-
-
-def strata_dtype(dtype, name: str) -> str:
-    """The stored type name for a NumPy dtype (``str`` means variable-length strings)."""
-    if dtype is str or np.dtype(dtype).kind in "OU":
-        return "string"
-    dt = np.dtype(dtype)
-    if dt.kind == "S" and dt.itemsize == 1:
-        return "char"
-    key = dt.str[1:]
-    if dt.kind in "iuf" and key in NUMERIC_TYPES:
-        return NUMERIC_TYPES[key]
-    raise CompatibilityError(f"variable '{name}' has type {dt}, which strata cannot store yet")
 
 
 def choose_record_dim(nc) -> str | None:
@@ -93,7 +59,7 @@ def choose_record_dim(nc) -> str | None:
 def _schema(nc, record_dim: str | None) -> dict:
     variables = []
     for name, var in nc.variables.items():
-        dtype = _strata_dtype(var)
+        dtype = source_dtype(var)
         entry: dict[str, Any] = {
             "name": name,
             "dtype": dtype,
@@ -113,37 +79,10 @@ def _schema(nc, record_dim: str | None) -> dict:
     }
 
 
-def le_bytes(arr: np.ndarray, dtype: str) -> np.ndarray:
-    """The array as flat little-endian bytes (what segments hold)."""
-    arr = np.asarray(arr)
-    if dtype == "char":
-        arr = arr.astype("S1")
-    else:
-        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-
-
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, disable=not enabled, leave=False)
-
-
-def write_record_slabs(writer, sources: dict[str, tuple[Any, str]], total: int, bar=None) -> int:
-    """Streams records ``[0, total)`` of every record variable into new slabs, one slab of
-    one variable in memory at a time. ``sources`` maps a name to (anything sliceable along
-    the record dimension: a NetCDF variable or an array, stored type). Returns ``total``."""
-    slab = writer.slab_records()
-    for r0 in range(0, total, slab):
-        n = min(slab, total - r0)
-        writer.begin_slab(n)
-        for name, (source, dtype) in sources.items():
-            data = le_bytes(source[r0 : r0 + n], dtype)
-            writer.put_records(name, data)
-            if bar is not None:
-                bar.update(data.nbytes)
-        writer.finish_slab()
-    return total
 
 
 def _write_records(writer, nc, names: list[str], dtypes: dict[str, str], bar) -> int:
@@ -152,23 +91,6 @@ def _write_records(writer, nc, names: list[str], dtypes: dict[str, str], bar) ->
         return 0
     sources = {name: (nc.variables[name], dtypes[name]) for name in names}
     return write_record_slabs(writer, sources, len(nc.variables[names[0]]), bar)
-
-
-def parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:
-    if spec is None:
-        return {}
-    if isinstance(spec, dict):
-        return {str(k): int(v) for k, v in spec.items()}
-    out = {}
-    for part in spec.split(","):
-        if not part.strip():
-            continue
-        name, _, value = part.partition("=")
-        try:
-            out[name.strip()] = int(value)
-        except ValueError:
-            raise InvalidArgumentError(f"bad chunk spec '{part}': expected DIM=LENGTH") from None
-    return out
 
 
 def import_file(
@@ -207,7 +129,7 @@ def import_file(
     if os.path.exists(os.path.join(store, "HEAD")):
         raise InvalidArgumentError(f"'{store}' already holds a strata store (use 'strata append')")
     t0 = time.perf_counter()
-    nc = _open_source(source)
+    nc = open_source(source)
     try:
         rec = record_dim if record_dim is not None else choose_record_dim(nc)
         if rec is not None and rec not in nc.dimensions:
@@ -262,7 +184,7 @@ def append_file(
     rec = manifest["record_dim"]
     if rec is None:
         raise InvalidArgumentError(f"'{store}' has no record dimension to append along")
-    nc = _open_source(source)
+    nc = open_source(source)
     try:
         if rec not in nc.dimensions:
             raise CompatibilityError(f"'{source}' has no dimension '{rec}' to append along")
@@ -276,9 +198,9 @@ def append_file(
                 raise CompatibilityError(
                     f"'{v['name']}' has dims {src.dimensions} in '{source}', {tuple(v['dims'])} in the store"
                 )
-            if _strata_dtype(src) != v["dtype"]:
+            if source_dtype(src) != v["dtype"]:
                 raise CompatibilityError(
-                    f"'{v['name']}' is {_strata_dtype(src)} in '{source}', {v['dtype']} in the store"
+                    f"'{v['name']}' is {source_dtype(src)} in '{source}', {v['dtype']} in the store"
                 )
             for d, n in zip(v["dims"][1:], src.shape[1:], strict=True):
                 if dims[d] != n:
@@ -303,38 +225,6 @@ DRIFT_THRESHOLD = 1.10
 _IMPORT_SAMPLES, _IMPORT_MIN_SECONDS = 4, 0.005
 # The ratio objective re-compares its best few chains on a larger sample.
 _REFINE_TOP = 3
-
-
-def writer_options(codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning) -> dict:
-    """The Rust writer's options (``WriterOptions``) from the Python-side arguments."""
-    return {
-        "codec": codec,
-        "chunks": parse_dims(chunks),
-        "subchunks": parse_dims(subchunks),
-        "slab_records": slab_records,
-        "layout": layout,
-        "byte_groups": _parse_byte_groups(byte_groups),
-        "bins": bins,
-        "binning": binning,
-    }
-
-
-def _parse_byte_groups(spec) -> dict[str, list[int]]:
-    """``{"f64": [2, 1, ...]}``, or CLI items ``"f64=2,1,1,1,1,1,1"``."""
-    if spec is None:
-        return {}
-    if isinstance(spec, dict):
-        return {k: [int(x) for x in v] for k, v in spec.items()}
-    out = {}
-    for item in spec:
-        dtype, _, widths = item.partition("=")
-        try:
-            out[dtype.strip()] = [int(x) for x in widths.split(",")]
-        except ValueError:
-            raise InvalidArgumentError(f"byte groups '{item}' are not TYPE=W,W,... (e.g. f64=2,2,2,2)") from None
-        if dtype.strip() not in ("f32", "f64"):
-            raise InvalidArgumentError(f"byte groups are for f32 or f64, not '{dtype}'")
-    return out
 
 
 def _var_bytes(var) -> int:

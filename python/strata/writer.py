@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from . import _attrs, _core
+from ._slabs import le_bytes, write_record_slabs, writer_options
+from ._sources import strata_dtype
 from .errors import InvalidArgumentError
-from .importer import le_bytes, strata_dtype, write_record_slabs, writer_options
 
 
 def write_arrays(

@@ -1,0 +1,86 @@
+"""Arrays into the Rust writer: byte order, slabs of records, and the writer's options.
+Shared by the importer and ``write_arrays``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+
+
+def le_bytes(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """The array as flat little-endian bytes (what segments hold)."""
+    arr = np.asarray(arr)
+    if dtype == "char":
+        arr = arr.astype("S1")
+    else:
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+
+
+def write_record_slabs(writer, sources: dict[str, tuple[Any, str]], total: int, bar=None) -> int:
+    """Streams records ``[0, total)`` of every record variable into new slabs, one slab of
+    one variable in memory at a time. ``sources`` maps a name to (anything sliceable along
+    the record dimension: a NetCDF variable or an array, stored type). Returns ``total``."""
+    slab = writer.slab_records()
+    for r0 in range(0, total, slab):
+        n = min(slab, total - r0)
+        writer.begin_slab(n)
+        for name, (source, dtype) in sources.items():
+            data = le_bytes(source[r0 : r0 + n], dtype)
+            writer.put_records(name, data)
+            if bar is not None:
+                bar.update(data.nbytes)
+        writer.finish_slab()
+    return total
+
+
+def parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:
+    if spec is None:
+        return {}
+    if isinstance(spec, dict):
+        return {str(k): int(v) for k, v in spec.items()}
+    out = {}
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        name, _, value = part.partition("=")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise InvalidArgumentError(f"bad chunk spec '{part}': expected DIM=LENGTH") from None
+    return out
+
+
+def writer_options(codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning) -> dict:
+    """The Rust writer's options (``WriterOptions``) from the Python-side arguments."""
+    return {
+        "codec": codec,
+        "chunks": parse_dims(chunks),
+        "subchunks": parse_dims(subchunks),
+        "slab_records": slab_records,
+        "layout": layout,
+        "byte_groups": _parse_byte_groups(byte_groups),
+        "bins": bins,
+        "binning": binning,
+    }
+
+
+def _parse_byte_groups(spec) -> dict[str, list[int]]:
+    """``{"f64": [2, 1, ...]}``, or CLI items ``"f64=2,1,1,1,1,1,1"``."""
+    if spec is None:
+        return {}
+    if isinstance(spec, dict):
+        return {k: [int(x) for x in v] for k, v in spec.items()}
+    out = {}
+    for item in spec:
+        dtype, _, widths = item.partition("=")
+        try:
+            out[dtype.strip()] = [int(x) for x in widths.split(",")]
+        except ValueError:
+            raise InvalidArgumentError(f"byte groups '{item}' are not TYPE=W,W,... (e.g. f64=2,2,2,2)") from None
+        if dtype.strip() not in ("f32", "f64"):
+            raise InvalidArgumentError(f"byte groups are for f32 or f64, not '{dtype}'")
+    return out
