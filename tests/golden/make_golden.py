@@ -60,6 +60,61 @@ def write_source(path):
         nc.createVariable("label", "S1", ("nchar",))[:] = v["label"]
 
 
+# One store per layout level, binning rule and codec the format defines: every variable
+# written with the store's options. Lossy codecs' decoded values are kept beside the stores
+# (expected/<store>.<var>.le, little-endian) so that a decoder change that moves a value
+# is caught, not only one that breaks the error bound.
+FEATURES = {
+    "layout-M-S.strata": {"layout": "M-S"},
+    "layout-V-M-S-equal-frequency.strata": {"layout": "V-M-S", "bins": 4, "binning": "equal-frequency"},
+    "layout-S-V-equal-width.strata": {"layout": "S-V", "bins": 5, "binning": "equal-width"},
+    "layout-V-S-given-bins.strata": {"layout": "V-S", "binning": "0,5,10"},
+    "codec-pco.strata": {"codec": "pco:8"},
+    "codec-fpc.strata": {"codec": "fpc"},
+    "codec-bytecols.strata": {"codec": "bytecols:3"},
+    "codec-delta-xor.strata": {"codec": "delta:0+xor:-1+shuffle+zstd:3"},
+    "codec-lz4.strata": {"codec": "shuffle+lz4"},
+    "codec-sz.strata": {"codec": "sz:abs=0.01"},
+    "codec-zfp.strata": {"codec": "zfp:abs=0.01"},
+    "codec-bitround.strata": {"codec": "bitround:12+zstd:3"},
+}
+LOSSY = ("codec-sz.strata", "codec-zfp.strata", "codec-bitround.strata")
+
+
+def feature_values():
+    """The fields of the feature stores: temp (f4, with NaNs) and height (f8)."""
+    temp = golden_values()["temp"]
+    return {"temp": temp, "height": (temp.astype("f8") * 2.0 + 1000.0)}
+
+
+def write_features(tmp: pathlib.Path):
+    v = feature_values()
+    (HERE / "expected").mkdir(exist_ok=True)
+    for name, options in FEATURES.items():
+        out = HERE / name
+        if out.exists():
+            print(f"keeping existing {out}")
+            continue
+        staging = tmp / name
+        strata.write_arrays(
+            staging,
+            {n: (("time", "lat", "lon"), a) for n, a in v.items()},
+            record_dim="time",
+            attrs={"title": f"strata golden store, format v1: {name[:-7]}"},
+            subchunks="time=2,lat=5,lon=6",
+            slab_records=4,
+            **options,
+        )
+        if name in LOSSY:
+            ds = strata.open(staging)
+            for var in v:
+                np.ascontiguousarray(ds[var][...]).astype(ds[var][...].dtype.newbyteorder("<")).tofile(
+                    HERE / "expected" / f"{name[:-7]}.{var}.le"
+                )
+        shutil.copytree(staging, out)
+        print(f"wrote {out}")
+
+
 def main():
     HERE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,6 +137,7 @@ def main():
                 strata.append_file(more, staging)
             shutil.copytree(staging, out)
             print(f"wrote {out}")
+        write_features(pathlib.Path(tmp))
 
 
 if __name__ == "__main__":

@@ -12,13 +12,43 @@ from conftest import assert_bit_equal
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden"
 sys.path.insert(0, str(GOLDEN))
-from make_golden import golden_values  # noqa: E402
+from make_golden import FEATURES, LOSSY, feature_values, golden_values  # noqa: E402
 
-STORES = sorted((GOLDEN / "v1").glob("*.strata"))
+STORES = [GOLDEN / "v1" / n for n in ("default.strata", "small-chunks.strata", "raw-codec.strata")]
 
 
 def test_golden_stores_exist():
-    assert {p.name for p in STORES} == {"default.strata", "small-chunks.strata", "raw-codec.strata"}
+    found = {p.name for p in (GOLDEN / "v1").glob("*.strata")}
+    assert found == {p.name for p in STORES} | set(FEATURES)
+
+
+@pytest.mark.parametrize("name", sorted(FEATURES))
+def test_golden_v1_feature_stores_read_back(name):
+    """A store per layout level, binning rule and codec: exact for lossless codecs, the
+    committed decoded values (and the error bound) for lossy ones, value queries equal to
+    NumPy on binned layouts."""
+    ds = strata.open(GOLDEN / "v1" / name, version=1)
+    want = feature_values()
+    for var, values in want.items():
+        got = ds[var][...]
+        if name in LOSSY:
+            expected = GOLDEN / "v1" / "expected" / f"{name[:-7]}.{var}.le"
+            assert_bit_equal(got, np.fromfile(expected, dtype=values.dtype.newbyteorder("<")).reshape(values.shape))
+            ok = ~np.isnan(values)
+            assert np.array_equal(np.isnan(got), ~ok)
+            error = np.abs(got[ok].astype("f8") - values[ok])
+            # bitround keeps 12 mantissa bits: relative error at most 2**-12 per element.
+            bound = 2.0**-12 * np.abs(values[ok]) if "bitround" in name else 0.01
+            assert (error <= bound).all()
+        else:
+            assert_bit_equal(got, values, f"{name}:{var}")
+    layout = ds.manifest["layout"]["order"]
+    assert layout == FEATURES[name].get("layout", "S").split("-")
+    if "V" in layout:
+        t = want["temp"]
+        for where, ref in {"temp > 5": t > 5, "temp <= 0 or temp > 12": (t <= 0) | (t > 12)}.items():
+            for method in ("index", "scan"):
+                assert ds.query(where, output="count", method=method) == ref.sum(), (where, method)
 
 
 @pytest.mark.parametrize("store", STORES, ids=lambda p: p.name)
