@@ -99,6 +99,7 @@ bench: build-release
 	$(BIN)/python bench/bench_precision.py
 	$(BIN)/python bench/bench_values.py
 	$(BIN)/python bench/bench_sql.py
+	$(BIN)/python bench/bench_area.py
 
 clean:
 	rm -rf demo-out bench/work .pytest_cache

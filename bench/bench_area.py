@@ -56,16 +56,18 @@ def reference(src, sel, threshold):
 
 
 def list_then_filter(ds, where, sel):
-    """Positions in the area's bounding box, then the mask in NumPy."""
-    from strata._area import area
-    from strata.query import _region
+    """The path before the mask reached the engine: the area's mask computed for the query,
+    the positions satisfying the constraint in its bounding box listed, then filtered by the
+    mask in NumPy."""
+    from strata._area import _area
 
     driver = ds["siconc"]
-    starts, stops, steps, selected = _region(ds, driver.dims, driver.shape, None, sel)
+    selected = _area(ds, driver.dims, driver.shape, sel)
+    starts, stops, steps = [0] * len(driver.shape), list(driver.shape), [1] * len(driver.shape)
+    selected.narrow(starts, stops, steps)
     isel = {d: slice(a, b, s) for d, a, b, s in zip(driver.dims, starts, stops, steps, strict=True)}
     pos = ds.query(where, isel=isel, output="positions")
-    selected = selected or area(ds, driver.dims, driver.shape, sel)
-    return int(selected.mask[tuple(pos[a] for a in selected.axes)].sum()) if selected is not None else len(pos[0])
+    return int(selected.mask[tuple(pos[a] for a in selected.axes)].sum())
 
 
 def main() -> int:

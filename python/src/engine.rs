@@ -75,14 +75,27 @@ fn parse_method(text: &str) -> PyResult<Option<Method>> {
     session::parse_method(text).map_err(to_py)
 }
 
-/// An area (see `strata_core::mask`): the axes it spans and a boolean array over them.
-type AreaArg<'py> = Option<(Vec<usize>, PyReadonlyArrayDyn<'py, bool>)>;
+/// An area's mask (`strata_core::mask::Mask`): which elements of some axes of the queried
+/// variables are selected. Built once per area and reused by every query through it.
+#[pyclass(frozen, module = "strata._core")]
+#[derive(Debug)]
+pub struct AreaMask {
+    inner: Arc<Mask>,
+}
 
-fn mask(area: AreaArg<'_>) -> PyResult<Option<Arc<Mask>>> {
-    let Some((axes, bits)) = area else { return Ok(None) };
-    let shape = bits.shape().iter().map(|&n| n as u64).collect();
-    let bits = bits.as_array().iter().copied().collect();
-    Ok(Some(Arc::new(Mask::new(axes, shape, bits).map_err(to_py)?)))
+#[pymethods]
+impl AreaMask {
+    /// `axes`: ascending axes of the queried variables; `bits`: a boolean array over their
+    /// whole extents.
+    #[new]
+    fn new(axes: Vec<usize>, bits: PyReadonlyArrayDyn<'_, bool>) -> PyResult<Self> {
+        let shape = bits.shape().iter().map(|&n| n as u64).collect();
+        let bits = match bits.as_slice() {
+            Ok(contiguous) => contiguous.to_vec(),
+            Err(_) => bits.as_array().iter().copied().collect(),
+        };
+        Ok(Self { inner: Arc::new(Mask::new(axes, shape, bits).map_err(to_py)?) })
+    }
 }
 
 #[allow(clippy::too_many_arguments)] // one Python call, flat arguments
@@ -91,7 +104,7 @@ fn query(
     starts: Vec<u64>,
     stops: Vec<u64>,
     steps: Vec<u64>,
-    area: AreaArg<'_>,
+    area: Option<&AreaMask>,
     output: &str,
     variables: Vec<String>,
     level: Option<usize>,
@@ -99,7 +112,7 @@ fn query(
     raw: bool,
 ) -> PyResult<Query> {
     Ok(Query {
-        mask: mask(area)?,
+        mask: area.map(|a| a.inner.clone()),
         predicate: constraint.inner.clone(),
         region: selection(&starts, &stops, &steps)?,
         output: Output::parse(output).map_err(to_py)?,
@@ -167,7 +180,7 @@ impl Session {
         starts: Vec<u64>,
         stops: Vec<u64>,
         steps: Vec<u64>,
-        area: AreaArg<'_>,
+        area: Option<&AreaMask>,
         output: &str,
         variables: Vec<String>,
         level: Option<usize>,
@@ -179,8 +192,8 @@ impl Session {
         Ok(Plan { inner })
     }
 
-    /// Plans, runs and observes a query (`area`: (axes, boolean array over them), the
-    /// elements of those axes selected). Returns (selected, columns, answer): `selected`
+    /// Plans, runs and observes a query (`area`: an `AreaMask`, when the region is an area
+    /// of auxiliary coordinates). Returns (selected, columns, answer): `selected`
     /// is a uint64 array of flat indices, or with `coordinates` a list of int64 arrays,
     /// one per dimension (np.nonzero's form); `columns` one flat uint8 array per returned
     /// variable; `answer` what the query did.
@@ -194,7 +207,7 @@ impl Session {
         starts: Vec<u64>,
         stops: Vec<u64>,
         steps: Vec<u64>,
-        area: AreaArg<'py>,
+        area: Option<&AreaMask>,
         output: &str,
         variables: Vec<String>,
         level: Option<usize>,

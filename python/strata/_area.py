@@ -10,7 +10,7 @@ from the bin bitmaps ANDed with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +29,7 @@ class Area:
     """The queried variables' axes the mask spans, in order."""
     mask: np.ndarray
     """Over the whole extent of those axes."""
+    _engine: Any = field(default=None, repr=False, compare=False)
 
     def narrow(self, starts: list[int], stops: list[int], steps: list[int]) -> None:
         """Shrinks a region (in place) to the mask's bounding box along its axes."""
@@ -44,6 +45,14 @@ class Area:
                 step = steps[axis]
                 starts[axis] += -(-(lo - starts[axis]) // step) * step
             stops[axis] = max(starts[axis], min(stops[axis], hi))
+
+    def engine_mask(self):
+        """The mask as the engine takes it (``_core.AreaMask``), built on first use."""
+        if self._engine is None:
+            from . import _core
+
+            self._engine = _core.AreaMask(list(self.axes), np.ascontiguousarray(self.mask, dtype=bool))
+        return self._engine
 
     def covers(self, starts: list[int], stops: list[int], steps: list[int]) -> bool:
         """Whether every element of the region along the mask's axes is selected (nothing to

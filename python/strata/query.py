@@ -116,9 +116,9 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
     return starts, stops, steps, selected
 
 
-def _area_arg(selected) -> tuple[list[int], np.ndarray] | None:
-    """An :class:`~strata._area.Area` as the engine takes it: (axes, boolean mask)."""
-    return None if selected is None else (list(selected.axes), np.ascontiguousarray(selected.mask, dtype=bool))
+def _area_arg(selected) -> _core.AreaMask | None:
+    """An :class:`~strata._area.Area` as the engine takes it (built once per area)."""
+    return None if selected is None else selected.engine_mask()
 
 
 def _constraint(ds: Dataset, where: str | dict, method: str) -> tuple[_core.Constraint, list[str]]:

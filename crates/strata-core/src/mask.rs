@@ -68,10 +68,21 @@ impl Mask {
     /// selection picks (`blocks`, the sub-chunk starting at global `start`) that are in the
     /// mask. None when every element of the sub-chunk is picked and in; empty when none is.
     pub(crate) fn restrict(&self, start: &[u64], blocks: &[AxisBlock]) -> Option<RoaringBitmap> {
+        // Runs are merged as they come (in ascending order) and inserted once each:
+        // inserting element by element costs a container lookup per element.
         let mut picked = RoaringBitmap::new();
-        let n = self.walk(start, blocks, |lo, hi| {
-            picked.insert_range(lo..hi);
+        let mut current: Option<(u32, u32)> = None;
+        let n = self.walk(start, blocks, |lo, hi| match &mut current {
+            Some((_, end)) if *end == lo => *end = hi,
+            _ => {
+                if let Some((a, b)) = current.replace((lo, hi)) {
+                    picked.insert_range(a..b);
+                }
+            }
         });
+        if let Some((a, b)) = current {
+            picked.insert_range(a..b);
+        }
         if n == blocks.iter().map(|b| b.len).product::<u64>() {
             return None;
         }

@@ -601,32 +601,56 @@ impl Verdicts<'_> {
         union_all(self.full.iter().map(|e| &e.positions).chain(&kept))
     }
 
-    /// The passing local positions of a box of `n` elements, not in order (the caller
-    /// sorts the query's flat indices once).
-    fn unordered_positions(self, n: u64) -> Vec<u32> {
+    /// The passing local positions of a box of `n` elements inside `region` (all when
+    /// None), not in order (the caller sorts the query's flat indices once).
+    fn unordered_positions(self, n: u64, region: Option<&RoaringBitmap>) -> Vec<u32> {
         if self.all {
-            return (0..n as u32).collect();
+            return match region {
+                Some(r) => r.iter().collect(),
+                None => (0..n as u32).collect(),
+            };
         }
         let mut out = Vec::with_capacity(self.full.iter().map(|e| e.len as usize).sum());
         for e in &self.full {
-            let mut it = e.positions.iter();
-            while let Some(r) = it.next_range() {
-                out.extend(r);
+            match region {
+                Some(r) => out.extend(&(&e.positions & r)),
+                None => {
+                    let mut it = e.positions.iter();
+                    while let Some(range) = it.next_range() {
+                        out.extend(range);
+                    }
+                }
             }
         }
         for (p, keep) in &self.tested {
-            out.extend(kept_positions(*p, keep));
+            let kept = kept_positions(*p, keep);
+            match region {
+                Some(r) => out.extend(kept.into_iter().filter(|&x| r.contains(x))),
+                None => out.extend(kept),
+            }
         }
         out
     }
 
-    /// How many elements of a box of `n` pass.
-    fn count(self, n: u64) -> u64 {
+    /// How many elements of a box of `n` pass, inside `region` (all when None).
+    fn count(self, n: u64, region: Option<&RoaringBitmap>) -> u64 {
+        let Some(r) = region else {
+            if self.all {
+                return n;
+            }
+            let full: u64 = self.full.iter().map(|e| e.len).sum();
+            return full + self.tested.iter().map(|(_, keep)| keep.iter().filter(|&&k| k).count() as u64).sum::<u64>();
+        };
         if self.all {
-            return n;
+            return r.len();
         }
-        let full: u64 = self.full.iter().map(|e| e.len).sum();
-        full + self.tested.iter().map(|(_, keep)| keep.iter().filter(|&&k| k).count() as u64).sum::<u64>()
+        let full: u64 = self.full.iter().map(|e| e.positions.intersection_len(r)).sum();
+        let tested: u64 = self
+            .tested
+            .iter()
+            .map(|(p, keep)| kept_positions(*p, keep).into_iter().filter(|&x| r.contains(x)).count() as u64)
+            .sum();
+        full + tested
     }
 }
 
@@ -767,15 +791,18 @@ impl StoreReader {
             .par_iter()
             .map(|b| {
                 counters.subchunks.fetch_add(1, Ordering::Relaxed);
-                if let (Method::Index, None, Predicate::Cmp { var, op, value }) = (method, &b.region, pred) {
-                    // One comparison over whole boxes: counted, or positions listed, without
-                    // building bitmaps.
+                if let (Method::Index, Predicate::Cmp { var, op, value }) = (method, pred) {
+                    // One comparison: counted, or positions listed, without building bitmaps
+                    // (a box's region, from strides or an area's mask, is looked up).
                     let n = b.len.iter().product::<u64>();
+                    let region = b.region.as_ref();
                     if count_only {
-                        return Ok((self.count_cmp(var, *op, *value, b, &counters)?, vec![]));
+                        let count =
+                            self.with_verdicts(var, *op, *value, b, region, &counters, |v| v.count(n, region))?;
+                        return Ok((count, vec![]));
                     }
-                    let local =
-                        self.with_verdicts(var, *op, *value, b, None, &counters, |v| v.unordered_positions(n))?;
+                    let local = self
+                        .with_verdicts(var, *op, *value, b, region, &counters, |v| v.unordered_positions(n, region))?;
                     return Ok((local.len() as u64, flat_of(b, &shape, local.into_iter())));
                 }
                 let hits = match method {
@@ -1017,14 +1044,6 @@ impl StoreReader {
     ) -> Result<RoaringBitmap> {
         let n = b.len.iter().product::<u64>();
         self.with_verdicts(name, op, value, b, mask, counters, |v| v.positions(n))
-    }
-
-    /// How many elements of box `b` satisfy one comparison: like [`eval_cmp`](Self::eval_cmp)
-    /// without building positions (full bins count by their length, tested ones by their
-    /// passing elements).
-    fn count_cmp(&self, name: &str, op: CmpOp, value: f64, b: &QueryBox, counters: &Counters) -> Result<u64> {
-        let n = b.len.iter().product::<u64>();
-        self.with_verdicts(name, op, value, b, None, counters, |v| v.count(n))
     }
 
     /// Classifies the segments of `name` in box `b` for `x op value` (from the index
