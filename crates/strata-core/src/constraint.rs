@@ -261,7 +261,7 @@ impl Parser<'_> {
                 let right = self.take()?;
                 match (left, right) {
                     (Token::Name(var), Token::Num(value)) => Ok(Predicate::Cmp { var, op, value }),
-                    (Token::Num(value), Token::Name(var)) => Ok(Predicate::Cmp { var, op: flip(op), value }),
+                    (Token::Num(value), Token::Name(var)) => Ok(Predicate::Cmp { var, op: op.flipped(), value }),
                     (l, r) => Err(self.error(format!(
                         "a comparison needs a variable on one side and a number on the other ({} {} {})",
                         l.describe(),
@@ -334,7 +334,7 @@ pub fn on_stored_values(pred: &Predicate, manifest: &Manifest) -> Result<Predica
         Predicate::Cmp { var, op, value } => match packing(manifest, var)? {
             None => pred.clone(),
             Some((scale, offset)) => {
-                let op = if scale < 0.0 { flip(*op) } else { *op };
+                let op = if scale < 0.0 { op.flipped() } else { *op };
                 Predicate::Cmp { var: var.clone(), op, value: (value - offset) / scale }
             }
         },
@@ -345,17 +345,6 @@ pub fn on_stored_values(pred: &Predicate, manifest: &Manifest) -> Result<Predica
             Predicate::Or { args: args.iter().map(|a| on_stored_values(a, manifest)).collect::<Result<_>>()? }
         }
     })
-}
-
-/// `v op x` as `x op' v`.
-fn flip(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::Le => CmpOp::Ge,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::Ge => CmpOp::Le,
-        CmpOp::Eq | CmpOp::Ne => op,
-    }
 }
 
 /// The complement of a comparison among valid values.

@@ -52,6 +52,17 @@ pub(crate) enum Coverage {
 }
 
 impl CmpOp {
+    /// The comparison with its sides swapped: `v op x` is `x op.flipped() v`.
+    pub fn flipped(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            CmpOp::Eq | CmpOp::Ne => self,
+        }
+    }
+
     /// `x op v` for any ordered type (floats, and the microseconds of time coordinates).
     pub fn test<T: PartialOrd>(self, x: T, v: T) -> bool {
         match self {

@@ -89,16 +89,6 @@ fn cmp_op(op: Operator) -> Option<CmpOp> {
     })
 }
 
-fn flip(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::Le => CmpOp::Ge,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::Ge => CmpOp::Le,
-        other => other,
-    }
-}
-
 /// `column op literal` in either order, as (column, op, literal).
 fn comparison<'a>(t: &'a TableInner, e: &Expr) -> Option<Vec<(&'a Column, CmpOp, Operand)>> {
     match e {
@@ -108,7 +98,7 @@ fn comparison<'a>(t: &'a TableInner, e: &Expr) -> Option<Vec<(&'a Column, CmpOp,
                 return Some(vec![(c, op, v)]);
             }
             if let (Some(v), Some(c)) = (literal(left), column(t, right)) {
-                return Some(vec![(c, flip(op), v)]);
+                return Some(vec![(c, op.flipped(), v)]);
             }
             None
         }
