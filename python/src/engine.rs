@@ -98,29 +98,46 @@ impl AreaMask {
     }
 }
 
-#[allow(clippy::too_many_arguments)] // one Python call, flat arguments
-fn query(
-    constraint: &Constraint,
-    starts: Vec<u64>,
-    stops: Vec<u64>,
-    steps: Vec<u64>,
-    area: Option<&AreaMask>,
-    output: &str,
-    variables: Vec<String>,
-    level: Option<usize>,
-    method: &str,
-    raw: bool,
-) -> PyResult<Query> {
-    Ok(Query {
-        mask: area.map(|a| a.inner.clone()),
-        predicate: constraint.inner.clone(),
-        region: selection(&starts, &stops, &steps)?,
-        output: Output::parse(output).map_err(to_py)?,
-        variables,
-        level,
-        method: parse_method(method)?,
-        raw,
-    })
+/// A value query (`strata_core::Query`): built once from Python's arguments, then planned
+/// or run by a session.
+#[pyclass(frozen, name = "Query", module = "strata._core")]
+#[derive(Debug)]
+pub struct QuerySpec {
+    inner: Query,
+}
+
+#[pymethods]
+impl QuerySpec {
+    /// `area`: an `AreaMask` when the region is an area of auxiliary coordinates; `output`:
+    /// count, positions or points; `variables`: returned with points, at precision `level`;
+    /// `method`: auto, index or scan; `raw`: compare packed variables' stored values.
+    #[new]
+    #[pyo3(signature = (constraint, starts, stops, steps, area=None, output="points", variables=vec![], level=None, method="auto", raw=false))]
+    #[allow(clippy::too_many_arguments)] // one Python call, flat arguments
+    fn new(
+        constraint: &Constraint,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        area: Option<&AreaMask>,
+        output: &str,
+        variables: Vec<String>,
+        level: Option<usize>,
+        method: &str,
+        raw: bool,
+    ) -> PyResult<Self> {
+        let inner = Query {
+            predicate: constraint.inner.clone(),
+            region: selection(&starts, &stops, &steps)?,
+            mask: area.map(|a| a.inner.clone()),
+            output: Output::parse(output).map_err(to_py)?,
+            variables,
+            level,
+            method: parse_method(method)?,
+            raw,
+        };
+        Ok(Self { inner })
+    }
 }
 
 #[pymethods]
@@ -169,54 +186,26 @@ impl Session {
         Ok(())
     }
 
-    /// The plan of a query (see `query`), without running it.
-    #[pyo3(signature = (reader, constraint, starts, stops, steps, area=None, output="points", variables=vec![], level=None, method="auto", raw=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn plan(
-        &self,
-        py: Python<'_>,
-        reader: &Reader,
-        constraint: &Constraint,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        area: Option<&AreaMask>,
-        output: &str,
-        variables: Vec<String>,
-        level: Option<usize>,
-        method: &str,
-        raw: bool,
-    ) -> PyResult<Plan> {
-        let q = query(constraint, starts, stops, steps, area, output, variables, level, method, raw)?;
-        let inner = py.detach(|| self.inner.plan(&reader.inner, &q)).map_err(to_py)?;
+    /// The plan of a query, without running it.
+    fn plan(&self, py: Python<'_>, reader: &Reader, query: &QuerySpec) -> PyResult<Plan> {
+        let inner = py.detach(|| self.inner.plan(&reader.inner, &query.inner)).map_err(to_py)?;
         Ok(Plan { inner })
     }
 
-    /// Plans, runs and observes a query (`area`: an `AreaMask`, when the region is an area
-    /// of auxiliary coordinates). Returns (selected, columns, answer): `selected`
+    /// Plans, runs and observes a query. Returns (selected, columns, answer): `selected`
     /// is a uint64 array of flat indices, or with `coordinates` a list of int64 arrays,
     /// one per dimension (np.nonzero's form); `columns` one flat uint8 array per returned
     /// variable; `answer` what the query did.
-    #[pyo3(signature = (reader, constraint, starts, stops, steps, area=None, output="points", variables=vec![], level=None, method="auto", raw=false, coordinates=false))]
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    #[pyo3(signature = (reader, query, coordinates=false))]
+    #[allow(clippy::type_complexity)]
     fn query<'py>(
         &self,
         py: Python<'py>,
         reader: &Reader,
-        constraint: &Constraint,
-        starts: Vec<u64>,
-        stops: Vec<u64>,
-        steps: Vec<u64>,
-        area: Option<&AreaMask>,
-        output: &str,
-        variables: Vec<String>,
-        level: Option<usize>,
-        method: &str,
-        raw: bool,
+        query: &QuerySpec,
         coordinates: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Vec<Bound<'py, PyArray1<u8>>>, Answer)> {
-        let q = query(constraint, starts, stops, steps, area, output, variables, level, method, raw)?;
-        let mut answer = py.detach(|| self.inner.run(&reader.inner, &q)).map_err(to_py)?;
+        let mut answer = py.detach(|| self.inner.run(&reader.inner, &query.inner)).map_err(to_py)?;
         let selection = std::mem::take(&mut answer.selection);
         let first = if coordinates {
             let coords = py.detach(|| selection.coordinates());

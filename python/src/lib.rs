@@ -468,6 +468,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::save_cost_model, m)?)?;
     m.add_class::<engine::Constraint>()?;
     m.add_class::<engine::AreaMask>()?;
+    m.add_class::<engine::QuerySpec>()?;
     m.add_class::<engine::Session>()?;
     m.add_class::<engine::Answer>()?;
     m.add_class::<engine::Plan>()?;

@@ -460,6 +460,7 @@ def _write_batches(reader, path: str) -> int:
 
 
 def cmd_explain(args) -> int:
+    from . import _core
     from .dataset import open as open_store
     from .query import _area_arg, _constraint, _region, session
 
@@ -477,9 +478,8 @@ def cmd_explain(args) -> int:
     engine = session()
     kind = "points" if outputs else args.output
     area = _area_arg(selected)
-    p = engine.plan(
-        ds._reader, constraint, starts, stops, steps, area=area, output=kind, variables=outputs, method=args.plan
-    )
+    query = _core.Query(constraint, starts, stops, steps, area=area, output=kind, variables=outputs, method=args.plan)
+    p = engine.plan(ds._reader, query)
     print(f"query: {constraint}  region: {list(zip(starts, stops, steps, strict=True))}  output: {args.output}")
     print(f"cost model: {engine.source}")
     print(p)

@@ -131,12 +131,11 @@ def calibrate(*, quick: bool = False, repeats: int = 3, progress: bool = True) -
             for method in ("index", "scan"):
                 # A session of its own: what these forced runs teach is not for later queries.
                 session = _core.Session(json.dumps(_DEFAULT_MODEL))
-                p = session.plan(ds._reader, constraint, *full, output=output, variables=outs, method=method)
+                query = _core.Query(constraint, *full, output=output, variables=outs, method=method)
+                p = session.plan(ds._reader, query)
                 best = np.inf
                 for _ in range(repeats):
-                    *_, answer = session.query(
-                        ds._reader, constraint, *full, output=output, variables=outs, method=method
-                    )
+                    *_, answer = session.query(ds._reader, query)
                     best = min(best, answer.seconds)
                 rows.append((np.array(p.work(method)), best * 1e9))
                 timed[method] = best

@@ -176,8 +176,7 @@ def run_query(
     kind = "points" if output in ("points", "dense") else output
     # An area (curvilinear or mesh coordinates) is the engine's mask: sub-chunks outside it
     # are not read, and a count through it comes from the index where bins allow.
-    found, columns, answer = session().query(
-        ds._reader,
+    query = _core.Query(
         constraint,
         starts,
         stops,
@@ -188,8 +187,8 @@ def run_query(
         level=level,
         method=method,
         raw=raw,
-        coordinates=kind == "positions",
     )
+    found, columns, answer = session().query(ds._reader, query, coordinates=kind == "positions")
     flat = found
     count = answer.count
     stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), answer.stats, strict=True))
