@@ -821,6 +821,11 @@ def main(argv: list[str] | None = None) -> int:
     except (IndexError, KeyError) as err:
         print(f"strata {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        # A file the command reads or writes (-o into a missing directory, a full disk).
+        where = f" '{err.filename}'" if err.filename else ""
+        print(f"strata {args.command}: error:{where} {err.strerror or err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

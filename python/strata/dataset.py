@@ -45,6 +45,8 @@ class Dataset:
     """One version of a store: dimensions, coordinates, variables and attributes."""
 
     def __init__(self, path: str, version: int | None = None, *, cache_bytes: int | None = None):
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+            raise InvalidArgumentError(f"a store version is a positive integer, not {version!r} (see `strata log`)")
         self.path = path
         self._reader = _core.Reader.open(path, version, cache_bytes)
         self._manifest = json.loads(self._reader.manifest_json())

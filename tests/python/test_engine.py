@@ -167,3 +167,34 @@ def test_an_area_is_the_engines_mask_and_sub_chunks_outside_it_are_not_read(tmp_
     _, in_box = ds.query("v > 0.5", isel=box, output="count", method="scan", with_stats=True)
     _, in_disc = ds.query("v > 0.5", sel=sel, output="count", method="scan", with_stats=True)
     assert in_disc["subchunks"] < in_box["subchunks"], (in_disc, in_box)
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("{tmp}/busy", "is not empty and holds no strata store"),
+        ("", "needs a path"),
+        ("s3://bucket/x", "URL scheme 's3' is not supported yet"),
+    ],
+)
+def test_a_store_is_never_written_where_it_does_not_belong(tmp_path, capsys, target, message):
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("keep me")
+    target = target.format(tmp=tmp_path)
+    with pytest.raises(strata.InvalidArgumentError, match=message):
+        strata.write_arrays(target, {"a": (("n",), np.arange(3.0))})
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in (tmp_path / "busy").iterdir()) == ["notes.txt"]
+    assert not (tmp_path / "s3:").exists()
+
+
+def test_cli_bad_version_and_missing_output_directory_are_one_line_errors(store, capsys):
+    path, *_ = store
+    for argv, message in [
+        (["query", str(path), "t", "--at", "-1", "--isel", "time=0"], "positive integer"),
+        (["query", str(path), "t", "--isel", "time=0", "-o", "/nonexistent/dir/x.npy"], "No such file or directory"),
+    ]:
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

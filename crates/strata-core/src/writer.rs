@@ -181,8 +181,24 @@ fn build_chain(layout: &Layout, var: &Variable) -> Result<Option<(u8, CodecChain
 impl StoreWriter {
     /// Starts a new store. Nothing is visible until [`commit`](Self::commit).
     pub fn create(store: Store, schema: DatasetSchema, options: &WriterOptions) -> Result<Self> {
+        let name = store.name();
+        if name.trim().is_empty() {
+            return Err(Error::InvalidArgument("a new store needs a path".into()));
+        }
+        if let Some((scheme, _)) = name.split_once("://") {
+            if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
+                return Err(Error::InvalidArgument(format!(
+                    "'{name}': URL scheme '{scheme}' is not supported yet; a store is a local directory"
+                )));
+            }
+        }
         if store.exists()? {
-            return Err(Error::InvalidArgument(format!("'{}' already holds a strata store", store.name())));
+            return Err(Error::InvalidArgument(format!("'{name}' already holds a strata store")));
+        }
+        if !store.storage().is_empty()? {
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' is not empty and holds no strata store: write a new store into a new or empty directory"
+            )));
         }
         let order = parse_layout(options.layout.as_deref().unwrap_or("S"))?;
         let mut layout = Layout { order, ..Layout::space_only() };

@@ -119,6 +119,15 @@ impl Storage for LocalStorage {
         }
     }
 
+    fn is_empty(&self) -> Result<bool> {
+        // One directory entry answers it: listing would walk the whole tree under the root.
+        match fs::read_dir(&self.root) {
+            Ok(mut entries) => Ok(entries.next().is_none()),
+            Err(e) if e.kind() == IoKind::NotFound => Ok(true),
+            Err(e) => Err(Error::io(self.root.display().to_string(), e)),
+        }
+    }
+
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let mut out = Vec::new();
         let mut stack = vec![self.root.clone()];

@@ -29,6 +29,10 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Removes the object; removing a missing object is not an error.
     fn delete(&self, path: &str) -> Result<()>;
     fn exists(&self, path: &str) -> Result<bool>;
+    /// Whether the storage holds anything at all (hidden files included).
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.list("")?.is_empty())
+    }
 }
 
 /// Rejects paths that could escape the store root or are not plain relative keys.
