@@ -55,6 +55,7 @@ test-rust: setup
 # The extension build and the test build must resolve every shared dependency with the same
 # features (else DataFusion compiles twice): lists what differs, and fails if anything does.
 check-features:
+	@mkdir -p $(CACHE)
 	@cargo tree -p strata-python -e normal,build -f '{p} {f}' --prefix none | sort -u > $(CACHE)/features-ext.txt
 	@cargo tree --workspace --exclude strata-python -e normal,build,dev -f '{p} {f}' --prefix none \
 	  | sort -u > $(CACHE)/features-test.txt
