@@ -198,3 +198,12 @@ def test_cli_bad_version_and_missing_output_directory_are_one_line_errors(store,
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_log_of_a_store_missing_a_manifest_is_a_corruption_error(tmp_path, capsys):
+    path = tmp_path / "m.strata"
+    strata.write_arrays(path, {"a": (("n",), np.arange(3.0))})
+    (next((path / "manifests").glob("*.json"))).unlink()
+    assert main(["log", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "manifest is missing" in err and "v00000001.json" in err and "Traceback" not in err, err

@@ -120,6 +120,18 @@ impl Store {
                 }
             }
         }
+        // No version is ever removed (there is no garbage collection of versions), so every
+        // version up to the newest has its manifest.
+        out.sort_unstable();
+        let missing: Vec<u64> = (1..=latest).filter(|v| out.binary_search(v).is_err()).collect();
+        if !missing.is_empty() {
+            let files: Vec<String> = missing.iter().map(|&v| manifest_path(v)).collect();
+            return Err(Error::Corruption(format!(
+                "'{}': a committed version's manifest is missing ({})",
+                self.name,
+                files.join(", ")
+            )));
+        }
         Ok(out)
     }
 
