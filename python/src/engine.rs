@@ -245,23 +245,13 @@ impl Plan {
     /// (bytes, segments, calls, decoded, tested, indexed, gathered).
     fn work(&self, method: &str) -> PyResult<Vec<f64>> {
         let m = parse_method(method)?.unwrap_or(Method::Index);
-        let mut total = [0.0; 7];
-        for s in &self.inner.slabs {
-            let w = if m == Method::Index { &s.index } else { &s.scan };
-            for (t, x) in total.iter_mut().zip(w.as_array()) {
-                *t += x;
-            }
-        }
-        Ok(total.to_vec())
+        Ok(self.inner.work_with(m).as_array().to_vec())
     }
 
     /// The methods the plan runs.
     #[getter]
     fn methods(&self) -> Vec<&'static str> {
-        let mut m: Vec<&'static str> = self.inner.slabs.iter().map(|s| s.choice.name()).collect();
-        m.sort_unstable();
-        m.dedup();
-        m
+        self.inner.methods().into_iter().map(Method::name).collect()
     }
 
     fn __str__(&self) -> String {

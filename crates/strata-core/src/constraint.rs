@@ -279,9 +279,9 @@ impl std::fmt::Display for Predicate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Predicate::Cmp { var, op, value } => {
-                let plain = var.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                    && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-                    && !matches!(var.to_ascii_lowercase().as_str(), "and" | "or" | "not" | "inf" | "infinity" | "nan");
+                // Unquoted only when the tokenizer reads it back as this one name (not a
+                // keyword, a number or several tokens).
+                let plain = tokenize(var).is_ok_and(|t| t == [Token::Name(var.clone())]);
                 if plain {
                     write!(f, "{var}")?;
                 } else if var.contains('"') {

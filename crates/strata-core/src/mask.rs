@@ -48,10 +48,6 @@ impl Mask {
         Ok(Mask { axes, shape, bits, strides, prefix })
     }
 
-    pub fn axes(&self) -> &[usize] {
-        &self.axes
-    }
-
     /// Checks the mask against the queried variables' shape.
     pub fn check(&self, var_shape: &[u64]) -> Result<()> {
         for (&a, &n) in self.axes.iter().zip(&self.shape) {

@@ -284,6 +284,14 @@ impl SlabPlan {
             Method::Scan => self.scan_seconds,
         }
     }
+
+    /// Estimated work of this slab by `method`.
+    pub fn work(&self, method: Method) -> &Work {
+        match method {
+            Method::Index => &self.index,
+            Method::Scan => &self.scan,
+        }
+    }
 }
 
 /// A query's plan, slab by slab.
@@ -315,9 +323,26 @@ impl QueryPlan {
     pub fn work(&self) -> Work {
         let mut w = Work::default();
         for p in &self.slabs {
-            w.add(if p.choice == Method::Index { &p.index } else { &p.scan });
+            w.add(p.work(p.choice));
         }
         w
+    }
+
+    /// Estimated work if every slab used `method`.
+    pub fn work_with(&self, method: Method) -> Work {
+        let mut w = Work::default();
+        for p in &self.slabs {
+            w.add(p.work(method));
+        }
+        w
+    }
+
+    /// The methods the plan runs, index before scan.
+    pub fn methods(&self) -> Vec<Method> {
+        let mut m: Vec<Method> = self.slabs.iter().map(|s| s.choice).collect();
+        m.sort_by_key(|m| *m == Method::Scan);
+        m.dedup();
+        m
     }
 
     pub fn selected(&self) -> f64 {

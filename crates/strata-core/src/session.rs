@@ -286,9 +286,7 @@ impl Session {
         let seconds = started.elapsed().as_secs_f64();
         let after = reader.stats();
         let estimated_s = plan.seconds();
-        let mut methods: Vec<Method> = plan.slabs.iter().map(|s| s.choice).collect();
-        methods.sort_by_key(|m| *m == Method::Scan);
-        methods.dedup();
+        let methods = plan.methods();
         // One call ran every slab, so a query mixing methods has one observed time: each
         // method is credited its share by estimate, judged by the estimate without the
         // correction it was planned under (other threads may have moved it since).
@@ -463,9 +461,7 @@ impl fmt::Display for QueryPlan {
                 s.choice.name()
             )?;
         }
-        let mut chosen: Vec<&str> = self.slabs.iter().map(|s| s.choice.name()).collect();
-        chosen.sort_unstable();
-        chosen.dedup();
+        let chosen: Vec<&str> = self.methods().iter().map(|m| m.name()).collect();
         let work: Work = self.work();
         write!(
             f,
