@@ -205,9 +205,7 @@ impl Writer {
     #[pyo3(signature = (path, options_json="{}"))]
     fn open_append(py: Python<'_>, path: &str, options_json: &str) -> PyResult<Self> {
         let options: WriterOptions = json_arg(options_json, "append options")?;
-        let w = py
-            .detach(|| StoreWriter::open_append_with(Store::local(path), &options.variable_codecs, &options.plans))
-            .map_err(to_py)?;
+        let w = py.detach(|| StoreWriter::open_append_with(Store::local(path), &options)).map_err(to_py)?;
         Ok(Self { inner: Mutex::new(Some(w)) })
     }
 
@@ -401,17 +399,19 @@ fn num_type(name: &str) -> PyResult<strata_codecs::NumType> {
 }
 
 /// Scores every candidate chain (or the given ones) on sample segments and picks one per
-/// objective. `samples` is a list of (flat uint8 array, shape). Returns JSON.
+/// objective, as planning does (ratios measured, speeds as the codecs declare them); with
+/// `min_seconds` the speeds are also timed here, for the table of `strata analyze`.
+/// `samples` is a list of (flat uint8 array, shape). Returns JSON.
 #[pyfunction]
-#[pyo3(signature = (dtype, samples, candidates=None, min_seconds=0.02))]
+#[pyo3(signature = (dtype, samples, candidates=None, min_seconds=None))]
 fn analyze_samples(
     py: Python<'_>,
     dtype: &str,
     samples: Vec<(PyReadonlyArray1<'_, u8>, Vec<usize>)>,
     candidates: Option<Vec<String>>,
-    min_seconds: f64,
+    min_seconds: Option<f64>,
 ) -> PyResult<String> {
-    use strata_codecs::analyzer::{choose, objective_value, score, Objective, Sample};
+    use strata_codecs::analyzer::{choose, evaluate, measure, objective_value, Objective, Sample};
     let t = num_type(dtype)?;
     let owned: Vec<Sample> = samples
         .iter()
@@ -421,33 +421,63 @@ fn analyze_samples(
     let texts: Vec<String> =
         candidates.unwrap_or_else(|| strata_codecs::analyzer::candidates(t).into_iter().map(String::from).collect());
     let scores = py
-        .detach(|| texts.iter().map(|c| score(c, t, &owned, min_seconds)).collect::<Result<Vec<_>, _>>())
+        .detach(|| {
+            texts
+                .iter()
+                .map(|c| match min_seconds {
+                    Some(m) => measure(c, t, &owned, m),
+                    None => evaluate(c, t, &owned),
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
         .map_err(|e| to_py(e.into()))?;
     let pick = |o| choose(&scores, o).map(|i| scores[i].chain.clone());
     let rows: Vec<serde_json::Value> = scores
         .iter()
         .map(|s| {
+            let measured = s.measured.map(|m| serde_json::json!({"encode_mb_s": m.encode_mb_s, "decode_mb_s": m.decode_mb_s}));
             serde_json::json!({
-                "chain": s.chain, "ratio": s.ratio, "encode_mb_s": s.encode_mb_s, "decode_mb_s": s.decode_mb_s,
-                "value": {
-                    "ratio": objective_value(s, Objective::Ratio),
-                    "speed": objective_value(s, Objective::Speed),
-                    "balanced": objective_value(s, Objective::Balanced),
-                },
+                "chain": s.chain, "ratio": s.ratio,
+                "encode_mb_s": s.nominal.encode_mb_s, "decode_mb_s": s.nominal.decode_mb_s,
+                "measured": measured,
+                "value": Objective::ALL.iter().map(|&o| (o.to_string(), objective_value(s, o).into())).collect::<serde_json::Map<_, _>>(),
             })
         })
         .collect();
     Ok(serde_json::json!({
         "scores": rows,
-        "choice": {"ratio": pick(Objective::Ratio), "speed": pick(Objective::Speed), "balanced": pick(Objective::Balanced)},
+        "choice": Objective::ALL.iter().map(|&o| (o.to_string(), pick(o).into())).collect::<serde_json::Map<_, _>>(),
     })
     .to_string())
 }
 
-/// The analyzer's default candidate chains for a type (JSON list).
+/// The analyzer's candidate chains for a type (JSON list): every lossless one, and with an
+/// error bound (`abs=E` or `rel=E`) the lossy ones for float types.
 #[pyfunction]
-fn default_candidates(dtype: &str) -> PyResult<String> {
-    Ok(serde_json::json!(strata_codecs::analyzer::candidates(num_type(dtype)?)).to_string())
+#[pyo3(signature = (dtype, error_bound=None))]
+fn candidates(dtype: &str, error_bound: Option<&str>) -> PyResult<String> {
+    use strata_codecs::analyzer;
+    let t = num_type(dtype)?;
+    let mut all: Vec<String> = analyzer::candidates(t).into_iter().map(String::from).collect();
+    if let Some(b) = error_bound {
+        let bound = strata_codecs::plan::parse_error_bound(b).map_err(|e| to_py(e.into()))?;
+        all.extend(analyzer::lossy_candidates(t, &bound));
+    }
+    Ok(serde_json::json!(all).to_string())
+}
+
+/// The short form of a chain given as its manifest specs (JSON list).
+#[pyfunction]
+fn chain_text(specs_json: &str) -> PyResult<String> {
+    let specs: Vec<strata_codecs::CodecSpec> = json_arg(specs_json, "codec specs")?;
+    Ok(strata_codecs::registry::chain_text(&specs))
+}
+
+/// Blocks the planner samples: (start per dimension) for `count` blocks of shape `block`
+/// inside `extent`, seeded by the variable's name (the rule of `strata_core::sampling`).
+#[pyfunction]
+fn sample_starts(name: &str, extent: Vec<u64>, block: Vec<u64>, count: usize) -> Vec<Vec<u64>> {
+    strata_core::sampling::block_starts(&extent, &block, count, strata_core::sampling::seed_of(name))
 }
 
 /// The automatic block shape rule (docs/format.md, "Chunk shapes").
@@ -474,7 +504,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::Plan>()?;
     m.add_function(wrap_pyfunction!(analyze_samples, m)?)?;
     m.add_function(wrap_pyfunction!(auto_shape, m)?)?;
-    m.add_function(wrap_pyfunction!(default_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(chain_text, m)?)?;
+    m.add_function(wrap_pyfunction!(sample_starts, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
     Ok(())

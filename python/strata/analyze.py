@@ -1,9 +1,11 @@
 """Which codec chain suits each variable: compress a sample with every candidate.
 
-Sample rule (documented in docs/codecs.md): for each numeric variable, up to ``samples``
-blocks of the sub-chunk shape the importer would choose (64 KiB targets); the blocks are
-spread evenly along the leading (usually time) dimension and placed at random (seeded)
-along the others, so the sample covers the whole period and different regions.
+The rules live in the engine (``strata_core::sampling`` and ``strata_codecs::plan``): the
+sample is up to ``samples`` blocks of the sub-chunk shape, spread evenly along the leading
+(usually time) dimension and at positions seeded by the variable's name along the others;
+objectives rank chains by the ratio measured on the sample and the speeds the codecs
+declare, so a plan does not depend on the machine's load. This module reads the sample from
+a file or a store and shows the table; writers plan inside the engine.
 """
 
 from __future__ import annotations
@@ -27,20 +29,6 @@ class VariableAnalysis:
     sample_bytes: int
     scores: list[dict]
     choice: dict[str, str]
-
-
-def _blocks(shape: tuple[int, ...], block: list[int], count: int, rng) -> list[tuple[slice, ...]]:
-    if not shape:
-        return [()]
-    grid = [max(1, n - b + 1) for n, b in zip(shape, block, strict=True)]
-    count = max(1, min(count, int(np.prod(grid, dtype=np.int64))))
-    out = []
-    for i in range(count):
-        lead = round(i * (grid[0] - 1) / max(count - 1, 1))
-        rest = [int(rng.integers(0, g)) for g in grid[1:]]
-        starts = [lead, *rest]
-        out.append(tuple(slice(s, s + b) for s, b in zip(starts, block, strict=True)))
-    return out
 
 
 def _variables(path: str):
@@ -72,18 +60,19 @@ def analyze_variable(
     read,
     *,
     samples: int = 8,
-    rng=None,
     candidates: list[str] | None = None,
-    min_seconds: float = 0.02,
+    min_seconds: float | None = 0.02,
 ) -> VariableAnalysis:
-    """Scores candidate chains on a sample of one variable (``read`` indexes it)."""
+    """Scores candidate chains on a sample of one variable (``read`` indexes it). Speeds are
+    also timed here unless ``min_seconds`` is None; choices use the declared ones."""
     from ._slabs import le_bytes
 
-    rng = rng if rng is not None else np.random.default_rng(0)
     itemsize = 1 if dtype == "char" else int(dtype[1:]) // 8
+    shape = tuple(int(n) for n in shape)
     block = [int(b) for b in _core.auto_shape(list(shape), itemsize, SUBCHUNK_BYTES)]
     sample = []
-    for box in _blocks(tuple(shape), block, samples, rng):
+    for start in _core.sample_starts(name, list(shape), block, samples):
+        box = tuple(slice(s, s + min(b, n)) for s, b, n in zip(start, block, shape, strict=True))
         arr = np.asarray(read(box))
         sample.append((le_bytes(arr, dtype), list(arr.shape)))
     result = json.loads(_core.analyze_samples(dtype, sample, candidates, min_seconds))
@@ -95,32 +84,20 @@ def analyze(
     variables: list[str] | None = None,
     *,
     samples: int = 8,
-    seed: int = 0,
     candidates: list[str] | None = None,
-    min_seconds: float = 0.02,
+    min_seconds: float | None = 0.02,
     error_bound: str | None = None,
 ) -> list[VariableAnalysis]:
     """Scores candidate chains per variable of a NetCDF/HDF5 file or a store. With
     ``error_bound`` (``abs=E`` or ``rel=E``) the lossy codecs are scored too."""
     path = os.fspath(path)
-    parse_error_bound(error_bound)
-    rng = np.random.default_rng(seed)
     found = []
     for name, dtype, shape, read in _variables(path):
         if (variables and name not in variables) or int(np.prod(shape, dtype=np.int64)) == 0:
             continue
-        chosen = candidates if candidates is not None or not error_bound else candidates_for(dtype, error_bound)
+        chosen = candidates if candidates is not None else candidates_for(dtype, error_bound)
         found.append(
-            analyze_variable(
-                name,
-                dtype,
-                shape,
-                read,
-                samples=samples,
-                rng=rng,
-                candidates=chosen,
-                min_seconds=min_seconds,
-            )
+            analyze_variable(name, dtype, shape, read, samples=samples, candidates=chosen, min_seconds=min_seconds)
         )
     missing = set(variables or []) - {v.name for v in found}
     if missing:
@@ -128,64 +105,12 @@ def analyze(
     return found
 
 
-LOSSY_BACKENDS = ("sz", "zfp")
-
-
-def parse_error_bound(text: str | None) -> str | None:
-    """Checks an error bound given as ``abs=E`` or ``rel=E``; returns it normalised."""
-    if text is None:
-        return None
-    kind, _, value = text.partition("=")
-    try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    if kind.strip() not in ("abs", "rel") or not (number > 0 and np.isfinite(number)):
-        raise InvalidArgumentError(f"error bound '{text}' is not abs=E or rel=E with E > 0 (e.g. abs=0.01, rel=1e-4)")
-    return f"{kind.strip()}={number:g}"
-
-
 def candidates_for(dtype: str, error_bound: str | None = None) -> list[str]:
-    """The analyzer's lossless candidates for ``dtype``; with an error bound, float types also
-    get the lossy backends at that bound."""
-    base = json.loads(_core.default_candidates(dtype))
-    bound = parse_error_bound(error_bound)
-    if bound and dtype in ("f32", "f64"):
-        base += [f"{b}:{bound}" for b in LOSSY_BACKENDS]
-    return base
-
-
-def candidates_with(dtype: str, chain: str, error_bound: str | None = None) -> list[str]:
-    """The analyzer's candidates for ``dtype``, plus ``chain`` if it is not among them."""
-    base = candidates_for(dtype, error_bound)
-    return base if chain in base else [*base, chain]
+    """The analyzer's candidates for ``dtype``; with an error bound (``abs=E`` or ``rel=E``),
+    float types also get the lossy backends at that bound."""
+    return json.loads(_core.candidates(dtype, error_bound))
 
 
 def chain_text(specs: list[dict]) -> str:
     """The short form (``shuffle+zstd:3``, ``sz:abs=0.01``) of a chain as stored in a manifest."""
-    option = {name: opt for name, _, opt in _core.known_codecs()}
-    parts = []
-    for spec in specs:
-        config = spec.get("configuration", {})
-        main = option.get(spec["name"])
-        if main and set(config) == {main}:
-            parts.append(f"{spec['name']}:{config[main]}")
-        elif config:
-            parts.append(f"{spec['name']}:" + ",".join(f"{k}={v:g}" for k, v in sorted(config.items())))
-        else:
-            parts.append(spec["name"])
-    return "+".join(parts)
-
-
-def plan_record(analysis: VariableAnalysis, objective: str, chosen: str, **extra) -> dict:
-    """What the manifest keeps of an analysis: objective, choice and the sample's scores."""
-    return {
-        "objective": objective,
-        "chosen": chosen,
-        "sample_bytes": analysis.sample_bytes,
-        "scores": [
-            {k: (round(v, 4) if isinstance(v, float) else v) for k, v in s.items() if k != "value"}
-            for s in analysis.scores
-        ],
-        **extra,
-    }
+    return _core.chain_text(json.dumps(specs))

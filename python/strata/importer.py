@@ -113,10 +113,12 @@ def import_file(
     """Imports a NetCDF-3/4 or HDF5 file into a new store. Values are kept exactly as stored
     (packed integers stay packed, NaNs and fill values stay), with every attribute.
 
-    ``codec="auto"`` (the default) runs the analyzer on a sample of every variable of at
-    least 256 KiB and uses the chain best for ``objective`` (``ratio``, ``speed`` or
-    ``balanced``), recording the scores in the manifest; smaller variables use
-    ``shuffle+zstd:3``. Any other value is a chain applied to every variable.
+    ``codec="auto"`` (the default) lets the engine's analyzer plan every variable of at
+    least 256 KiB from a sample of its first slab, for ``objective``: ``ratio`` (smallest),
+    ``speed`` (fastest decoding) or ``balanced`` (smallest among chains that decode at 1 GB/s
+    and encode at 100 MB/s per core or faster); the plan and its scores are recorded in the
+    manifest. Smaller variables use ``shuffle+zstd:3``. Any other value is a chain applied
+    to every variable.
 
     ``error_bound`` (``abs=E`` or ``rel=E``, relative to the value range) lets ``auto`` also
     pick the error-bounded lossy codecs ``sz`` and ``zfp`` for float variables.
@@ -138,11 +140,7 @@ def import_file(
         chain = None if codec in (None, "auto") else codec
         options = writer_options(chain, chunks, subchunks, slab_records, layout, byte_groups, bins, binning)
         if codec in (None, "auto"):
-            # Under level M, float segments are byte planes: value-level plans do not apply.
-            m_level = "M" in layout.split("-")
-            split = {v["name"] for v in schema["variables"] if m_level and v["dtype"] in ("f32", "f64")}
-            options["variable_codecs"], options["plans"] = _plan_codecs(nc, schema, objective, error_bound, split)
-            options["variable_codecs"].update(dict.fromkeys(split, "zstd:3"))
+            options["request"] = {"kind": "auto", "objective": objective, "error_bound": error_bound}
         writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))
         dtypes = {v["name"]: v["dtype"] for v in schema["variables"]}
         record_vars = [v["name"] for v in schema["variables"] if v["dims"][:1] == [rec] and rec is not None]
@@ -174,10 +172,10 @@ def append_file(
     """Appends the records of ``source`` along the store's record dimension, as a new version.
     The source must have the same record variables, with the same types and other dimensions.
 
-    With ``recheck`` (the default) the analyzer scores the new records of every record
-    variable of at least 256 KiB: if another chain is at least 10% better than the current
-    one for the variable's recorded objective (or ``objective``, when given), new slabs use it
-    (old slabs keep theirs)."""
+    With ``recheck`` (the default) the analyzer scores the first new slab of every record
+    variable (when it holds at least 256 KiB): if another chain is at least 10% better than
+    the current one for the variable's recorded objective (or ``objective``, when given), new
+    slabs use it (old slabs keep theirs)."""
     source, store = os.fspath(source), os.fspath(store)
     t0 = time.perf_counter()
     manifest = json.loads(_core.Reader.open(store).manifest_json())
@@ -207,7 +205,9 @@ def append_file(
                     raise CompatibilityError(f"dimension '{d}' has length {n} in '{source}', {dims[d]} in the store")
         names = [v["name"] for v in record_vars]
         dtypes = {v["name"]: v["dtype"] for v in record_vars}
-        options = _recheck_codecs(nc, record_vars, objective) if recheck else {}
+        options = {"recheck": recheck}
+        if objective is not None:
+            options["request"] = {"kind": "auto", "objective": objective}
         writer = _core.Writer.open_append(store, json.dumps(options))
         raw = sum(int(np.prod(nc.variables[n].shape, dtype=np.int64)) * nc.variables[n].dtype.itemsize for n in names)
         with _progress(raw, f"append {os.path.basename(source)}", progress) as bar:
@@ -216,109 +216,6 @@ def append_file(
     finally:
         nc.close()
     return _report(source, store, version, records, raw, time.perf_counter() - t0)
-
-
-ANALYZE_MIN_BYTES = 256 << 10
-#: New slabs switch chains when another is at least this much better (drift threshold).
-DRIFT_THRESHOLD = 1.10
-# Import-time analysis: fewer samples and shorter timings than `strata analyze`.
-_IMPORT_SAMPLES, _IMPORT_MIN_SECONDS = 4, 0.005
-# The ratio objective re-compares its best few chains on a larger sample.
-_REFINE_TOP = 3
-
-
-def _var_bytes(var) -> int:
-    return int(np.prod(var.shape, dtype=np.int64)) * max(np.dtype(var.dtype).itemsize, 1)
-
-
-def _analyze_at_import(meta: dict, var, rng, candidates: list[str] | None = None):
-    """The analyzer on one source variable, with the (lighter) import-time settings."""
-    from .analyze import analyze_variable
-
-    return analyze_variable(
-        meta["name"],
-        meta["dtype"],
-        var.shape,
-        var.__getitem__,
-        samples=_IMPORT_SAMPLES,
-        rng=rng,
-        candidates=candidates,
-        min_seconds=_IMPORT_MIN_SECONDS,
-    )
-
-
-def _plan_codecs(
-    nc, schema: dict, objective: str, error_bound: str | None = None, skip: set[str] = frozenset()
-) -> tuple[dict, dict]:
-    from .analyze import candidates_for, parse_error_bound, plan_record
-
-    error_bound = parse_error_bound(error_bound)
-    if objective not in ("ratio", "speed", "balanced"):
-        raise InvalidArgumentError(f"unknown objective '{objective}' (ratio, speed, balanced)")
-    chains, plans = {}, {}
-    rng = np.random.default_rng(0)
-    for v in schema["variables"]:
-        var = nc.variables[v["name"]]
-        if v["dtype"] == "string" or v["name"] in skip or _var_bytes(var) < ANALYZE_MIN_BYTES:
-            continue
-        candidates = candidates_for(v["dtype"], error_bound) if error_bound else None
-        a = _analyze_at_import(v, var, rng, candidates)
-        chosen = a.choice[objective]
-        extra = {"error_bound": error_bound} if error_bound and v["dtype"] in ("f32", "f64") else {}
-        if objective in ("ratio", "speed"):
-            chosen, extra["refined"] = _refine(v, var, rng, a, objective)
-        chains[v["name"]] = chosen
-        plans[v["name"]] = plan_record(a, objective, chosen, **extra)
-    return chains, plans
-
-
-def _refine(meta: dict, var, rng, first, objective: str) -> tuple[str, dict]:
-    """For the ratio and speed objectives: the few best chains of the first sample, compared
-    again on a sample four times larger (and, for speed, with 10x longer timings), since
-    candidates within a few percent of each other often swap places between a small sample
-    and the whole variable."""
-    from .analyze import analyze_variable
-
-    top = sorted(first.scores, key=lambda s: -s["value"][objective])[:_REFINE_TOP]
-    second = analyze_variable(
-        meta["name"],
-        meta["dtype"],
-        var.shape,
-        var.__getitem__,
-        samples=4 * _IMPORT_SAMPLES,
-        rng=rng,
-        candidates=[s["chain"] for s in top],
-        min_seconds=0.0 if objective == "ratio" else 10 * _IMPORT_MIN_SECONDS,
-    )
-    # The analyzer's own rule decides (for ratio, near-ties go to the shorter chain).
-    values = {s["chain"]: round(s["value"][objective], 4) for s in second.scores}
-    return second.choice[objective], {"sample_bytes": second.sample_bytes, objective: values}
-
-
-def _recheck_codecs(nc, record_vars: list[dict], objective_override: str | None = None) -> dict:
-    """Chains for new slabs of variables whose data drifted (see append_file)."""
-    from .analyze import candidates_with, chain_text, plan_record
-
-    chains, plans = {}, {}
-    rng = np.random.default_rng(0)
-    for v in record_vars:
-        var = nc.variables[v["name"]]
-        if not v.get("codecs") or _var_bytes(var) < ANALYZE_MIN_BYTES:
-            continue
-        objective = objective_override or (v.get("plan") or {}).get("objective", "balanced")
-        if objective not in ("ratio", "speed", "balanced"):
-            raise InvalidArgumentError(f"unknown objective '{objective}' (ratio, speed, balanced)")
-        current = chain_text(v["codecs"][-1])
-        bound = (v.get("plan") or {}).get("error_bound")
-        a = _analyze_at_import(v, var, rng, candidates_with(v["dtype"], current, bound))
-        value = {s["chain"]: s["value"][objective] for s in a.scores}
-        best = a.choice[objective]
-        gain = value[best] / value[current] if value[current] > 0 else float("inf")
-        if best != current and gain >= DRIFT_THRESHOLD:
-            chains[v["name"]] = best
-            extra = {"error_bound": bound} if bound else {}
-            plans[v["name"]] = plan_record(a, objective, best, previous=current, gain=round(gain, 3), **extra)
-    return {"variable_codecs": chains, "plans": plans}
 
 
 def _report(source, store, version, records, raw, seconds) -> ImportReport:

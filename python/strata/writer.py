@@ -22,6 +22,8 @@ def write_arrays(
     record_dim: str | None = None,
     attrs: Mapping[str, Any] | None = None,
     codec: str | None = None,
+    objective: str = "balanced",
+    error_bound: str | None = None,
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
     slab_records: int | None = None,
@@ -33,12 +35,12 @@ def write_arrays(
     """Creates a store from arrays: ``{"sst": (("time", "lat", "lon"), array, {"units": "degC"})}``.
 
     Variables whose first dimension is ``record_dim`` are cut into slabs along it; the rest
-    are written whole. ``layout`` and ``byte_groups`` are as for :func:`strata.import_file`
-    (under level M, ``codec`` defaults to ``zstd:3`` for the byte-group segments). Returns the
-    committed version (1).
+    are written whole. ``codec`` is a chain for every variable (default ``shuffle+zstd:3``)
+    or ``"auto"``: the engine plans each variable as :func:`strata.import_file` does, for
+    ``objective`` and ``error_bound``, so the same arrays get the same plans. ``layout`` and
+    ``byte_groups`` are as for :func:`strata.import_file` (under level M, float byte-group
+    segments get ``zstd:3`` unless a chain is given). Returns the committed version (1).
     """
-    if codec is None and "M" in layout.split("-"):
-        codec = "zstd:3"
     path = os.fspath(path)
     sizes: dict[str, int] = {}
     prepared = []
@@ -71,7 +73,14 @@ def write_arrays(
             for name, dims, arr, var_attrs, dtype in prepared
         ],
     }
-    options = writer_options(codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning)
+    auto = codec == "auto"
+    options = writer_options(
+        None if auto else codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning
+    )
+    if auto:
+        options["request"] = {"kind": "auto", "objective": objective, "error_bound": error_bound}
+    elif error_bound is not None:
+        raise InvalidArgumentError("error_bound needs codec='auto' (or give a lossy chain such as 'sz:abs=0.01')")
     writer = _core.Writer.create(path, json.dumps(schema), json.dumps(options))
     records = {n: (a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)}
     for name, _, arr, _, dtype in prepared:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import strata
-from conftest import assert_bit_equal, raw_source
+from conftest import DATA, assert_bit_equal, needs_data, raw_source
 from strata.cli import main
 
 
@@ -90,3 +90,49 @@ def test_info_shows_the_chain_in_use(tmp_path, capsys):
     capsys.readouterr()
     assert main(["info", str(store)]) == 0
     assert "(+1 earlier)" in capsys.readouterr().out
+
+
+@needs_data
+def test_write_arrays_auto_gets_the_importers_plan(tmp_path):
+    """One planner for every writer: ERSST through write_arrays(codec="auto") and through
+    import get the same chain and the same size."""
+    src = DATA / "ersst_v3b_1960-2016_concat.nc"
+    strata.import_file(src, tmp_path / "i.strata", objective="ratio")
+    imported = strata.open(tmp_path / "i.strata")
+    with raw_source(src) as nc:
+        arrays = {name: (v.dimensions, v[...]) for name, v in nc.variables.items() if v.dtype != str}
+        record_dim = "time"
+    strata.write_arrays(tmp_path / "w.strata", arrays, record_dim=record_dim, codec="auto", objective="ratio")
+    written = strata.open(tmp_path / "w.strata")
+    assert written["sst"].codecs == imported["sst"].codecs
+    assert written["sst"]._meta["plan"] == imported["sst"]._meta["plan"]
+    a, b = (d.stats()["sst"]["stored_bytes"] for d in (imported, written))
+    assert abs(a - b) <= 0.01 * a
+    assert_bit_equal(written["sst"][...], imported["sst"][...])
+
+
+@needs_data
+def test_default_plans_are_reproducible_and_not_larger_than_netcdf4_zlib(tmp_path):
+    """The default (balanced) plan depends on the data only, and on ERSST stores no more
+    than netCDF4 zlib-4 + shuffle would."""
+    src = DATA / "ersst_v3b_1960-2016_concat.nc"
+    plans = []
+    for name in ("a", "b"):
+        strata.import_file(src, tmp_path / f"{name}.strata")
+        plans.append(strata.open(tmp_path / f"{name}.strata")["sst"]._meta["plan"])
+    assert plans[0] == plans[1]
+    with raw_source(src) as nc:
+        sst = nc["sst"][...]
+    with netCDF4.Dataset(tmp_path / "z.nc", "w") as z:
+        for i, n in enumerate(sst.shape):
+            z.createDimension(f"d{i}", n)
+        v = z.createVariable("v", sst.dtype, [f"d{i}" for i in range(sst.ndim)], zlib=True, complevel=4, shuffle=True)
+        v.set_auto_maskandscale(False)
+        v[...] = sst
+    stored = strata.open(tmp_path / "a.strata").stats()["sst"]["stored_bytes"]
+    assert stored <= (tmp_path / "z.nc").stat().st_size
+
+
+def test_write_arrays_refuses_a_bound_without_auto(tmp_path):
+    with pytest.raises(strata.InvalidArgumentError, match="error_bound needs codec='auto'"):
+        strata.write_arrays(tmp_path / "x.strata", {"v": (("t",), np.zeros(4, "f4"))}, error_bound="abs=0.1")

@@ -3,7 +3,8 @@
 
 use crate::error::{CodecError, Result};
 use crate::registry::{chain, parse_chain};
-use crate::spec::{ElementContext, NumType};
+use crate::spec::{ElementContext, NumType, Speed};
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// One sample segment: little-endian elements and their shape.
@@ -13,33 +14,38 @@ pub struct Sample {
     pub shape: Vec<usize>,
 }
 
-/// How a candidate did on the samples.
+/// How a candidate did on the samples: its ratio, measured; its speed as the codecs declare
+/// it ([`Speed`], what objectives rank by) and, when timed, as measured here.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Score {
     pub chain: String,
     pub ratio: f64,
-    pub encode_mb_s: f64,
-    pub decode_mb_s: f64,
+    pub lossless: bool,
+    pub nominal: Speed,
+    pub measured: Option<Speed>,
 }
 
-/// What the user optimises for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the user optimises for. Every objective ranks chains by the ratio measured on the
+/// sample and the speeds the codecs declare, never by timings: the same data gets the same
+/// plan on a busy machine and an idle one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Objective {
     /// Smallest stored size.
     Ratio,
     /// Fastest decoding among chains that compress at all (ratio at least 1.05).
     Speed,
-    /// Fastest delivery of data read from storage at [`BALANCED_STORAGE_MB_S`] and
-    /// decoded, with writing counted at [`BALANCED_WRITE_WEIGHT`] (data is written once and
-    /// read many times): minimises 1/(ratio·B) + 1/decode_speed + w/encode_speed.
+    /// Smallest stored size among chains that decode at [`BALANCED_MIN_DECODE_MB_S`] and
+    /// encode at [`BALANCED_MIN_ENCODE_MB_S`] per core or faster (error-bounded lossy chains,
+    /// chosen only when the user gave a bound, are held to the encoding floor alone).
     Balanced,
 }
 
-/// Storage bandwidth assumed by [`Objective::Balanced`]: a sustained disk, NFS or
-/// object-store stream per reader.
-pub const BALANCED_STORAGE_MB_S: f64 = 200.0;
-/// Weight of encoding time in [`Objective::Balanced`].
-pub const BALANCED_WRITE_WEIGHT: f64 = 0.1;
+/// Decoding floor of [`Objective::Balanced`], MB/s per core: reading stays faster than the
+/// storage most users read from.
+pub const BALANCED_MIN_DECODE_MB_S: f64 = 1_000.0;
+/// Encoding floor of [`Objective::Balanced`], MB/s per core: import keeps up with a disk.
+pub const BALANCED_MIN_ENCODE_MB_S: f64 = 100.0;
 
 impl std::str::FromStr for Objective {
     type Err = CodecError;
@@ -53,12 +59,45 @@ impl std::str::FromStr for Objective {
     }
 }
 
+impl TryFrom<String> for Objective {
+    type Error = CodecError;
+    fn try_from(s: String) -> Result<Self> {
+        s.parse()
+    }
+}
+
+impl std::fmt::Display for Objective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Objective::Ratio => "ratio",
+            Objective::Speed => "speed",
+            Objective::Balanced => "balanced",
+        })
+    }
+}
+
+impl Objective {
+    pub const ALL: [Objective; 3] = [Objective::Ratio, Objective::Speed, Objective::Balanced];
+
+    /// Whether a chain of this speed can be this objective's choice at all.
+    pub fn admits(self, nominal: Speed, lossless: bool) -> bool {
+        match self {
+            Objective::Balanced => {
+                nominal.encode_mb_s >= BALANCED_MIN_ENCODE_MB_S
+                    && (!lossless || nominal.decode_mb_s >= BALANCED_MIN_DECODE_MB_S)
+            }
+            Objective::Ratio | Objective::Speed => true,
+        }
+    }
+}
+
 /// The lossless candidates tried for a type (shuffle is pointless for bytes).
 pub fn candidates(dtype: NumType) -> Vec<&'static str> {
     // delta:0 is the previous element along the first axis: the previous time step for
     // record variables, which pays off most on time series. Deltas along two or three
     // axes in a row are a Lorenzo predictor (x - x[i-1] - x[j-1] + x[i-1,j-1], ...): on
-    // smooth fields pcodec then sees residuals near zero.
+    // smooth fields pcodec then sees residuals near zero. The pco:8 forms are the ones
+    // fast enough to encode for the balanced objective; pco:12 gains ratio slowly.
     let mut c = vec![
         "zstd:3",
         "lz4",
@@ -67,8 +106,11 @@ pub fn candidates(dtype: NumType) -> Vec<&'static str> {
         "delta+pco:8",
         "delta:0+pco:8",
         "delta:0+pco:12",
+        "delta:-2+pco:8",
         "delta:-2+pco:12",
+        "delta:-1+delta:-2+pco:8",
         "delta:-1+delta:-2+pco:12",
+        "delta:0+delta:-1+delta:-2+pco:8",
         "delta:0+delta:-1+delta:-2+pco:12",
     ];
     if dtype.size() > 1 {
@@ -80,11 +122,13 @@ pub fn candidates(dtype: NumType) -> Vec<&'static str> {
             "shuffle+lz4",
             "xor:0+shuffle+zstd:3",
             "xor:-1+shuffle+zstd:3",
+            "delta:0+shuffle+zstd:3",
             "delta:-1+shuffle+zstd:3",
             "delta:-1+shuffle+zstd:19",
             "delta:0+shuffle+zstd:9",
             "bytecols:3",
             "bytecols:19",
+            "delta:0+bytecols:3",
             "delta:0+bytecols:19",
             "xor:0+bytecols:3",
             "xor:0+shuffle+lz4",
@@ -93,15 +137,50 @@ pub fn candidates(dtype: NumType) -> Vec<&'static str> {
     c
 }
 
-/// Compresses every sample with `text`, timing encode and decode (each repeated until it
-/// has run for at least `min_seconds`), and checks that decoding gives the samples back
-/// (within the chain's error bound, for lossy chains).
-pub fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: f64) -> Result<Score> {
+/// The error-bounded lossy candidates for `bound` (`abs=E` or `rel=E`); none for integers.
+pub fn lossy_candidates(dtype: NumType, bound: &str) -> Vec<String> {
+    if !dtype.is_float() {
+        return vec![];
+    }
+    ["sz", "zfp"].iter().map(|b| format!("{b}:{bound}")).collect()
+}
+
+/// The candidates `objective` can choose among for `dtype` (lossy ones only with a bound):
+/// chains its speed floors rule out are not even tried, which keeps planning quick.
+pub fn candidates_for(objective: Objective, dtype: NumType, bound: Option<&str>) -> Result<Vec<String>> {
+    let mut all: Vec<String> = candidates(dtype).into_iter().map(String::from).collect();
+    if let Some(b) = bound {
+        all.extend(lossy_candidates(dtype, b));
+    }
+    let mut kept = Vec::new();
+    for text in all {
+        let c = chain(&parse_chain(&text)?, ElementContext::new(dtype))?;
+        if objective.admits(c.speed(), c.capabilities().lossless) {
+            kept.push(text);
+        }
+    }
+    Ok(kept)
+}
+
+/// Compresses every sample with `text` once and checks that decoding gives the samples
+/// back (within the chain's error bound, for lossy chains): the ratio, and the declared
+/// speed. What planning uses.
+pub fn evaluate(text: &str, dtype: NumType, samples: &[Sample]) -> Result<Score> {
+    score(text, dtype, samples, None)
+}
+
+/// Like [`evaluate`], and also times encode and decode (each repeated until it has run for
+/// at least `min_seconds`): what `strata analyze` shows beside the declared speeds.
+pub fn measure(text: &str, dtype: NumType, samples: &[Sample], min_seconds: f64) -> Result<Score> {
+    score(text, dtype, samples, Some(min_seconds))
+}
+
+fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: Option<f64>) -> Result<Score> {
     let c = chain(&parse_chain(text)?, ElementContext::new(dtype))?;
     let raw: usize = samples.iter().map(|s| s.bytes.len()).sum();
     let timed = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
         let (mut runs, start) = (0u32, Instant::now());
-        while runs == 0 || (start.elapsed().as_secs_f64() < min_seconds && runs < 1000) {
+        while runs == 0 || (start.elapsed().as_secs_f64() < min_seconds.unwrap_or(0.0) && runs < 1000) {
             f()?;
             runs += 1;
         }
@@ -112,11 +191,11 @@ pub fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: f64) -
         encoded = samples.iter().map(|s| c.encode(&s.bytes, &s.shape)).collect::<Result<Vec<_>>>()?;
         Ok(())
     })?;
-    let bound = c.capabilities().error_bound;
+    let caps = c.capabilities();
     let decode_s = timed(&mut || {
         for (s, e) in samples.iter().zip(&encoded) {
             let d = c.decode(e, s.bytes.len(), &s.shape)?;
-            if !crate::lossy::holds_bound(bound, dtype, &s.bytes, &d) {
+            if !crate::lossy::holds_bound(caps.error_bound, dtype, &s.bytes, &d) {
                 return Err(CodecError::Encode { codec: "analyzer", detail: format!("{text} did not round-trip") });
             }
         }
@@ -127,77 +206,105 @@ pub fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: f64) -
     Ok(Score {
         chain: text.to_string(),
         ratio: raw as f64 / stored.max(1) as f64,
-        encode_mb_s: mb / encode_s.max(1e-9),
-        decode_mb_s: mb / decode_s.max(1e-9),
+        lossless: caps.lossless,
+        nominal: c.speed(),
+        measured: min_seconds.map(|_| Speed::new(mb / encode_s.max(1e-9), mb / decode_s.max(1e-9))),
     })
 }
 
 /// How good a score is for an objective; higher is better and values are comparable as
-/// ratios ("10% better"): the compression ratio, the decode MB/s (chains that do not
-/// compress count a millionth), or the effective MB/s of reading from storage and decoding.
+/// ratios ("10% better"): the compression ratio; the declared decode MB/s (chains that do
+/// not compress count a millionth); for balanced, the ratio (a millionth of it for chains
+/// below its speed floors).
 pub fn objective_value(s: &Score, objective: Objective) -> f64 {
+    let penalised = |ok: bool, v: f64| if ok { v } else { v * 1e-6 };
     match objective {
         Objective::Ratio => s.ratio,
-        Objective::Speed => {
-            if s.ratio >= 1.05 {
-                s.decode_mb_s
-            } else {
-                s.decode_mb_s * 1e-6
-            }
-        }
-        Objective::Balanced => {
-            1.0 / (1.0 / (s.ratio * BALANCED_STORAGE_MB_S)
-                + 1.0 / s.decode_mb_s
-                + BALANCED_WRITE_WEIGHT / s.encode_mb_s)
-        }
+        Objective::Speed => penalised(s.ratio >= 1.05, s.nominal.decode_mb_s),
+        Objective::Balanced => penalised(objective.admits(s.nominal, s.lossless), s.ratio),
     }
 }
 
-/// Ratios within this fraction of the best are a tie for [`Objective::Ratio`]: a sample's
-/// ratio estimates the whole variable's to about this much, so a longer chain that wins by
-/// less is as likely to lose on the whole variable.
+/// Ratios within this fraction of the best are a tie for [`Objective::Ratio`] and
+/// [`Objective::Balanced`]: a sample's ratio estimates the whole variable's to about this
+/// much, so a longer chain that wins by less is as likely to lose on the whole variable.
 pub const RATIO_TIE: f64 = 0.005;
+/// Declared decode speeds within this fraction of the fastest are a tie for
+/// [`Objective::Speed`]; the better ratio wins it.
+pub const SPEED_TIE: f64 = 0.10;
 
-/// The index of the best score for `objective` (None for an empty list). For `Ratio`, the
-/// chain with the fewest stages among those tied with the best ratio (see [`RATIO_TIE`]),
-/// then the higher ratio.
+/// The index of the best score for `objective` (None for an empty list). Near-ties (see
+/// [`RATIO_TIE`], [`SPEED_TIE`]) go, for ratio and balanced, to the chain with the fewest
+/// stages, then the faster declared decode; for speed, to the better ratio.
 pub fn choose(scores: &[Score], objective: Objective) -> Option<usize> {
     let key = |i: usize| objective_value(&scores[i], objective);
     let best = (0..scores.len()).max_by(|&a, &b| key(a).total_cmp(&key(b)))?;
-    if objective != Objective::Ratio {
-        return Some(best);
+    let tie = if objective == Objective::Speed { SPEED_TIE } else { RATIO_TIE };
+    let floor = key(best) * (1.0 - tie);
+    let tied = (0..scores.len()).filter(|&i| key(i) >= floor);
+    if objective == Objective::Speed {
+        return tied.max_by(|&a, &b| scores[a].ratio.total_cmp(&scores[b].ratio));
     }
-    let floor = scores[best].ratio * (1.0 - RATIO_TIE);
     let stages = |i: usize| scores[i].chain.split('+').count();
-    (0..scores.len())
-        .filter(|&i| scores[i].ratio >= floor)
-        .min_by(|&a, &b| stages(a).cmp(&stages(b)).then(scores[b].ratio.total_cmp(&scores[a].ratio)))
+    tied.min_by(|&a, &b| {
+        stages(a)
+            .cmp(&stages(b))
+            .then(scores[b].nominal.decode_mb_s.total_cmp(&scores[a].nominal.decode_mb_s))
+            .then(key(b).total_cmp(&key(a)))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn s(chain: &str, ratio: f64, decode: f64) -> Score {
-        Score { chain: chain.into(), ratio, encode_mb_s: 100.0, decode_mb_s: decode }
+    fn s(chain: &str, ratio: f64, encode: f64, decode: f64) -> Score {
+        Score { chain: chain.into(), ratio, lossless: true, nominal: Speed::new(encode, decode), measured: None }
     }
 
     #[test]
     fn objectives_pick_what_they_promise() {
-        let scores = [s("small-slow", 3.0, 100.0), s("big-fast", 1.5, 3000.0), s("raw", 1.0, 20000.0)];
+        let scores = [
+            s("small-slow", 3.0, 50.0, 1300.0),
+            s("mid", 2.0, 700.0, 2000.0),
+            s("big-fast", 1.5, 2500.0, 5000.0),
+            s("raw", 1.0, 50000.0, 50000.0),
+        ];
         assert_eq!(choose(&scores, Objective::Ratio), Some(0));
-        assert_eq!(choose(&scores, Objective::Speed), Some(1), "raw does not compress: not a speed pick");
-        // 1/(3*200)+1/100+0.1/100 = 0.0127 vs 1/(1.5*200)+1/3000+0.1/100 = 0.0047
+        assert_eq!(choose(&scores, Objective::Speed), Some(2), "raw does not compress: not a speed pick");
+        // small-slow encodes below the floor: the best ratio among the rest.
         assert_eq!(choose(&scores, Objective::Balanced), Some(1));
-        // A chain that encodes very slowly loses balanced even with the best ratio and decode.
-        let slow_writer = Score { chain: "slow".into(), ratio: 4.0, encode_mb_s: 2.0, decode_mb_s: 5000.0 };
-        assert_eq!(choose(&[slow_writer, s("ok", 2.0, 2000.0)], Objective::Balanced), Some(1));
+        // A slow decoder is out of balanced too, unless it is lossy (a bound was asked for).
+        let mut lossy = s("sz:abs=0.1", 8.0, 180.0, 260.0);
+        assert_eq!(choose(&[lossy.clone(), s("ok", 2.0, 700.0, 2000.0)], Objective::Balanced), Some(1));
+        lossy.lossless = false;
+        assert_eq!(choose(&[lossy, s("ok", 2.0, 700.0, 2000.0)], Objective::Balanced), Some(0));
         assert_eq!(choose(&[], Objective::Ratio), None);
         // A longer chain must win the ratio by more than the tie margin.
-        let close = [s("delta:-1+pco:12", 2.005, 300.0), s("pco:12", 2.0, 300.0), s("zstd:3", 1.5, 900.0)];
+        let close = [s("delta:-1+pco:12", 2.005, 45.0, 1300.0), s("pco:12", 2.0, 45.0, 1300.0)];
         assert_eq!(choose(&close, Objective::Ratio), Some(1));
-        let clear = [s("delta:-1+pco:12", 2.2, 300.0), s("pco:12", 2.0, 300.0)];
+        let clear = [s("delta:-1+pco:12", 2.2, 45.0, 1300.0), s("pco:12", 2.0, 45.0, 1300.0)];
         assert_eq!(choose(&clear, Objective::Ratio), Some(0));
+        // Near-equal decoders: the better ratio is the speed pick.
+        let fast = [s("lz4", 1.2, 2500.0, 5000.0), s("shuffle+lz4", 1.6, 2000.0, 4600.0)];
+        assert_eq!(choose(&fast, Objective::Speed), Some(1));
+    }
+
+    #[test]
+    fn balanced_candidates_meet_its_floors() {
+        for t in [NumType::F32, NumType::F64, NumType::I16, NumType::U8] {
+            let kept = candidates_for(Objective::Balanced, t, None).unwrap();
+            assert!(
+                kept.iter().any(|c| c.contains("pco:8")) && !kept.iter().any(|c| c.contains("zstd:19")),
+                "{kept:?}"
+            );
+            for text in &kept {
+                let c = chain(&parse_chain(text).unwrap(), ElementContext::new(t)).unwrap();
+                assert!(c.speed().decode_mb_s >= BALANCED_MIN_DECODE_MB_S, "{text}");
+            }
+        }
+        let lossy = candidates_for(Objective::Balanced, NumType::F32, Some("abs=0.01")).unwrap();
+        assert!(lossy.contains(&"sz:abs=0.01".to_string()), "{lossy:?}");
     }
 
     #[test]
@@ -205,8 +312,11 @@ mod tests {
         let bytes: Vec<u8> = (0..4096u32).flat_map(|i| (i as f32 * 0.01).sin().to_le_bytes()).collect();
         let samples = [Sample { bytes, shape: vec![64, 64] }];
         for text in candidates(NumType::F32) {
-            let sc = score(text, NumType::F32, &samples, 0.0).unwrap();
-            assert!(sc.ratio > 0.5 && sc.encode_mb_s > 0.0 && sc.decode_mb_s > 0.0, "{sc:?}");
+            let sc = measure(text, NumType::F32, &samples, 0.0).unwrap();
+            let m = sc.measured.unwrap();
+            assert!(sc.ratio > 0.5 && m.encode_mb_s > 0.0 && m.decode_mb_s > 0.0, "{sc:?}");
+            let plain = evaluate(text, NumType::F32, &samples).unwrap();
+            assert_eq!((plain.ratio, plain.measured), (sc.ratio, None));
         }
     }
 }

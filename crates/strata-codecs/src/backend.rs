@@ -1,5 +1,5 @@
 use crate::error::{CodecError, Result};
-use crate::spec::{Capabilities, CodecSpec, NumType};
+use crate::spec::{Capabilities, CodecSpec, NumType, Speed};
 use std::cell::RefCell;
 
 thread_local! {
@@ -33,6 +33,8 @@ pub(crate) fn zstd_decompress_exact(input: &[u8], out: &mut [u8]) -> std::result
 pub trait Backend: Send + Sync + std::fmt::Debug {
     fn spec(&self) -> CodecSpec;
     fn capabilities(&self) -> Capabilities;
+    /// Nominal throughput the planner ranks chains by (see [`Speed`]).
+    fn speed(&self) -> Speed;
     fn encode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
     fn decode(&self, input: &[u8], decoded_len: usize, shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
 }
@@ -44,6 +46,10 @@ pub struct RawBackend;
 impl Backend for RawBackend {
     fn spec(&self) -> CodecSpec {
         CodecSpec::new("raw")
+    }
+
+    fn speed(&self) -> Speed {
+        Speed::new(50_000.0, 50_000.0)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -79,9 +85,26 @@ impl ZstdBackend {
     pub const DEFAULT_LEVEL: i32 = 3;
 }
 
+/// zstd's nominal encoding speed by level (decoding hardly depends on the level).
+fn zstd_encode_mb_s(level: i32) -> f64 {
+    match level {
+        ..=0 => 2_000.0,
+        1 => 900.0,
+        2..=3 => 700.0,
+        4..=5 => 350.0,
+        6..=9 => 180.0,
+        10..=15 => 50.0,
+        _ => 10.0,
+    }
+}
+
 impl Backend for ZstdBackend {
     fn spec(&self) -> CodecSpec {
         CodecSpec::new("zstd").with("level", self.level)
+    }
+
+    fn speed(&self) -> Speed {
+        Speed::new(zstd_encode_mb_s(self.level), 2_000.0)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -108,6 +131,10 @@ pub struct Lz4Backend;
 impl Backend for Lz4Backend {
     fn spec(&self) -> CodecSpec {
         CodecSpec::new("lz4")
+    }
+
+    fn speed(&self) -> Speed {
+        Speed::new(2_500.0, 5_000.0)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -163,6 +190,17 @@ macro_rules! pco_dispatch {
 impl Backend for PcoBackend {
     fn spec(&self) -> CodecSpec {
         CodecSpec::new("pco").with("level", self.level)
+    }
+
+    fn speed(&self) -> Speed {
+        let encode = match self.level {
+            0..=4 => 300.0,
+            5..=6 => 200.0,
+            7..=8 => 115.0,
+            9..=10 => 60.0,
+            _ => 45.0,
+        };
+        Speed::new(encode, 1_300.0)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -241,6 +279,10 @@ impl ByteColumnsBackend {
 impl Backend for ByteColumnsBackend {
     fn spec(&self) -> CodecSpec {
         CodecSpec::new("bytecols").with("level", self.level)
+    }
+
+    fn speed(&self) -> Speed {
+        Speed::new(0.7 * zstd_encode_mb_s(self.level), 3_000.0)
     }
 
     fn capabilities(&self) -> Capabilities {

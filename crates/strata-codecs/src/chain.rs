@@ -1,6 +1,6 @@
 use crate::backend::Backend;
 use crate::error::Result;
-use crate::spec::{Capabilities, CodecSpec};
+use crate::spec::{Capabilities, CodecSpec, Speed};
 use crate::transform::Transform;
 
 /// Transforms applied in order on encode (and in reverse on decode), then one backend.
@@ -32,6 +32,11 @@ impl CodecChain {
             caps.error_bound = caps.error_bound.or(c.error_bound);
         }
         caps
+    }
+
+    /// The chain's nominal throughput: its stages' times per byte added up.
+    pub fn speed(&self) -> Speed {
+        self.transforms.iter().fold(self.backend.speed(), |acc, t| acc.then(t.speed()))
     }
 
     /// Encodes one segment of shape `shape` (C order).

@@ -9,7 +9,7 @@
 
 use crate::backend::Backend;
 use crate::error::{CodecError, Result};
-use crate::spec::{Capabilities, CodecSpec};
+use crate::spec::{Capabilities, CodecSpec, Speed};
 
 const NAME: &str = "fpc";
 
@@ -41,6 +41,10 @@ fn load(bytes: &[u8]) -> u64 {
 impl Backend for FpcBackend {
     fn spec(&self) -> CodecSpec {
         CodecSpec::new(NAME).with("axis", self.axis)
+    }
+
+    fn speed(&self) -> Speed {
+        Speed::new(400.0, 400.0)
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -3,7 +3,7 @@
 
 use crate::backend::{zstd_decompress_exact, Backend};
 use crate::error::{CodecError, Result};
-use crate::spec::{Capabilities, CodecSpec, ErrorBound, NumType};
+use crate::spec::{Capabilities, CodecSpec, ErrorBound, NumType, Speed};
 
 /// The bound as configured: absolute, or relative to the value range of each segment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -147,6 +147,8 @@ pub trait BoundedCodec: Send + Sync + std::fmt::Debug {
     /// This codec's stream mode byte (never [`MODE_LOSSLESS`]).
     const MODE: u8;
     fn bound(&self) -> BoundSpec;
+    /// Nominal throughput (see [`Speed`]).
+    const SPEED: Speed;
     fn dtype(&self) -> NumType;
     /// Whether a segment of `n` elements can be coded (counts are stored as `u32`).
     fn usable(n: usize) -> bool {
@@ -161,6 +163,10 @@ pub trait BoundedCodec: Send + Sync + std::fmt::Debug {
 impl<T: BoundedCodec> Backend for T {
     fn spec(&self) -> CodecSpec {
         self.bound().to_spec(T::NAME)
+    }
+
+    fn speed(&self) -> Speed {
+        T::SPEED
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -197,6 +197,32 @@ pub fn parse_chain(text: &str) -> Result<Vec<CodecSpec>> {
         .collect()
 }
 
+/// The short form of a chain (`shuffle+zstd:3`, `sz:abs=0.01`): what [`parse_chain`] reads.
+pub fn chain_text(specs: &[CodecSpec]) -> String {
+    let value = |v: &serde_json::Value| match v.as_i64() {
+        Some(i) => i.to_string(),
+        None => v.as_f64().map_or_else(|| v.to_string(), |f| f.to_string()),
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            let main = KNOWN.iter().find(|(n, _, _)| *n == spec.name).and_then(|(_, _, o)| *o);
+            let config = &spec.configuration;
+            match (main, config.len()) {
+                (_, 0) => spec.name.clone(),
+                (Some(m), 1) if config.contains_key(m) && config[m].is_i64() => {
+                    format!("{}:{}", spec.name, value(&config[m]))
+                }
+                _ => {
+                    let pairs: Vec<String> = config.iter().map(|(k, v)| format!("{k}={}", value(v))).collect();
+                    format!("{}:{}", spec.name, pairs.join(","))
+                }
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
 /// The chain format v1 uses when nothing else is asked for: byte shuffle, then zstd.
 pub fn default_chain() -> Vec<CodecSpec> {
     vec![CodecSpec::new("shuffle"), CodecSpec::new("zstd").with("level", ZstdBackend::DEFAULT_LEVEL)]

@@ -68,6 +68,33 @@ impl Capabilities {
     pub const LOSSLESS: Self = Self { lossless: true, partial_decode: false, error_bound: None };
 }
 
+/// A codec's nominal throughput per core, in MB/s of decoded data, on smooth float fields.
+///
+/// The planner ranks chains by these declared figures, not by timings taken while it
+/// runs: a plan must not change with the machine's load (the same field imported on a busy
+/// and an idle machine got different chains when timings decided). The figures are medians
+/// of `strata analyze` on the real datasets of `../shared/data` on the reference machine
+/// (2-core Xeon, 2026-11); docs/codecs.md lists them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Speed {
+    pub encode_mb_s: f64,
+    pub decode_mb_s: f64,
+}
+
+impl Speed {
+    pub const fn new(encode_mb_s: f64, decode_mb_s: f64) -> Self {
+        Self { encode_mb_s, decode_mb_s }
+    }
+
+    /// Stages run one after another: their times per byte add up.
+    pub fn then(self, next: Speed) -> Speed {
+        Speed {
+            encode_mb_s: 1.0 / (1.0 / self.encode_mb_s + 1.0 / next.encode_mb_s),
+            decode_mb_s: 1.0 / (1.0 / self.decode_mb_s + 1.0 / next.decode_mb_s),
+        }
+    }
+}
+
 /// Element types a chain can see (NetCDF `char` is `U8`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NumType {

@@ -16,7 +16,7 @@
 use crate::backend::zstd_decompress_exact;
 use crate::error::{CodecError, Result};
 use crate::lossy::{self, BoundSpec, BoundedCodec, Cursor};
-use crate::spec::NumType;
+use crate::spec::{NumType, Speed};
 
 const NAME: &str = "sz";
 /// Quantization codes are `q + RADIUS` in 16 bits; 0 marks an unpredictable element.
@@ -74,6 +74,7 @@ fn stand_in(x: f64, pred: f64) -> f64 {
 }
 
 impl BoundedCodec for SzBackend {
+    const SPEED: Speed = Speed::new(180.0, 260.0);
     const NAME: &'static str = NAME;
     const MODE: u8 = 1;
 

@@ -1,5 +1,5 @@
 use crate::error::{CodecError, Result};
-use crate::spec::{Capabilities, CodecSpec, ErrorBound, NumType};
+use crate::spec::{Capabilities, CodecSpec, ErrorBound, NumType, Speed};
 
 /// A byte rearrangement that keeps the length: the output of `encode` is as long as its
 /// input. `shape` is the segment's shape (C order); its product times the element size is
@@ -7,6 +7,8 @@ use crate::spec::{Capabilities, CodecSpec, ErrorBound, NumType};
 pub trait Transform: Send + Sync + std::fmt::Debug {
     fn spec(&self) -> CodecSpec;
     fn capabilities(&self) -> Capabilities;
+    /// Nominal throughput the planner ranks chains by (see [`Speed`]).
+    fn speed(&self) -> Speed;
     fn encode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
     fn decode(&self, input: &[u8], shape: &[usize], out: &mut Vec<u8>) -> Result<()>;
 }
@@ -24,6 +26,10 @@ pub struct ShuffleTransform {
 impl Transform for ShuffleTransform {
     fn spec(&self) -> CodecSpec {
         CodecSpec::new("shuffle")
+    }
+
+    fn speed(&self) -> Speed {
+        Speed::new(7_000.0, 30_000.0)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -216,6 +222,10 @@ impl Transform for NeighbourTransform {
         CodecSpec::new(self.name()).with("axis", self.axis)
     }
 
+    fn speed(&self) -> Speed {
+        Speed::new(18_000.0, 20_000.0)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities::LOSSLESS
     }
@@ -253,6 +263,10 @@ impl BitRoundTransform {
 impl Transform for BitRoundTransform {
     fn spec(&self) -> CodecSpec {
         CodecSpec::new("bitround").with("keepbits", self.keepbits)
+    }
+
+    fn speed(&self) -> Speed {
+        Speed::new(2_000.0, 50_000.0)
     }
 
     fn capabilities(&self) -> Capabilities {

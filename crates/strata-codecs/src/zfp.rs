@@ -10,7 +10,7 @@
 use crate::backend::zstd_decompress_exact;
 use crate::error::{CodecError, Result};
 use crate::lossy::{self, BoundSpec, BoundedCodec, Cursor};
-use crate::spec::NumType;
+use crate::spec::{NumType, Speed};
 use std::ffi::c_void;
 
 const NAME: &str = "zfp";
@@ -130,6 +130,7 @@ impl ZfpBackend {
 }
 
 impl BoundedCodec for ZfpBackend {
+    const SPEED: Speed = Speed::new(135.0, 270.0);
     const NAME: &'static str = NAME;
     const MODE: u8 = 2;
 

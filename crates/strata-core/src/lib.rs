@@ -20,6 +20,7 @@ pub mod planner;
 pub mod precision;
 pub mod query;
 pub mod reader;
+pub mod sampling;
 pub mod segment;
 pub mod session;
 pub mod storage;

@@ -20,6 +20,10 @@ pub fn default_groups(dtype: DType) -> Option<Vec<usize>> {
     }
 }
 
+/// The chain byte-group segments get unless one is asked for: byte planes are not values,
+/// so value-level plans do not apply to them.
+pub const BYTE_GROUP_CHAIN: &str = "zstd:3";
+
 /// Whether `layout` splits values of `dtype` into byte groups (level M, float types).
 pub fn splits(layout: &Layout, dtype: DType) -> bool {
     layout.order.contains(&Level::M) && default_groups(dtype).is_some()

@@ -15,11 +15,14 @@ use crate::manifest::{
     Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
 };
 use crate::precision;
+use crate::sampling::{self, PLAN_SAMPLES, REFINE_SAMPLES};
 use crate::segment::{layout_key, SegmentEntry, SegmentKey};
 use crate::store::{now_ms, random_suffix, Store};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use strata_codecs::analyzer::Objective;
+use strata_codecs::plan::{self as codec_plan, CodecRequest, PLAN_MIN_BYTES};
 use strata_codecs::{registry, CodecChain, CodecSpec, ElementContext};
 
 /// What a front-end describes when it creates a store. Sizes of the record dimension are a
@@ -82,6 +85,31 @@ pub struct WriterOptions {
     /// The analyzer's record per variable, stored as the variable's `plan`.
     #[serde(default)]
     pub plans: BTreeMap<String, serde_json::Value>,
+    /// What to do for variables without a chain in `variable_codecs`, instead of `codec`:
+    /// `auto` plans each variable of at least [`PLAN_MIN_BYTES`] from its first data (the
+    /// sample rule of [`sampling`]) and records the plan; smaller ones get the default chain.
+    /// When appending, `auto` names the objective later checks use.
+    #[serde(default)]
+    pub request: Option<CodecRequest>,
+    /// When appending: check each planned record variable's chain on the new data, and
+    /// switch new slabs to a clearly better one (see [`codec_plan::recheck`]).
+    #[serde(default)]
+    pub recheck: bool,
+}
+
+/// A plan still to make, from the first data a variable receives in this writer.
+#[derive(Debug, Clone)]
+enum PendingPlan {
+    Plan { objective: Objective, error_bound: Option<String> },
+    Recheck { objective: Objective, error_bound: Option<String>, current: String },
+}
+
+/// The part of a stored plan record a later check needs (older records have more fields).
+#[derive(Debug, Deserialize)]
+struct PlanHead {
+    objective: Option<Objective>,
+    #[serde(default)]
+    error_bound: Option<String>,
 }
 
 struct PendingSegment {
@@ -132,6 +160,10 @@ pub struct StoreWriter {
     base_version: Option<u64>,
     /// Per variable: the position in its `codecs` used for new segments, and that chain.
     chains: Vec<Option<(u8, CodecChain)>>,
+    /// Per variable: the plan its first data decides, if any.
+    pending: Vec<Option<PendingPlan>>,
+    /// The record count the schema announced (None: unknown), for a variable's size.
+    records_hint: Option<u64>,
     /// Level V's rule, when the layout has it.
     bin_rule: Option<BinRule>,
     static_slab: Option<SlabBuilderBox>,
@@ -166,6 +198,18 @@ fn parse_layout(text: &str) -> Result<Vec<Level>> {
         return Err(Error::InvalidArgument(format!("layout '{text}' must include S (space)")));
     }
     Ok(order)
+}
+
+/// Makes `specs` the chain new segments of `var` use. Positions are referenced by old
+/// segments: chains are only ever added at the end, and the last one is what new segments use.
+fn push_chain(var: &mut Variable, specs: Vec<CodecSpec>) -> Result<()> {
+    if var.codecs.last() != Some(&specs) {
+        if var.codecs.len() >= 255 {
+            return Err(Error::InvalidArgument(format!("'{}' already has 255 codec chains", var.name)));
+        }
+        var.codecs.push(specs);
+    }
+    Ok(())
 }
 
 /// The chain new segments of `var` use: its last listed chain (appends add chains at the end).
@@ -223,7 +267,18 @@ impl StoreWriter {
                 "bins and binning need level V in the layout (e.g. --layout V-S)".into(),
             ));
         }
-        let codec: Vec<CodecSpec> = match &options.codec {
+        let (explicit, auto) = match (&options.codec, &options.request) {
+            (Some(_), Some(_)) => {
+                return Err(Error::InvalidArgument("give a codec chain or a codec request, not both".into()))
+            }
+            (Some(text), None) | (None, Some(CodecRequest::Chain { chain: text })) => (Some(text.clone()), None),
+            (None, Some(CodecRequest::Auto { objective, error_bound })) => {
+                let bound = error_bound.as_deref().map(codec_plan::parse_error_bound).transpose()?;
+                (None, Some((*objective, bound)))
+            }
+            (None, None) => (None, None),
+        };
+        let codec: Vec<CodecSpec> = match &explicit {
             Some(text) => registry::parse_chain(text)?,
             None => registry::default_chain(),
         };
@@ -234,10 +289,20 @@ impl StoreWriter {
         }
         // Each variable's chain, validated up front for the variable's type.
         let mut chain_of = BTreeMap::new();
+        let mut planned = BTreeMap::new();
         for v in &schema.variables {
+            let split = precision::splits(&layout, v.dtype);
             let specs = match options.variable_codecs.get(&v.name) {
                 Some(text) => registry::parse_chain(text)?,
-                None => codec.clone(),
+                // Byte-group segments are not values: value-level plans do not apply.
+                None if split && explicit.is_none() => registry::parse_chain(precision::BYTE_GROUP_CHAIN)?,
+                None => {
+                    if let (Some((objective, bound)), Some(_)) = (&auto, v.dtype.num_type()) {
+                        let error_bound = bound.clone();
+                        planned.insert(v.name.clone(), PendingPlan::Plan { objective: *objective, error_bound });
+                    }
+                    codec.clone()
+                }
             };
             let chain_type =
                 if precision::splits(&layout, v.dtype) { Some(strata_codecs::NumType::U8) } else { v.dtype.num_type() };
@@ -351,49 +416,84 @@ impl StoreWriter {
         };
         draft.validate()?;
         let chains = draft.variables.iter().map(|v| build_chain(&draft.layout, v)).collect::<Result<Vec<_>>>()?;
+        // Variables known to be small get the default chain unplanned (a record variable's
+        // size is known once its records are: see `resolve_plan`).
+        let pending = draft
+            .variables
+            .iter()
+            .map(|v| {
+                let known = draft.shape(v).iter().product::<u64>() * v.dtype.size() as u64;
+                planned.remove(&v.name).filter(|_| draft.is_record_var(v) || known >= PLAN_MIN_BYTES)
+            })
+            .collect();
         let has_static = draft.variables.iter().any(|v| v.chunking.is_some() && !draft.is_record_var(v));
         let static_slab = has_static.then(|| SlabBuilderBox(SlabBuilder::new(0, None)));
         let bin_rule = BinRule::of_layout(&draft.layout)?;
-        Ok(Self { store, draft, base_version: None, chains, bin_rule, static_slab, open_slab: None, next_slab_id: 1 })
+        let records_hint = if records_hint > 0 { Some(records_hint) } else { None };
+        Ok(Self {
+            store,
+            draft,
+            base_version: None,
+            chains,
+            pending,
+            records_hint,
+            bin_rule,
+            static_slab,
+            open_slab: None,
+            next_slab_id: 1,
+        })
     }
 
     /// Continues the newest version of an existing store: new slabs along the record dimension.
     pub fn open_append(store: Store) -> Result<Self> {
-        Self::open_append_with(store, &BTreeMap::new(), &BTreeMap::new())
+        Self::open_append_with(store, &WriterOptions::default())
     }
 
-    /// Like [`open_append`](Self::open_append), but new slabs of the named variables use the
-    /// given chains (added to the variable's `codecs` unless already listed), and their
-    /// `plan` is replaced. Old segments keep the chain they were written with.
-    pub fn open_append_with(
-        store: Store,
-        variable_codecs: &BTreeMap<String, String>,
-        plans: &BTreeMap<String, serde_json::Value>,
-    ) -> Result<Self> {
+    /// Like [`open_append`](Self::open_append), with `options.variable_codecs` (new slabs of
+    /// those variables use the given chains, added to the variable's `codecs` unless already
+    /// listed; old segments keep theirs), `options.plans` (replacing the variables' plans)
+    /// and `options.recheck` (each planned record variable checked on its first new slab,
+    /// for its recorded objective or the one of an `auto` request). Layout and chunk options
+    /// are the store's and cannot change.
+    pub fn open_append_with(store: Store, options: &WriterOptions) -> Result<Self> {
         let mut base = store.manifest(None)?;
-        for (name, text) in variable_codecs {
+        for (name, text) in &options.variable_codecs {
             let specs = registry::parse_chain(text)?;
             let pos = base.variable(name)?.0;
             let var = &mut base.variables[pos];
             let Some(t) = precision::chain_type(&base.layout, var)? else { continue };
             registry::chain(&specs, ElementContext::new(t))
                 .map_err(|e| Error::InvalidArgument(format!("codec for '{name}': {e}")))?;
-            // Positions are referenced by old segments: chains are only ever added at the
-            // end, and the last one is what new segments use.
-            if var.codecs.last() != Some(&specs) {
-                if var.codecs.len() >= 255 {
-                    return Err(Error::InvalidArgument(format!("'{name}' already has 255 codec chains")));
-                }
-                var.codecs.push(specs);
-            }
+            push_chain(var, specs)?;
         }
-        for (name, plan) in plans {
+        for (name, plan) in &options.plans {
             let pos = base.variable(name)?.0;
             base.variables[pos].plan = Some(plan.clone());
         }
         if base.record_dim.is_none() {
             return Err(Error::InvalidArgument(format!("'{}' has no record dimension to append along", store.name())));
         }
+        let objective_override = match &options.request {
+            Some(CodecRequest::Auto { objective, .. }) => Some(*objective),
+            _ => None,
+        };
+        let pending = base
+            .variables
+            .iter()
+            .map(|v| {
+                let eligible = options.recheck
+                    && base.is_record_var(v)
+                    && !options.variable_codecs.contains_key(&v.name)
+                    && !precision::splits(&base.layout, v.dtype)
+                    && v.dtype.num_type().is_some();
+                let current = v.codecs.last().filter(|_| eligible).map(|specs| registry::chain_text(specs))?;
+                let head = v.plan.clone().and_then(|p| serde_json::from_value::<PlanHead>(p).ok());
+                let objective =
+                    objective_override.or(head.as_ref().and_then(|h| h.objective)).unwrap_or(Objective::Balanced);
+                let error_bound = head.and_then(|h| h.error_bound);
+                Some(PendingPlan::Recheck { objective, error_bound, current })
+            })
+            .collect();
         let chains = base.variables.iter().map(|v| build_chain(&base.layout, v)).collect::<Result<Vec<_>>>()?;
         let next_slab_id = base.slabs.iter().map(|s| s.id + 1).max().unwrap_or(1);
         let base_version = Some(base.version);
@@ -401,7 +501,65 @@ impl StoreWriter {
         let mut draft = base;
         draft.parent = base_version;
         draft.version += 1;
-        Ok(Self { store, draft, base_version, chains, bin_rule, static_slab: None, open_slab: None, next_slab_id })
+        Ok(Self {
+            store,
+            draft,
+            base_version,
+            chains,
+            pending,
+            records_hint: None,
+            bin_rule,
+            static_slab: None,
+            open_slab: None,
+            next_slab_id,
+        })
+    }
+
+    /// Makes the plan `idx` is waiting for, from its first data (`extent`, C order).
+    fn resolve_plan(&mut self, idx: usize, extent: &[u64], data: &[u8]) -> Result<()> {
+        let Some(pending) = self.pending[idx].take() else { return Ok(()) };
+        let var = &self.draft.variables[idx];
+        let (Some(t), Some(chunking)) = (var.dtype.num_type(), &var.chunking) else { return Ok(()) };
+        // The variable's whole size: a record variable's first slab times the slabs the
+        // schema announced (a writer that was not told sees the slab alone).
+        let record_bytes = data.len() as u64 / extent.first().copied().unwrap_or(1).max(1);
+        let whole = match (self.draft.is_record_var(var), self.records_hint) {
+            (true, Some(n)) => record_bytes * n,
+            _ => data.len() as u64,
+        };
+        if whole < PLAN_MIN_BYTES {
+            return Ok(());
+        }
+        let (seed, es) = (sampling::seed_of(&var.name), var.dtype.size());
+        let sample = sampling::samples(data, extent, &chunking.subchunk, es, PLAN_SAMPLES, seed);
+        let record = match pending {
+            PendingPlan::Plan { objective, error_bound } => {
+                let refine = if objective == Objective::Ratio {
+                    sampling::samples(data, extent, &chunking.subchunk, es, REFINE_SAMPLES, seed.wrapping_add(1))
+                } else {
+                    vec![]
+                };
+                codec_plan::plan(t, &sample, &refine, objective, error_bound.as_deref())?
+            }
+            PendingPlan::Recheck { objective, error_bound, current } => {
+                match codec_plan::recheck(t, &sample, &current, objective, error_bound.as_deref())? {
+                    Some(r) => r,
+                    None => return Ok(()),
+                }
+            }
+        };
+        let specs = registry::parse_chain(&record.chosen)?;
+        let plan = serde_json::to_value(&record).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let var = &mut self.draft.variables[idx];
+        if record.previous.is_some() {
+            push_chain(var, specs)?;
+        } else {
+            // A new variable: nothing was written with its placeholder chain yet.
+            var.codecs = vec![specs];
+        }
+        var.plan = Some(plan);
+        self.chains[idx] = build_chain(&self.draft.layout, &self.draft.variables[idx])?;
+        Ok(())
     }
 
     /// The manifest as it will be committed (dimension sizes grow as slabs finish).
@@ -428,6 +586,9 @@ impl StoreWriter {
             return Err(Error::InvalidArgument(format!("'{name}' is a string variable, stored in the manifest")));
         }
         let extent = self.draft.shape(var);
+        if self.static_slab.as_ref().is_some_and(|s| !s.0.done.contains(&idx)) {
+            self.resolve_plan(idx, &extent, data)?;
+        }
         let part = self.encode_part(idx, &extent, data)?;
         let slab = self.static_slab.as_mut().ok_or_else(|| {
             Error::InvalidArgument("static variables can only be written when creating a store".into())
@@ -474,6 +635,10 @@ impl StoreWriter {
         }
         let mut extent = self.draft.shape(var);
         extent[0] = count;
+        let expected = extent.iter().product::<u64>() * var.dtype.size() as u64;
+        if data.len() as u64 == expected {
+            self.resolve_plan(idx, &extent, data)?;
+        }
         let part = self.encode_part(idx, &extent, data)?;
         if let Some(slab) = self.open_slab.as_mut() {
             slab.0.done.insert(idx);

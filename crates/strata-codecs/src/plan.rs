@@ -1,0 +1,238 @@
+//! Codec plans: what the user asks for (a [`CodecRequest`]) resolved on sample segments
+//! into what is stored (a chain and its [`PlanRecord`]). One rule for every writer: the
+//! importer, `write_arrays`, and writers to come get the same plan from the same data.
+
+use crate::analyzer::{candidates_for, choose, evaluate, objective_value, Objective, Sample, Score};
+use crate::error::{CodecError, Result};
+use crate::spec::NumType;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What the user asks for a variable's codec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum CodecRequest {
+    /// Let the analyzer choose for `objective`; with an error bound (`abs=E` or `rel=E`,
+    /// relative to the value range) the error-bounded lossy codecs compete too.
+    Auto {
+        objective: Objective,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_bound: Option<String>,
+    },
+    /// This chain, e.g. `shuffle+zstd:3`.
+    Chain { chain: String },
+}
+
+/// New slabs switch chains on a later check when another is at least this much better
+/// for the plan's objective (the drift threshold).
+pub const DRIFT_THRESHOLD: f64 = 1.10;
+/// The ratio objective compares its best few chains again on a larger sample.
+pub const REFINE_TOP: usize = 3;
+/// Variables smaller than this get the default chain without sampling.
+pub const PLAN_MIN_BYTES: u64 = 256 << 10;
+/// Version of [`PlanRecord`]'s fields.
+pub const PLAN_RECORD_VERSION: u32 = 2;
+
+/// Checks an error bound given as `abs=E` or `rel=E` (E > 0, finite); returns it normalised.
+pub fn parse_error_bound(text: &str) -> Result<String> {
+    let (kind, value) = text.split_once('=').unwrap_or((text, ""));
+    let number: f64 = value.trim().parse().unwrap_or(f64::NAN);
+    let kind = kind.trim();
+    if !(matches!(kind, "abs" | "rel") && number > 0.0 && number.is_finite()) {
+        return Err(CodecError::InvalidSpec(format!(
+            "error bound '{text}' is not abs=E or rel=E with E > 0 (e.g. abs=0.01, rel=1e-4)"
+        )));
+    }
+    Ok(format!("{kind}={number}"))
+}
+
+/// One candidate's figures as a plan keeps them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRecord {
+    pub chain: String,
+    pub ratio: f64,
+    /// Declared speeds (MB/s per core), what the objectives rank by.
+    pub encode_mb_s: f64,
+    pub decode_mb_s: f64,
+}
+
+impl From<&Score> for ScoreRecord {
+    fn from(s: &Score) -> Self {
+        let round = |x: f64| (x * 1e4).round() / 1e4;
+        Self {
+            chain: s.chain.clone(),
+            ratio: round(s.ratio),
+            encode_mb_s: round(s.nominal.encode_mb_s),
+            decode_mb_s: round(s.nominal.decode_mb_s),
+        }
+    }
+}
+
+/// The second look of the ratio objective: its best chains on a larger sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refinement {
+    pub sample_bytes: u64,
+    pub ratio: BTreeMap<String, f64>,
+}
+
+/// What the manifest keeps of a plan (a variable's `plan`): the objective, the choice, and
+/// the scores it was made from; after a later check switched chains, the chain it replaced
+/// and by how much the new one was better.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    #[serde(default)]
+    pub version: u32,
+    pub objective: Objective,
+    pub chosen: String,
+    pub sample_bytes: u64,
+    pub scores: Vec<ScoreRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_bound: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refined: Option<Refinement>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gain: Option<f64>,
+}
+
+fn sample_bytes(samples: &[Sample]) -> u64 {
+    samples.iter().map(|s| s.bytes.len() as u64).sum()
+}
+
+/// Every candidate on the samples, in parallel; a candidate that fails on this data (a
+/// lossy chain that cannot hold the bound, say) is left out.
+fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Score> {
+    texts.par_iter().filter_map(|t| evaluate(t, dtype, samples).ok()).collect()
+}
+
+/// Chooses a chain for `objective` on `samples`; the ratio objective re-compares its best
+/// [`REFINE_TOP`] chains on `refine` (a larger sample), since chains within a few percent
+/// of each other often swap places between a small sample and the whole variable.
+pub fn plan(
+    dtype: NumType,
+    samples: &[Sample],
+    refine: &[Sample],
+    objective: Objective,
+    error_bound: Option<&str>,
+) -> Result<PlanRecord> {
+    let bound = error_bound.map(parse_error_bound).transpose()?;
+    let texts = candidates_for(objective, dtype, bound.as_deref())?;
+    let scores = evaluate_all(&texts, dtype, samples);
+    let best = choose(&scores, objective)
+        .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
+    let mut chosen = scores[best].chain.clone();
+    let mut refined = None;
+    if objective == Objective::Ratio && !refine.is_empty() {
+        let mut order: Vec<&Score> = scores.iter().collect();
+        order.sort_by(|a, b| objective_value(b, objective).total_cmp(&objective_value(a, objective)));
+        let top: Vec<String> = order.iter().take(REFINE_TOP).map(|s| s.chain.clone()).collect();
+        let second = evaluate_all(&top, dtype, refine);
+        if let Some(i) = choose(&second, objective) {
+            chosen = second[i].chain.clone();
+            refined = Some(Refinement {
+                sample_bytes: sample_bytes(refine),
+                ratio: second.iter().map(|s| (s.chain.clone(), (s.ratio * 1e4).round() / 1e4)).collect(),
+            });
+        }
+    }
+    Ok(PlanRecord {
+        version: PLAN_RECORD_VERSION,
+        objective,
+        chosen,
+        sample_bytes: sample_bytes(samples),
+        scores: scores.iter().map(ScoreRecord::from).collect(),
+        error_bound: bound.filter(|_| dtype.is_float()),
+        refined,
+        previous: None,
+        gain: None,
+    })
+}
+
+/// The check on later data: a new plan when another chain is at least [`DRIFT_THRESHOLD`]
+/// times better than `current` for `objective` on `samples`, else None.
+pub fn recheck(
+    dtype: NumType,
+    samples: &[Sample],
+    current: &str,
+    objective: Objective,
+    error_bound: Option<&str>,
+) -> Result<Option<PlanRecord>> {
+    let bound = error_bound.map(parse_error_bound).transpose()?;
+    let mut texts = candidates_for(objective, dtype, bound.as_deref())?;
+    if !texts.iter().any(|t| t == current) {
+        texts.push(current.to_string());
+    }
+    let scores = evaluate_all(&texts, dtype, samples);
+    let Some(best) = choose(&scores, objective) else { return Ok(None) };
+    let value = |chain: &str| scores.iter().find(|s| s.chain == chain).map(|s| objective_value(s, objective));
+    let gain = match value(current) {
+        Some(v) if v > 0.0 => objective_value(&scores[best], objective) / v,
+        _ => f64::INFINITY,
+    };
+    if scores[best].chain == current || gain < DRIFT_THRESHOLD {
+        return Ok(None);
+    }
+    Ok(Some(PlanRecord {
+        version: PLAN_RECORD_VERSION,
+        objective,
+        chosen: scores[best].chain.clone(),
+        sample_bytes: sample_bytes(samples),
+        scores: scores.iter().map(ScoreRecord::from).collect(),
+        error_bound: bound.filter(|_| dtype.is_float()),
+        refined: None,
+        previous: Some(current.to_string()),
+        gain: Some((gain * 1e3).round() / 1e3),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn smooth(n: usize, phase: f32) -> Sample {
+        let bytes = (0..n * n)
+            .flat_map(|i| (((i / n) as f32 * 0.05 + phase).sin() * ((i % n) as f32 * 0.03).cos() * 20.0).to_le_bytes())
+            .collect();
+        Sample { bytes, shape: vec![n, n] }
+    }
+
+    #[test]
+    fn plans_are_reproducible_and_meet_the_objective() {
+        let samples: Vec<Sample> = (0..4).map(|k| smooth(64, k as f32)).collect();
+        let a = plan(NumType::F32, &samples, &samples, Objective::Balanced, None).unwrap();
+        let b = plan(NumType::F32, &samples, &samples, Objective::Balanced, None).unwrap();
+        assert_eq!(a, b, "the same data must give the same plan");
+        let chosen = a.scores.iter().find(|s| s.chain == a.chosen).unwrap();
+        assert!(chosen.decode_mb_s >= crate::analyzer::BALANCED_MIN_DECODE_MB_S);
+        let best = a.scores.iter().map(|s| s.ratio).fold(0.0, f64::max);
+        assert!(chosen.ratio >= best * (1.0 - crate::analyzer::RATIO_TIE), "{a:?}");
+        let r = plan(NumType::F32, &samples, &samples, Objective::Ratio, None).unwrap();
+        assert!(r.refined.is_some() && r.scores.len() > a.scores.len());
+        // The record survives the manifest's JSON.
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(serde_json::from_value::<PlanRecord>(json).unwrap(), r);
+    }
+
+    #[test]
+    fn recheck_switches_only_on_a_clear_gain() {
+        let samples: Vec<Sample> = (0..4).map(|k| smooth(64, k as f32)).collect();
+        let p = plan(NumType::F32, &samples, &[], Objective::Balanced, None).unwrap();
+        assert_eq!(recheck(NumType::F32, &samples, &p.chosen, Objective::Balanced, None).unwrap(), None);
+        let switched = recheck(NumType::F32, &samples, "lz4", Objective::Balanced, None).unwrap().unwrap();
+        assert_eq!(switched.previous.as_deref(), Some("lz4"));
+        assert!(switched.gain.unwrap() >= DRIFT_THRESHOLD);
+    }
+
+    #[test]
+    fn requests_and_bounds_parse() {
+        let r: CodecRequest = serde_json::from_str(r#"{"kind":"auto","objective":"ratio"}"#).unwrap();
+        assert_eq!(r, CodecRequest::Auto { objective: Objective::Ratio, error_bound: None });
+        assert!(serde_json::from_str::<CodecRequest>(r#"{"kind":"auto","objective":"smallest"}"#).is_err());
+        assert_eq!(parse_error_bound(" rel = 1e-4").unwrap(), "rel=0.0001");
+        for bad in ["abs", "abs=0", "abs=-1", "abs=inf", "max=1", "rel=x"] {
+            assert!(parse_error_bound(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The sample rule of codec planning: which blocks of a variable's data the analyzer sees.
+//!
+//! Up to `count` blocks of the variable's sub-chunk shape (the unit segments are compressed
+//! in), spread evenly along the leading (usually time) dimension and placed at seeded
+//! pseudo-random positions along the others, so the sample covers the whole period and
+//! different regions. The seed comes from the variable's name: the same data always gives
+//! the same sample, whatever else the store holds.
+
+use crate::grid::copy_block;
+use strata_codecs::analyzer::Sample;
+
+/// Blocks sampled for a plan, and for the ratio objective's second look.
+pub const PLAN_SAMPLES: usize = 4;
+pub const REFINE_SAMPLES: usize = 16;
+
+/// A seed from a name (FNV-1a), so samples do not depend on the order variables come in.
+pub fn seed_of(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// splitmix64: small, fast and fixed forever (a sample must not change with a crate update).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n <= 1 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+/// The start of each sampled block of shape `block` (clamped to `extent`) inside `extent`.
+pub fn block_starts(extent: &[u64], block: &[u64], count: usize, seed: u64) -> Vec<Vec<u64>> {
+    if extent.is_empty() {
+        return vec![vec![]];
+    }
+    let block: Vec<u64> = block.iter().zip(extent).map(|(&b, &e)| b.clamp(1, e.max(1))).collect();
+    let positions: Vec<u64> = extent.iter().zip(&block).map(|(&e, &b)| (e + 1).saturating_sub(b).max(1)).collect();
+    let total = positions.iter().fold(1u64, |a, &p| a.saturating_mul(p));
+    let count = (count as u64).clamp(1, total) as usize;
+    let mut rng = SplitMix(seed);
+    (0..count)
+        .map(|i| {
+            let lead = if count > 1 {
+                (i as u64 * (positions[0] - 1) + (count as u64 - 1) / 2) / (count as u64 - 1)
+            } else {
+                0
+            };
+            std::iter::once(lead).chain(positions[1..].iter().map(|&p| rng.below(p))).collect()
+        })
+        .collect()
+}
+
+/// The sampled blocks of `data` (C order, `extent`, `es`-byte elements) as analyzer samples.
+pub fn samples(data: &[u8], extent: &[u64], block: &[u64], es: usize, count: usize, seed: u64) -> Vec<Sample> {
+    let block: Vec<u64> = block.iter().zip(extent).map(|(&b, &e)| b.clamp(1, e.max(1))).collect();
+    let ones = vec![1u64; extent.len()];
+    let zeros = vec![0u64; extent.len()];
+    block_starts(extent, &block, count, seed)
+        .into_iter()
+        .map(|start| {
+            let mut bytes = vec![0u8; block.iter().product::<u64>() as usize * es];
+            copy_block(data, extent, &start, &ones, &mut bytes, &block, &zeros, &block, es);
+            Sample { bytes, shape: block.iter().map(|&b| b as usize).collect() }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_period_and_stay_inside() {
+        let starts = block_starts(&[100, 50, 40], &[10, 8, 8], 4, seed_of("sst"));
+        assert_eq!(starts.iter().map(|s| s[0]).collect::<Vec<_>>(), vec![0, 30, 60, 90]);
+        assert!(starts.iter().all(|s| s[1] + 8 <= 50 && s[2] + 8 <= 40));
+        assert_eq!(starts, block_starts(&[100, 50, 40], &[10, 8, 8], 4, seed_of("sst")), "seeded");
+        // Fewer positions than asked for, blocks larger than the data, no dimensions.
+        assert_eq!(block_starts(&[3], &[3], 4, 1), vec![vec![0]]);
+        assert_eq!(block_starts(&[2, 2], &[9, 9], 2, 1), vec![vec![0, 0]]);
+        assert_eq!(block_starts(&[], &[], 4, 1), vec![Vec::<u64>::new()]);
+    }
+
+    #[test]
+    fn samples_hold_the_blocks_values() {
+        let extent = [6u64, 5];
+        let data: Vec<u8> = (0..30u8).collect();
+        for s in samples(&data, &extent, &[2, 3], 1, 3, 7) {
+            assert_eq!(s.shape, vec![2, 3]);
+            let (r, c) = (s.bytes[0] / 5, s.bytes[0] % 5);
+            assert_eq!(
+                s.bytes,
+                vec![
+                    s.bytes[0],
+                    s.bytes[0] + 1,
+                    s.bytes[0] + 2,
+                    (r + 1) * 5 + c,
+                    (r + 1) * 5 + c + 1,
+                    (r + 1) * 5 + c + 2
+                ]
+            );
+        }
+    }
+}
