@@ -581,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["ratio", "speed", "balanced"],
         default="balanced",
         help="what --codec auto optimises: smallest size, fastest decoding, or (default) the smallest size "
-        "among chains that decode at 1 GB/s and encode at 100 MB/s per core or faster",
+        "among chains that decode at 1 GB/s and encode at 150 MB/s per core or faster",
     )
     s.add_argument(
         "--layout",
@@ -781,7 +781,7 @@ def build_parser() -> argparse.ArgumentParser:
         "leading dimension and at seeded positions along the others) with every candidate chain, and show "
         "its ratio, its declared and measured encode and decode speeds, and the chain each objective picks: "
         "ratio (smallest), speed (fastest declared decode among chains that compress) and balanced "
-        "(smallest among chains declared to decode at 1 GB/s and encode at 100 MB/s per core or faster). "
+        "(smallest among chains declared to decode at 1 GB/s and encode at 150 MB/s per core or faster). "
         "Choices use declared speeds, never timings, so the same data always gets the same plan.",
     )
     s.add_argument("source", help="a NetCDF/HDF5 file or a store")

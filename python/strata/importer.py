@@ -116,7 +116,7 @@ def import_file(
     ``codec="auto"`` (the default) lets the engine's analyzer plan every variable of at
     least 256 KiB from a sample of its first slab, for ``objective``: ``ratio`` (smallest),
     ``speed`` (fastest decoding) or ``balanced`` (smallest among chains that decode at 1 GB/s
-    and encode at 100 MB/s per core or faster); the plan and its scores are recorded in the
+    and encode at 150 MB/s per core or faster); the plan and its scores are recorded in the
     manifest. Smaller variables use ``shuffle+zstd:3``. Any other value is a chain applied
     to every variable.
 

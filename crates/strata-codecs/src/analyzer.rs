@@ -45,7 +45,7 @@ pub enum Objective {
 /// storage most users read from.
 pub const BALANCED_MIN_DECODE_MB_S: f64 = 1_000.0;
 /// Encoding floor of [`Objective::Balanced`], MB/s per core: import keeps up with a disk.
-pub const BALANCED_MIN_ENCODE_MB_S: f64 = 100.0;
+pub const BALANCED_MIN_ENCODE_MB_S: f64 = 150.0;
 
 impl std::str::FromStr for Objective {
     type Err = CodecError;
@@ -96,21 +96,23 @@ pub fn candidates(dtype: NumType) -> Vec<&'static str> {
     // delta:0 is the previous element along the first axis: the previous time step for
     // record variables, which pays off most on time series. Deltas along two or three
     // axes in a row are a Lorenzo predictor (x - x[i-1] - x[j-1] + x[i-1,j-1], ...): on
-    // smooth fields pcodec then sees residuals near zero. The pco:8 forms are the ones
-    // fast enough to encode for the balanced objective; pco:12 gains ratio slowly.
+    // smooth fields pcodec then sees residuals near zero. The pco:6 forms are the ones
+    // fast enough to encode for the balanced objective (on CESM TREFHT: 2.8% less ratio
+    // than pco:8 at twice the speed); pco:12 gains the last percent slowly.
     let mut c = vec![
         "zstd:3",
         "lz4",
+        "pco:6",
         "pco:8",
         "pco:12",
-        "delta+pco:8",
-        "delta:0+pco:8",
+        "delta+pco:6",
+        "delta:0+pco:6",
         "delta:0+pco:12",
-        "delta:-2+pco:8",
+        "delta:-2+pco:6",
         "delta:-2+pco:12",
-        "delta:-1+delta:-2+pco:8",
+        "delta:-1+delta:-2+pco:6",
         "delta:-1+delta:-2+pco:12",
-        "delta:0+delta:-1+delta:-2+pco:8",
+        "delta:0+delta:-1+delta:-2+pco:6",
         "delta:0+delta:-1+delta:-2+pco:12",
     ];
     if dtype.size() > 1 {
@@ -162,15 +164,15 @@ pub fn candidates_for(objective: Objective, dtype: NumType, bound: Option<&str>)
     Ok(kept)
 }
 
-/// Compresses every sample with `text` once and checks that decoding gives the samples
-/// back (within the chain's error bound, for lossy chains): the ratio, and the declared
-/// speed. What planning uses.
+/// Compresses every sample with `text` once: the ratio, and the declared speed. A lossy
+/// chain's samples are also decoded and must hold its bound. What planning uses.
 pub fn evaluate(text: &str, dtype: NumType, samples: &[Sample]) -> Result<Score> {
     score(text, dtype, samples, None)
 }
 
-/// Like [`evaluate`], and also times encode and decode (each repeated until it has run for
-/// at least `min_seconds`): what `strata analyze` shows beside the declared speeds.
+/// Like [`evaluate`], and also decodes every sample (which must come back equal, or within
+/// the bound) and times encode and decode (each repeated until it has run for at least
+/// `min_seconds`): what `strata analyze` shows beside the declared speeds.
 pub fn measure(text: &str, dtype: NumType, samples: &[Sample], min_seconds: f64) -> Result<Score> {
     score(text, dtype, samples, Some(min_seconds))
 }
@@ -192,6 +194,17 @@ fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: Option<f64
         Ok(())
     })?;
     let caps = c.capabilities();
+    if min_seconds.is_none() && caps.lossless {
+        // Planning: a lossless chain's round trip is the codecs' own tested promise, and
+        // decoding every candidate would cost a third of the planning time.
+        return Ok(Score {
+            chain: text.to_string(),
+            ratio: raw as f64 / encoded.iter().map(Vec::len).sum::<usize>().max(1) as f64,
+            lossless: true,
+            nominal: c.speed(),
+            measured: None,
+        });
+    }
     let decode_s = timed(&mut || {
         for (s, e) in samples.iter().zip(&encoded) {
             let d = c.decode(e, s.bytes.len(), &s.shape)?;
@@ -295,7 +308,8 @@ mod tests {
         for t in [NumType::F32, NumType::F64, NumType::I16, NumType::U8] {
             let kept = candidates_for(Objective::Balanced, t, None).unwrap();
             assert!(
-                kept.iter().any(|c| c.contains("pco:8")) && !kept.iter().any(|c| c.contains("zstd:19")),
+                kept.iter().any(|c| c.contains("pco:6"))
+                    && !kept.iter().any(|c| c.contains("zstd:19") || c.contains("pco:8")),
                 "{kept:?}"
             );
             for text in &kept {

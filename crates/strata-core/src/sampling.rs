@@ -9,9 +9,18 @@
 use crate::grid::copy_block;
 use strata_codecs::analyzer::Sample;
 
-/// Blocks sampled for a plan, and for the ratio objective's second look.
+/// Blocks sampled for a plan (at most), and for the ratio objective's second look.
 pub const PLAN_SAMPLES: usize = 4;
 pub const REFINE_SAMPLES: usize = 16;
+/// A plan's sample holds at most this fraction of the data it comes from (and at least two
+/// blocks): every candidate compresses the whole sample, so on a small variable a fixed
+/// number of blocks would cost more than writing the variable.
+pub const SAMPLE_SHARE: u64 = 16;
+
+/// How many blocks of `block_bytes` to sample from `data_bytes` of data.
+pub fn plan_samples(data_bytes: u64, block_bytes: u64) -> usize {
+    (data_bytes / (SAMPLE_SHARE * block_bytes.max(1))).clamp(2, PLAN_SAMPLES as u64) as usize
+}
 
 /// A seed from a name (FNV-1a), so samples do not depend on the order variables come in.
 pub fn seed_of(name: &str) -> u64 {

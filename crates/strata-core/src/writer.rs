@@ -15,7 +15,7 @@ use crate::manifest::{
     Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
 };
 use crate::precision;
-use crate::sampling::{self, PLAN_SAMPLES, REFINE_SAMPLES};
+use crate::sampling::{self, REFINE_SAMPLES};
 use crate::segment::{layout_key, SegmentEntry, SegmentKey};
 use crate::store::{now_ms, random_suffix, Store};
 use rayon::prelude::*;
@@ -531,7 +531,9 @@ impl StoreWriter {
             return Ok(());
         }
         let (seed, es) = (sampling::seed_of(&var.name), var.dtype.size());
-        let sample = sampling::samples(data, extent, &chunking.subchunk, es, PLAN_SAMPLES, seed);
+        let block_bytes = chunking.subchunk.iter().zip(extent).map(|(&b, &e)| b.min(e)).product::<u64>() * es as u64;
+        let count = sampling::plan_samples(data.len() as u64, block_bytes);
+        let sample = sampling::samples(data, extent, &chunking.subchunk, es, count, seed);
         let record = match pending {
             PendingPlan::Plan { objective, error_bound } => {
                 let refine = if objective == Objective::Ratio {
