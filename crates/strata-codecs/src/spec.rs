@@ -74,7 +74,7 @@ impl Capabilities {
 /// runs: a plan must not change with the machine's load (the same field imported on a busy
 /// and an idle machine got different chains when timings decided). The figures are medians
 /// of `strata analyze` on the real datasets of `../shared/data` on the reference machine
-/// (2-core Xeon, 2026-11); docs/codecs.md lists them.
+/// (2-core AMD EPYC, 2026-11); docs/codecs.md lists them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Speed {
     pub encode_mb_s: f64,
