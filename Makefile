@@ -98,6 +98,7 @@ bench: build-release
 	$(BIN)/python bench/bench_hyperslab.py
 	$(BIN)/python bench/bench_codecs.py
 	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_overlap.py
 	$(BIN)/python bench/bench_precision.py
 	$(BIN)/python bench/bench_values.py
 	$(BIN)/python bench/bench_sql.py

@@ -23,6 +23,112 @@ const COALESCE_GAP: u64 = 64 << 10;
 const COALESCE_MAX: u64 = 16 << 20;
 /// Reads decoding at most this many bytes run on the calling thread.
 const SEQUENTIAL_BYTES: u64 = 256 << 10;
+/// Raw bytes of sub-chunks per batch when a read overlaps fetching with decoding: the
+/// first batch's fetch and the last one's decode are not overlapped, so batches are small
+/// against a large read, and large enough that each fetch coalesces its ranges.
+const OVERLAP_BATCH_BYTES: u64 = 2 << 20;
+/// Range reads in flight at once for one fetch: enough to hide a storage's latency.
+const IO_THREADS: usize = 4;
+/// How many batches the reads may run ahead of decoding (bounds the bytes held).
+const PREFETCH_BATCHES: usize = 2;
+
+/// Which runs of a streaming fetch have arrived, and the first error; readers and the
+/// consumer wait on it.
+#[derive(Default)]
+struct Progress {
+    state: std::sync::Mutex<ProgressState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    arrived: Vec<bool>,
+    /// Runs 0..contiguous have all arrived.
+    contiguous: usize,
+    completed: usize,
+    /// The first read error.
+    error: Option<Error>,
+    /// The consumer gave up: readers stop.
+    stopped: bool,
+}
+
+impl Progress {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ProgressState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn done(&self, i: usize) {
+        let mut s = self.lock();
+        if s.arrived.len() <= i {
+            s.arrived.resize(i + 1, false);
+        }
+        s.arrived[i] = true;
+        s.completed += 1;
+        while s.arrived.get(s.contiguous) == Some(&true) {
+            s.contiguous += 1;
+        }
+        drop(s);
+        self.changed.notify_all();
+    }
+
+    fn fail(&self, e: Error) {
+        let mut s = self.lock();
+        s.error.get_or_insert(e);
+        drop(s);
+        self.changed.notify_all();
+    }
+
+    /// Tells waiting readers to look again. Taking the lock first means a reader between
+    /// its check and its wait cannot miss the news.
+    fn wake(&self) {
+        drop(self.lock());
+        self.changed.notify_all();
+    }
+
+    fn stop(&self) {
+        self.lock().stopped = true;
+        self.changed.notify_all();
+    }
+
+    fn completed(&self) -> usize {
+        self.lock().completed
+    }
+
+    /// The first error, taken (later calls see none).
+    fn check(&self) -> Result<()> {
+        match self.lock().error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until `ready()` or an error; false on an error (the reader should stop).
+    fn wait_for(&self, ready: impl Fn() -> bool) -> bool {
+        let mut s = self.lock();
+        loop {
+            if s.error.is_some() || s.stopped {
+                return false;
+            }
+            if ready() {
+                return true;
+            }
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Waits until runs 0..n have all arrived: false if a read failed first (the error
+    /// stays for [`check`](Self::check)).
+    fn until_contiguous(&self, n: usize) -> bool {
+        let mut s = self.lock();
+        while s.contiguous < n {
+            if s.error.is_some() {
+                return false;
+            }
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        true
+    }
+}
 
 /// Selection along one dimension: `start, start+step, ... < stop`.
 pub type DimSelection = AxisSelection;
@@ -122,6 +228,8 @@ pub struct StoreReader {
     indexes: Mutex<HashMap<u64, Arc<SlabIndex>>>,
     counters: Counters,
     cache: SegmentCache,
+    /// Whether large reads fetch the next batch of segments while decoding the current one.
+    overlap: std::sync::atomic::AtomicBool,
 }
 
 /// A file the manifest names but storage lacks is a damaged store, not a user error.
@@ -152,17 +260,31 @@ struct Task {
 }
 
 /// Data-file bytes fetched as coalesced runs, handed out per segment with its CRC checked.
+/// Runs fill in as they arrive (a streaming read hands out segments of the runs it has).
 pub(crate) struct Fetched<'a> {
     manifest: &'a Manifest,
     runs: Vec<(usize, u64, u64)>,
-    bytes: Vec<Vec<u8>>,
+    bytes: Vec<std::sync::OnceLock<Vec<u8>>>,
 }
 
-impl Fetched<'_> {
+impl<'a> Fetched<'a> {
+    fn new(manifest: &'a Manifest, runs: Vec<(usize, u64, u64)>) -> Self {
+        let bytes = runs.iter().map(|_| std::sync::OnceLock::new()).collect();
+        Self { manifest, runs, bytes }
+    }
+
+    /// The run holding the segment at `offset` of slab `slab`'s data file.
+    fn run_of(&self, slab: usize, offset: u64) -> usize {
+        self.runs.partition_point(|run| (run.0, run.1) <= (slab, offset)).saturating_sub(1)
+    }
+
     pub(crate) fn get(&self, slab: usize, e: &SegmentEntry) -> Result<&[u8]> {
-        let r = self.runs.partition_point(|run| (run.0, run.1) <= (slab, e.offset)) - 1;
+        let r = self.run_of(slab, e.offset);
         let lo = (e.offset - self.runs[r].1) as usize;
-        let bytes = &self.bytes[r][lo..lo + e.length as usize];
+        let run = self.bytes[r]
+            .get()
+            .ok_or_else(|| Error::Corruption(format!("segment at offset {} was not fetched", e.offset)))?;
+        let bytes = &run[lo..lo + e.length as usize];
         if crc32c::crc32c(bytes) != e.checksum {
             let path = &self.manifest.slabs[slab].data;
             return Err(Error::Corruption(format!("segment at {path}:{} fails its checksum", e.offset)));
@@ -215,7 +337,14 @@ impl StoreReader {
             indexes: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             cache: SegmentCache::new(cache_bytes),
+            overlap: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+
+    /// Turns the overlap of reading and decoding off (or back on): for measuring what it
+    /// gains. Results are the same either way.
+    pub fn set_overlap(&self, on: bool) {
+        self.overlap.store(on, Ordering::Relaxed);
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -384,6 +513,28 @@ impl StoreReader {
         if expected == 0 {
             return Ok(());
         }
+        let tasks = self.tasks_for(var_idx, sel, &widths)?;
+        let split = groups.map(|g| (g, widths.len()));
+        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)
+    }
+
+    /// Reads the stored bytes a full-precision selection of `name` needs, without decoding
+    /// them, the way a read fetches them (coalesced ranges, in file order, checksums not
+    /// checked); returns the bytes read. What a read costs in I/O alone.
+    pub fn fetch_only(&self, name: &str, sel: &[DimSelection]) -> Result<u64> {
+        self.check_selection(name, sel)?;
+        let (var_idx, var) = self.manifest.variable(name)?;
+        let groups = precision::byte_groups(&self.manifest.layout, var)?;
+        let widths = precision::widths_read(groups.as_deref(), None, var.dtype.size());
+        let tasks = self.tasks_for(var_idx, sel, &widths)?;
+        let entries =
+            tasks.iter().flat_map(|t| t.reads.iter().flat_map(move |r| r.entries.iter().map(move |e| (t.slab, e))));
+        let fetched = self.fetch(entries, true)?;
+        Ok(fetched.bytes.iter().filter_map(|b| b.get()).map(|b| b.len() as u64).sum())
+    }
+
+    /// The sub-chunks a (checked) selection of `var_idx` touches, with their segments.
+    fn tasks_for(&self, var_idx: usize, sel: &[DimSelection], widths: &[usize]) -> Result<Vec<Task>> {
         let mut tasks: Vec<Task> = Vec::new();
         for sc in self.subchunks_in(var_idx, sel) {
             let slab = &self.manifest.slabs[sc.slab];
@@ -393,11 +544,10 @@ impl StoreReader {
                 _ => self.slab_index(slab)?,
             };
             let elements = sc.blocks.iter().map(|b| b.len).product::<u64>();
-            let reads = self.bin_reads(&index, slab, sc.id, elements, &widths, &|_| true)?;
+            let reads = self.bin_reads(&index, slab, sc.id, elements, widths, &|_| true)?;
             tasks.push(Task { slab: sc.slab, index, id: sc.id, reads, blocks: sc.blocks });
         }
-        let split = groups.map(|g| (g, widths.len()));
-        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)
+        Ok(tasks)
     }
 
     /// The sub-chunks of variable `var_idx` that a (checked) selection touches, slab by slab.
@@ -493,12 +643,8 @@ impl StoreReader {
         Ok(reads)
     }
 
-    /// Fetches the given segments with coalesced range reads, in file order.
-    pub(crate) fn fetch<'a>(
-        &'a self,
-        segments: impl Iterator<Item = (usize, &'a SegmentEntry)>,
-        parallel: bool,
-    ) -> Result<Fetched<'a>> {
+    /// The coalesced range reads that fetch the given segments, in file order.
+    fn runs_of<'a>(segments: impl Iterator<Item = (usize, &'a SegmentEntry)>) -> Vec<(usize, u64, u64)> {
         let mut wanted: Vec<(usize, u64, u64)> =
             segments.map(|(slab, e)| (slab, e.offset, e.offset + e.length)).collect();
         wanted.sort_unstable();
@@ -512,20 +658,93 @@ impl StoreReader {
             }
             runs.push((slab, start, end));
         }
-        let storage = self.store.storage();
-        let fetch = |&(slab, start, end): &(usize, u64, u64)| -> Result<Vec<u8>> {
-            let path = self.manifest.slabs[slab].data.as_str();
-            let bytes = storage.read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
-            Ok(bytes)
+        runs
+    }
+
+    fn read_run(&self, &(slab, start, end): &(usize, u64, u64)) -> Result<Vec<u8>> {
+        let path = self.manifest.slabs[slab].data.as_str();
+        let bytes =
+            self.store.storage().read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
+        Ok(bytes)
+    }
+
+    /// Fetches the given segments with coalesced range reads, in file order.
+    pub(crate) fn fetch<'a>(
+        &'a self,
+        segments: impl Iterator<Item = (usize, &'a SegmentEntry)>,
+        parallel: bool,
+    ) -> Result<Fetched<'a>> {
+        let fetched = Fetched::new(&self.manifest, Self::runs_of(segments));
+        let threads = if parallel { IO_THREADS } else { 1 };
+        self.stream(&fetched, threads, &|_| true)?;
+        Ok(fetched)
+    }
+
+    /// Reads every run of `fetched`, in file order, with up to `threads` range reads in
+    /// flight (on threads of their own: reads wait on storage, not the CPU, and must not
+    /// hold up the decoding pool). `may_read(i)` holds a reader back from run `i` until it
+    /// is true (re-checked whenever a run completes or [`Progress::wake`] is called).
+    fn stream(&self, fetched: &Fetched, threads: usize, may_read: &(dyn Fn(usize) -> bool + Sync)) -> Result<()> {
+        let progress = Progress::default();
+        let n = fetched.runs.len();
+        // The consumer waits for every run (a read error is reported by `stream_with`).
+        self.stream_with(fetched, threads, may_read, &progress, || {
+            progress.until_contiguous(n);
+            Ok(())
+        })
+    }
+
+    /// [`stream`](Self::stream), running `consume` on the calling thread meanwhile; the
+    /// first error of either stops both.
+    fn stream_with(
+        &self,
+        fetched: &Fetched,
+        threads: usize,
+        may_read: &(dyn Fn(usize) -> bool + Sync),
+        progress: &Progress,
+        consume: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let n = fetched.runs.len();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let worker = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n || !progress.wait_for(|| may_read(i)) {
+                return;
+            }
+            match self.read_run(&fetched.runs[i]) {
+                Ok(bytes) => {
+                    let _ = fetched.bytes[i].set(bytes);
+                    progress.done(i);
+                }
+                Err(e) => progress.fail(e),
+            }
         };
-        let bytes = if parallel {
-            runs.par_iter().map(fetch).collect::<Result<_>>()?
+        let threads = threads.clamp(1, n.max(1));
+        let consumed = if threads == 1 {
+            // No thread to hand out: read everything, then consume.
+            worker();
+            progress.check()?;
+            consume()
         } else {
-            runs.iter().map(fetch).collect::<Result<_>>()?
+            std::thread::scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(worker);
+                }
+                let r = consume();
+                // Readers waiting for room must not wait for a consumer that is gone.
+                progress.stop();
+                r
+            })
         };
-        Ok(Fetched { manifest: &self.manifest, runs, bytes })
+        // A read error explains a consumer that stopped early: it comes first.
+        progress.check()?;
+        consumed?;
+        if progress.completed() < n {
+            return Err(Error::Corruption("a range read was lost (a reader thread panicked)".into()));
+        }
+        Ok(())
     }
 
     /// Decodes the bins of one sub-chunk of `shape` into its raw bytes (C order). Without
@@ -666,22 +885,70 @@ impl StoreReader {
         };
         let raw_total: u64 = entries().map(|(_, e)| e.raw_length).sum();
         let parallel = raw_total > SEQUENTIAL_BYTES;
-        let fetched = self.fetch(entries(), parallel)?;
-        let decode = |i: usize| -> Result<()> {
+        let decode = |i: usize, fetched: &Fetched| -> Result<()> {
             let t = &tasks[i];
             let shape: Vec<usize> = t.blocks.iter().map(|b| b.len as usize).collect();
-            let raw = self.decode_subchunk((t.slab, &t.index, t.id), &t.reads, &shape, split, &fetched)?;
+            let raw = self.decode_subchunk((t.slab, &t.index, t.id), &t.reads, &shape, split, fetched)?;
             scatter(t, &raw);
             if self.cache.capacity() > 0 {
                 self.cache.insert(segment_id(t), Arc::new(raw));
             }
             Ok(())
         };
-        if parallel {
-            pending.par_iter().try_for_each(|&i| decode(i))
-        } else {
-            pending.iter().try_for_each(|&i| decode(i))
+        let decode_all = |batch: &[usize], fetched: &Fetched| -> Result<()> {
+            if parallel {
+                batch.par_iter().try_for_each(|&i| decode(i, fetched))
+            } else {
+                batch.iter().try_for_each(|&i| decode(i, fetched))
+            }
+        };
+        if !self.overlap.load(Ordering::Relaxed) || raw_total < 2 * OVERLAP_BATCH_BYTES {
+            let fetched = self.fetch(entries(), parallel)?;
+            return decode_all(&pending, &fetched);
         }
+        // PStore's prefetch: the range reads stream in file order on I/O threads, at most
+        // PREFETCH_BATCHES batches ahead, while the pool decodes each batch as soon as its
+        // runs are in; a slow read path then costs about max(read, decode), not their sum.
+        let mut batches: Vec<&[usize]> = Vec::new();
+        let (mut from, mut bytes) = (0, 0u64);
+        for (k, &i) in pending.iter().enumerate() {
+            bytes += tasks[i].reads.iter().flat_map(|r| &r.entries).map(|e| e.raw_length).sum::<u64>();
+            if bytes >= OVERLAP_BATCH_BYTES || k + 1 == pending.len() {
+                batches.push(&pending[from..=k]);
+                (from, bytes) = (k + 1, 0);
+            }
+        }
+        let fetched = Fetched::new(&self.manifest, Self::runs_of(entries()));
+        // The last run each batch needs (a running maximum: runs arrive in order).
+        let mut need = Vec::with_capacity(batches.len());
+        for b in &batches {
+            let last = b
+                .iter()
+                .flat_map(|&i| {
+                    tasks[i].reads.iter().flat_map(move |r| r.entries.iter().map(move |e| (tasks[i].slab, e)))
+                })
+                .map(|(slab, e)| fetched.run_of(slab, e.offset))
+                .max()
+                .unwrap_or(0);
+            need.push(need.last().map_or(last, |&m: &usize| m.max(last)));
+        }
+        let decoding = std::sync::atomic::AtomicUsize::new(0);
+        let may_read = |run: usize| {
+            let k = decoding.load(Ordering::Relaxed);
+            run <= need[(k + PREFETCH_BATCHES).min(need.len() - 1)]
+        };
+        let progress = Progress::default();
+        self.stream_with(&fetched, IO_THREADS, &may_read, &progress, || {
+            for (k, batch) in batches.iter().enumerate() {
+                if !progress.until_contiguous(need[k] + 1) {
+                    return Ok(()); // the read error is reported by `stream_with`
+                }
+                decode_all(batch, &fetched)?;
+                decoding.store(k + 1, Ordering::Relaxed);
+                progress.wake();
+            }
+            Ok(())
+        })
     }
 
     /// Raw and stored bytes per variable, from the index files only.

@@ -6,9 +6,11 @@
 pub mod conformance;
 mod local;
 mod memory;
+mod throttled;
 
 pub use local::LocalStorage;
 pub use memory::MemoryStorage;
+pub use throttled::Throttled;
 
 use crate::error::Result;
 
