@@ -529,7 +529,7 @@ impl StoreReader {
         let tasks = self.tasks_for(var_idx, sel, &widths)?;
         let entries =
             tasks.iter().flat_map(|t| t.reads.iter().flat_map(move |r| r.entries.iter().map(move |e| (t.slab, e))));
-        let fetched = self.fetch(entries, true)?;
+        let fetched = self.fetch_streamed(entries)?;
         Ok(fetched.bytes.iter().filter_map(|b| b.get()).map(|b| b.len() as u64).sum())
     }
 
@@ -670,15 +670,32 @@ impl StoreReader {
         Ok(bytes)
     }
 
-    /// Fetches the given segments with coalesced range reads, in file order.
+    /// Fetches the given segments with coalesced range reads, in file order (`parallel`:
+    /// on the pool, whose threads are already awake: what small reads need).
     pub(crate) fn fetch<'a>(
         &'a self,
         segments: impl Iterator<Item = (usize, &'a SegmentEntry)>,
         parallel: bool,
     ) -> Result<Fetched<'a>> {
         let fetched = Fetched::new(&self.manifest, Self::runs_of(segments));
-        let threads = if parallel { IO_THREADS } else { 1 };
-        self.stream(&fetched, threads, &|_| true)?;
+        let read = |i: usize| -> Result<()> {
+            let bytes = self.read_run(&fetched.runs[i])?;
+            let _ = fetched.bytes[i].set(bytes);
+            Ok(())
+        };
+        if parallel {
+            (0..fetched.runs.len()).into_par_iter().try_for_each(read)?;
+        } else {
+            (0..fetched.runs.len()).try_for_each(read)?;
+        }
+        Ok(fetched)
+    }
+
+    /// Like [`fetch`](Self::fetch), with [`IO_THREADS`] reads in flight on threads of their
+    /// own: what large reads use, overlapped with decoding or not.
+    fn fetch_streamed<'a>(&'a self, segments: impl Iterator<Item = (usize, &'a SegmentEntry)>) -> Result<Fetched<'a>> {
+        let fetched = Fetched::new(&self.manifest, Self::runs_of(segments));
+        self.stream(&fetched, IO_THREADS, &|_| true)?;
         Ok(fetched)
     }
 
@@ -902,8 +919,12 @@ impl StoreReader {
                 batch.iter().try_for_each(|&i| decode(i, fetched))
             }
         };
-        if !self.overlap.load(Ordering::Relaxed) || raw_total < 2 * OVERLAP_BATCH_BYTES {
+        if raw_total < 2 * OVERLAP_BATCH_BYTES {
             let fetched = self.fetch(entries(), parallel)?;
+            return decode_all(&pending, &fetched);
+        }
+        if !self.overlap.load(Ordering::Relaxed) {
+            let fetched = self.fetch_streamed(entries())?;
             return decode_all(&pending, &fetched);
         }
         // PStore's prefetch: the range reads stream in file order on I/O threads, at most
