@@ -480,6 +480,68 @@ fn sample_starts(name: &str, extent: Vec<u64>, block: Vec<u64>, count: usize) ->
     strata_core::sampling::block_starts(&extent, &block, count, strata_core::sampling::seed_of(name))
 }
 
+/// The point's index along dimension `d` for each flat index into a grid of `shape`.
+#[pyfunction]
+fn axis_indices<'py>(
+    py: Python<'py>,
+    flat: PyReadonlyArray1<'_, u64>,
+    shape: Vec<u64>,
+    d: usize,
+) -> PyResult<Bound<'py, numpy::PyArray1<u64>>> {
+    check_axis(&shape, d)?;
+    let flat = flat.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("flat: {e}"))))?;
+    let out = py.detach(|| strata_core::points::axis_indices(d, &shape, flat));
+    Ok(numpy::PyArray1::from_vec(py, out))
+}
+
+/// The coordinate values of dimension `d` at each flat index (ascending) into a grid of
+/// `shape`: `values` holds the coordinate's elements as bytes of `itemsize` (1, 2, 4 or 8);
+/// the result is an unsigned integer array of that size, to view as the coordinate's type.
+#[pyfunction]
+fn pick_coordinates<'py>(
+    py: Python<'py>,
+    flat: PyReadonlyArray1<'_, u64>,
+    shape: Vec<u64>,
+    d: usize,
+    values: PyReadonlyArray1<'_, u8>,
+    itemsize: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    check_axis(&shape, d)?;
+    let bad = |e: String| to_py(Error::InvalidArgument(e));
+    let flat = flat.as_slice().map_err(|e| bad(format!("flat: {e}")))?;
+    let bytes = values.as_slice().map_err(|e| bad(format!("values: {e}")))?;
+    if ![1, 2, 4, 8].contains(&itemsize) || bytes.len() as u64 != shape[d] * itemsize as u64 {
+        return Err(bad(format!("values must hold {} elements of 1, 2, 4 or 8 bytes", shape[d])));
+    }
+    let total: u64 = shape.iter().product();
+    if flat.iter().any(|&f| f >= total) {
+        return Err(bad(format!("a flat index is outside the grid of {total} elements")));
+    }
+    macro_rules! picked {
+        ($t:ty) => {{
+            let values: Vec<$t> = bytes
+                .chunks_exact(std::mem::size_of::<$t>())
+                .map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default()))
+                .collect();
+            let out = py.detach(|| strata_core::points::pick(&values, d, &shape, flat));
+            numpy::PyArray1::from_vec(py, out).into_any()
+        }};
+    }
+    Ok(match itemsize {
+        1 => picked!(u8),
+        2 => picked!(u16),
+        4 => picked!(u32),
+        _ => picked!(u64),
+    })
+}
+
+fn check_axis(shape: &[u64], d: usize) -> PyResult<()> {
+    if d >= shape.len() {
+        return Err(to_py(Error::InvalidArgument(format!("dimension {d} of a {}-D grid", shape.len()))));
+    }
+    Ok(())
+}
+
 /// The automatic block shape rule (docs/format.md, "Chunk shapes").
 #[pyfunction]
 fn auto_shape(shape: Vec<u64>, element_size: u64, target_bytes: u64) -> Vec<u64> {
@@ -507,6 +569,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(candidates, m)?)?;
     m.add_function(wrap_pyfunction!(chain_text, m)?)?;
     m.add_function(wrap_pyfunction!(sample_starts, m)?)?;
+    m.add_function(wrap_pyfunction!(axis_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(pick_coordinates, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
     Ok(())

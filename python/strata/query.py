@@ -297,23 +297,40 @@ def _gather(ds: Dataset, var, flat: np.ndarray) -> np.ndarray:
 def _points(ds: Dataset, driver, flat: np.ndarray, values: dict):
     import pandas as pd
 
-    index = np.unravel_index(flat.astype(np.int64), driver.shape)
+    flat = np.ascontiguousarray(flat, dtype=np.uint64)
+    shape = [int(n) for n in driver.shape]
+    index_cache: dict[int, np.ndarray] = {}
+
+    def along(d: int) -> np.ndarray:
+        if d not in index_cache:
+            index_cache[d] = _core.axis_indices(flat, shape, d).astype(np.int64)
+        return index_cache[d]
+
     columns: dict[str, Any] = {}
-    for dim, idx in zip(driver.dims, index, strict=True):
+    for d, dim in enumerate(driver.dims):
         coord = ds.coords.get(dim)
         if coord is not None and dim not in values:
-            columns[dim] = np.asarray(ds.coordinate_index(dim))[idx]
+            columns[dim] = _coordinate_at(np.asarray(ds.coordinate_index(dim)), flat, shape, d, along)
         else:
-            columns[dim if dim not in values else f"{dim}_index"] = idx
+            columns[dim if dim not in values else f"{dim}_index"] = along(d)
     # Auxiliary coordinates (2-D lat/lon of a curvilinear grid) at each point.
     from ._area import auxiliary_coordinates, coordinate_values
 
     for name in auxiliary_coordinates(ds, driver):
         if name not in columns and name not in values:
             aux = ds[name]
-            columns[name] = coordinate_values(ds, name)[tuple(index[driver.dims.index(d)] for d in aux.dims)]
+            columns[name] = coordinate_values(ds, name)[tuple(along(driver.dims.index(d)) for d in aux.dims)]
     columns.update(values)
     return pd.DataFrame(columns)
+
+
+def _coordinate_at(values: np.ndarray, flat: np.ndarray, shape: list[int], d: int, along) -> np.ndarray:
+    """A 1-D coordinate's value at each point: picked by the engine for plain numeric and
+    datetime values, by NumPy for the rest (cftime objects)."""
+    if values.dtype.kind in "iufMm" and values.dtype.itemsize in (1, 2, 4, 8) and len(values) == shape[d]:
+        raw = np.ascontiguousarray(values).view(np.uint8).reshape(-1)
+        return _core.pick_coordinates(flat, shape, d, raw, values.dtype.itemsize).view(values.dtype)
+    return values[along(d)]
 
 
 def _dense(driver, starts, stops, steps, flat: np.ndarray, values: dict):

@@ -22,7 +22,8 @@ pub fn index(coords: &[u64], bits: u32) -> u128 {
     h
 }
 
-/// Inverse of [`index`].
+/// Inverse of [`index`] (the tests check the curve with it).
+#[cfg(test)]
 pub fn coords(mut h: u128, n: usize, bits: u32) -> Vec<u64> {
     let mut x = vec![0u64; n];
     if n == 0 || bits == 0 {
@@ -73,6 +74,7 @@ fn axes_to_transpose(x: &mut [u64], bits: u32) {
     }
 }
 
+#[cfg(test)]
 fn transpose_to_axes(x: &mut [u64], bits: u32) {
     let n = x.len();
     let big: u64 = 2 << (bits - 1);

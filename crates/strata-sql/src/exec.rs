@@ -19,7 +19,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use std::sync::{Arc, Mutex};
-use strata_core::fastdiv::FastDiv;
+use strata_core::points;
 use strata_core::query::{Method, Predicate};
 use strata_core::session::PiecePlans;
 use strata_core::{DType, DimSelection, Error, Result};
@@ -117,65 +117,24 @@ pub(crate) fn column_array(dtype: DType, raw: Vec<u8>, missing: &[f64]) -> Resul
 /// The coordinate column of dimension `d` at flat indices `flat` into a grid of `shape`.
 /// Coordinates without NULLs are picked straight from their values; others through `take`.
 fn coord_column(coord: &ArrayRef, d: usize, shape: &[u64], flat: &[u64]) -> Result<ArrayRef> {
-    // Flat indices into a grid of fewer than 2^32 elements divide by multiplication.
-    let small = shape.iter().product::<u64>() <= u64::from(u32::MAX);
-    let stride = FastDiv::new(shape[d + 1..].iter().product(), small);
-    let extent = FastDiv::new(shape[d], small);
     if coord.null_count() == 0 && coord.len() as u64 >= shape[d] {
         let picked: Option<ArrayRef> = downcast_primitive_array!(
-            coord => Some(picked_by_blocks(coord, flat, stride, extent)),
+            coord => Some(picked(coord, d, shape, flat)),
             _ => None
         );
         if let Some(a) = picked {
             return Ok(a);
         }
     }
-    let idx = UInt64Array::from_iter_values(flat.iter().map(|&f| {
-        let q = stride.quotient(f);
-        q - extent.quotient(q) * extent.d
-    }));
+    let idx = UInt64Array::from(points::axis_indices(d, shape, flat));
     take(coord, &idx, None).map_err(arrow_error)
 }
 
-/// The coordinate values `a[(f / stride) % extent]` for each flat index `f`, in a column of
-/// `a`'s type (a timestamp keeps its unit and zone). Results come in flat order, so the
-/// divisions are made once per block of indices met rather than once per index: a value
-/// holds over a block of `stride` indices, and along the last dimension (stride 1) the
-/// index is the offset into a block of `extent` indices (a row).
-fn picked_by_blocks<T: ArrowPrimitiveType>(
-    a: &PrimitiveArray<T>,
-    flat: &[u64],
-    stride: FastDiv,
-    extent: FastDiv,
-) -> ArrayRef {
-    let values = a.values();
-    // The current block [lo, hi); empty at first.
-    let (mut lo, mut hi) = (1u64, 0u64);
-    let picked: Vec<T::Native> = if stride.d == 1 {
-        flat.iter()
-            .map(|&f| {
-                if f < lo || f >= hi {
-                    lo = extent.quotient(f) * extent.d;
-                    hi = lo + extent.d;
-                }
-                values[(f - lo) as usize]
-            })
-            .collect()
-    } else {
-        let mut current = T::Native::default();
-        flat.iter()
-            .map(|&f| {
-                if f < lo || f >= hi {
-                    let q = stride.quotient(f);
-                    lo = q * stride.d;
-                    hi = lo + stride.d;
-                    current = values[(q - extent.quotient(q) * extent.d) as usize];
-                }
-                current
-            })
-            .collect()
-    };
-    Arc::new(PrimitiveArray::<T>::new(picked.into(), None).with_data_type(a.data_type().clone()))
+/// The engine's coordinate values at the points, in a column of `a`'s type (a timestamp
+/// keeps its unit and zone).
+fn picked<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, d: usize, shape: &[u64], flat: &[u64]) -> ArrayRef {
+    let values = points::pick(a.values(), d, shape, flat);
+    Arc::new(PrimitiveArray::<T>::new(values.into(), None).with_data_type(a.data_type().clone()))
 }
 
 /// Splits the region into pieces along the first dimension, at multiples of the

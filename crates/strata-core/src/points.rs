@@ -1,0 +1,87 @@
+//! Points of a query result: from flat element indices (row-major, ascending) to the index
+//! along a dimension and the coordinate value there. Shared by `Dataset.query` and SQL, so
+//! both build their columns the same way.
+
+use crate::fastdiv::FastDiv;
+use rayon::prelude::*;
+
+/// Divisors for dimension `d` of a grid of `shape`: the stride of `d` and its extent.
+fn divisors(d: usize, shape: &[u64]) -> (FastDiv, FastDiv) {
+    // Flat indices into a grid of fewer than 2^32 elements divide by multiplication.
+    let small = shape.iter().product::<u64>() <= u64::from(u32::MAX);
+    (FastDiv::new(shape[d + 1..].iter().product(), small), FastDiv::new(shape[d], small))
+}
+
+/// The index along dimension `d` of each flat index into a grid of `shape`.
+pub fn axis_indices(d: usize, shape: &[u64], flat: &[u64]) -> Vec<u64> {
+    let (stride, extent) = divisors(d, shape);
+    flat.par_iter()
+        .with_min_len(1 << 16)
+        .map(|&f| {
+            let q = stride.quotient(f);
+            q - extent.quotient(q) * extent.d
+        })
+        .collect()
+}
+
+/// `values[(f / stride) % extent]` for each flat index `f` (ascending): the coordinate of
+/// dimension `d` at each point. A value holds over a block of `stride` consecutive indices,
+/// and along the last dimension (stride 1) the index is the offset into a row of `extent`;
+/// so the divisions are made once per block met rather than once per point.
+///
+/// `values` must hold at least `shape[d]` elements. (Splitting the work across threads
+/// gained nothing on 13M points: the loop is bound by memory, not by the divisions.)
+pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64]) -> Vec<T> {
+    let (stride, extent) = divisors(d, shape);
+    // The current block [lo, hi); empty at first.
+    let (mut lo, mut hi) = (1u64, 0u64);
+    if stride.d == 1 {
+        flat.iter()
+            .map(|&f| {
+                if f < lo || f >= hi {
+                    lo = extent.quotient(f) * extent.d;
+                    hi = lo + extent.d;
+                }
+                values[(f - lo) as usize]
+            })
+            .collect()
+    } else {
+        let mut current = T::default();
+        flat.iter()
+            .map(|&f| {
+                if f < lo || f >= hi {
+                    let q = stride.quotient(f);
+                    lo = q * stride.d;
+                    hi = lo + stride.d;
+                    current = values[(q - extent.quotient(q) * extent.d) as usize];
+                }
+                current
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_and_indices_match_unravel() {
+        let shape = [3u64, 4, 5];
+        let flat: Vec<u64> = (0..60).filter(|f| f % 7 != 3).collect();
+        for d in 0..3 {
+            let coord: Vec<i32> = (0..shape[d] as i32).map(|i| i * 10 + d as i32).collect();
+            let want_idx: Vec<u64> =
+                flat.iter().map(|&f| (f / shape[d + 1..].iter().product::<u64>()) % shape[d]).collect();
+            assert_eq!(axis_indices(d, &shape, &flat), want_idx);
+            let want: Vec<i32> = want_idx.iter().map(|&i| coord[i as usize]).collect();
+            assert_eq!(pick(&coord, d, &shape, &flat), want);
+        }
+        assert!(pick::<u8>(&[1, 2], 0, &[2], &[]).is_empty());
+        // Large enough for axis_indices to split across threads.
+        let big = [600u64, 700, 3];
+        let flat: Vec<u64> = (0..big.iter().product::<u64>()).filter(|f| f % 3 != 1).collect();
+        let want: Vec<u64> = flat.iter().map(|&f| (f / 3) % 700).collect();
+        assert_eq!(axis_indices(1, &big, &flat), want);
+    }
+}
