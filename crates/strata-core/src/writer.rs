@@ -868,8 +868,12 @@ impl StoreWriter {
         drop(segments);
         let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries, bitmaps, bins });
         let storage = self.store.storage();
-        storage.write_atomic(&data_path, &data)?;
-        storage.write_atomic(&index_path, &index)?;
+        // Both files are flushed to disk before the commit can name them; written side by
+        // side, their flushes overlap.
+        let (d, i) =
+            rayon::join(|| storage.write_atomic(&data_path, &data), || storage.write_atomic(&index_path, &index));
+        d?;
+        i?;
         for (path, bytes) in [(&data_path, &data), (&index_path, &index)] {
             self.draft.files.push(FileEntry {
                 path: path.clone(),
