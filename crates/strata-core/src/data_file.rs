@@ -12,3 +12,38 @@ pub fn header(slab_id: u64) -> Vec<u8> {
     h.extend_from_slice(&slab_id.to_le_bytes());
     h
 }
+
+/// Why a data file's first [`HEADER_LEN`] bytes are not the header of slab `slab_id`'s file.
+pub fn check_header(h: &[u8], slab_id: u64) -> Result<(), String> {
+    if h.len() < HEADER_LEN as usize || &h[..8] != MAGIC {
+        return Err("not a strata data file (bad magic)".into());
+    }
+    let word = |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+    if word(8) != DATA_FORMAT_VERSION {
+        return Err(format!("data file format version {} (this build reads {DATA_FORMAT_VERSION})", word(8)));
+    }
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&h[16..24]);
+    if u64::from_le_bytes(id) != slab_id {
+        return Err(format!("the header names slab {}, the manifest slab {slab_id}", u64::from_le_bytes(id)));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_check_magic_version_and_slab() {
+        assert_eq!(check_header(&header(7), 7), Ok(()));
+        assert!(check_header(&header(7), 8).unwrap_err().contains("slab 7"));
+        let mut bad = header(7);
+        bad[0] = b'X';
+        assert!(check_header(&bad, 7).unwrap_err().contains("bad magic"));
+        bad = header(7);
+        bad[8] = 9;
+        assert!(check_header(&bad, 7).unwrap_err().contains("version 9"));
+        assert!(check_header(&header(7)[..10], 7).is_err());
+    }
+}

@@ -230,6 +230,8 @@ pub struct StoreReader {
     cache: SegmentCache,
     /// Whether large reads fetch the next batch of segments while decoding the current one.
     overlap: std::sync::atomic::AtomicBool,
+    /// Per slab: its data file's header was read and found right (set once, on first use).
+    header_checked: Vec<std::sync::OnceLock<()>>,
 }
 
 /// A file the manifest names but storage lacks is a damaged store, not a user error.
@@ -330,6 +332,7 @@ impl StoreReader {
                     .map_err(|e| Error::Compatibility(format!("variable '{}': {e}", v.name)))
             })
             .collect::<Result<Vec<_>>>()?;
+        let n_slabs = manifest.slabs.len();
         Ok(Self {
             store,
             manifest,
@@ -338,6 +341,7 @@ impl StoreReader {
             counters: Counters::default(),
             cache: SegmentCache::new(cache_bytes),
             overlap: std::sync::atomic::AtomicBool::new(true),
+            header_checked: (0..n_slabs).map(|_| std::sync::OnceLock::new()).collect(),
         })
     }
 
@@ -661,7 +665,27 @@ impl StoreReader {
         runs
     }
 
+    /// Checks a data file's header (magic, version, slab id) the first time a read needs
+    /// the file: a file swapped or overwritten is found even where its segments' checksums
+    /// happen to hold.
+    fn check_data_header(&self, slab: usize) -> Result<()> {
+        if self.header_checked[slab].get().is_some() {
+            return Ok(());
+        }
+        let s = &self.manifest.slabs[slab];
+        let path = s.data.as_str();
+        let h = self
+            .store
+            .storage()
+            .read_range(path, 0, crate::data_file::HEADER_LEN)
+            .map_err(|e| missing_is_corruption(e, path))?;
+        crate::data_file::check_header(&h, s.id).map_err(|why| Error::Corruption(format!("'{path}': {why}")))?;
+        let _ = self.header_checked[slab].set(());
+        Ok(())
+    }
+
     fn read_run(&self, &(slab, start, end): &(usize, u64, u64)) -> Result<Vec<u8>> {
+        self.check_data_header(slab)?;
         let path = self.manifest.slabs[slab].data.as_str();
         let bytes =
             self.store.storage().read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;

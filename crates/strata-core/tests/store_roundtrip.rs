@@ -215,6 +215,19 @@ fn corruption_is_reported_not_hidden() {
         let e = r.read_into("temp", &full, &mut out).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Corruption, "byte {pos}: {e}");
     }
+    // A data file header that is not this slab's file's (bad magic, another slab's file):
+    // found although every segment's checksum holds.
+    let other = reader.manifest().slabs[0].data.clone();
+    for (bad, why) in [(b"XTRATADT".to_vec(), "bad magic"), (mem.read(&other).unwrap()[..24].to_vec(), "names slab")] {
+        let mut swapped = data.clone();
+        swapped[..24].copy_from_slice(&bad);
+        mem.write_atomic(&slab.data, &swapped).unwrap();
+        let r = StoreReader::open(store.clone(), None).unwrap();
+        let mut out = vec![0u8; 4 * 37 * 53 * 4];
+        let e = r.read_into("temp", &full, &mut out).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+        assert!(e.to_string().contains(why) && e.to_string().contains(&slab.data), "{e}");
+    }
     // A truncated data file.
     mem.write_atomic(&slab.data, &data[..data.len() / 2]).unwrap();
     let r = StoreReader::open(store.clone(), None).unwrap();
