@@ -220,7 +220,7 @@ fn corruption_is_reported_not_hidden() {
     let other = reader.manifest().slabs[0].data.clone();
     for (bad, why) in [(b"XTRATADT".to_vec(), "bad magic"), (mem.read(&other).unwrap()[..24].to_vec(), "names slab")] {
         let mut swapped = data.clone();
-        swapped[..24].copy_from_slice(&bad);
+        swapped[..bad.len()].copy_from_slice(&bad);
         mem.write_atomic(&slab.data, &swapped).unwrap();
         let r = StoreReader::open(store.clone(), None).unwrap();
         let mut out = vec![0u8; 4 * 37 * 53 * 4];
