@@ -62,7 +62,12 @@ def cmd_append(args) -> int:
     from .importer import append_file
 
     report = append_file(
-        args.source, args.store, recheck=not args.keep_codecs, objective=args.objective, progress=not args.quiet
+        args.source,
+        args.store,
+        recheck=not args.keep_codecs,
+        objective=args.objective,
+        allow_unordered=args.allow_unordered,
+        progress=not args.quiet,
     )
     _print_report(report, "appended")
     return 0
@@ -632,6 +637,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--objective",
         choices=["ratio", "speed", "balanced"],
         help="objective for the re-check (default: the one recorded when the variable was planned, else balanced)",
+    )
+    s.add_argument(
+        "--allow-unordered",
+        action="store_true",
+        help="append records whose times are not after the store's last one (refused by default: duplicates or "
+        "out-of-order times)",
     )
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_append)

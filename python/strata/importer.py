@@ -167,10 +167,17 @@ def append_file(
     *,
     recheck: bool = True,
     objective: str | None = None,
+    allow_unordered: bool = False,
     progress: bool = False,
 ) -> ImportReport:
     """Appends the records of ``source`` along the store's record dimension, as a new version.
     The source must have the same record variables, with the same types and other dimensions.
+
+    The record coordinate (the variable named after the record dimension) is checked: CF
+    times in other units than the store's (``hours since ...`` against ``days since ...``)
+    are converted to the store's units, or refused when they cannot be held exactly in its
+    type or calendar; and the new records must come after the store's last one, in
+    increasing order, unless ``allow_unordered`` (duplicate or earlier times refused).
 
     With ``recheck`` (the default) the analyzer scores the first new slab of every record
     variable (when it holds at least 256 KiB): if another chain is at least 10% better than
@@ -205,17 +212,85 @@ def append_file(
                     raise CompatibilityError(f"dimension '{d}' has length {n} in '{source}', {dims[d]} in the store")
         names = [v["name"] for v in record_vars]
         dtypes = {v["name"]: v["dtype"] for v in record_vars}
+        sources = {n: (nc.variables[n], dtypes[n]) for n in names}
+        if rec in sources:
+            times = _record_coordinate(store, rec, nc.variables[rec], source, allow_unordered)
+            if times is not None:
+                sources[rec] = (times, dtypes[rec])
         options = {"recheck": recheck}
         if objective is not None:
             options["request"] = {"kind": "auto", "objective": objective}
         writer = _core.Writer.open_append(store, json.dumps(options))
         raw = sum(int(np.prod(nc.variables[n].shape, dtype=np.int64)) * nc.variables[n].dtype.itemsize for n in names)
         with _progress(raw, f"append {os.path.basename(source)}", progress) as bar:
-            records = _write_records(writer, nc, names, dtypes, bar)
+            records = write_record_slabs(writer, sources, len(nc.variables[names[0]]), bar) if names else 0
         version = writer.commit(f"append {os.path.basename(source)}")
     finally:
         nc.close()
     return _report(source, store, version, records, raw, time.perf_counter() - t0)
+
+
+def _units(attrs: dict) -> str:
+    return str(attrs.get("units", "")).strip()
+
+
+# Calendars that name the same dates (the proleptic Gregorian one differs from the
+# standard one only before 1582-10-15).
+_SAME_CALENDAR = {
+    "gregorian": "standard",
+    "proleptic_gregorian": "standard",
+    "365_day": "noleap",
+    "366_day": "all_leap",
+}
+
+
+def _calendar(attrs: dict) -> str:
+    name = str(attrs.get("calendar", "standard")).strip().lower()
+    return _SAME_CALENDAR.get(name, name)
+
+
+def _record_coordinate(store: str, rec: str, src, source: str, allow_unordered: bool):
+    """The source's record coordinate as the store holds it: converted to the store's CF
+    time units when they differ (None: nothing to convert); refuses records that do not
+    come after the store's, unless allowed."""
+    from .dataset import open as open_store
+
+    var = open_store(store)[rec]
+    if var.dims != (rec,):
+        return None
+    theirs = {a: src.getncattr(a) for a in src.ncattrs()}
+    ours = var.attrs
+    values = np.asarray(src[...])
+    converted = None
+    if " since " in _units(ours) and (_units(ours), _calendar(ours)) != (_units(theirs), _calendar(theirs)):
+        if " since " not in _units(theirs) or _calendar(ours) != _calendar(theirs):
+            raise CompatibilityError(
+                f"'{rec}' in '{source}' is in '{_units(theirs)}' ({_calendar(theirs)} calendar), the store in "
+                f"'{_units(ours)}' ({_calendar(ours)} calendar): they cannot be converted"
+            )
+        import cftime
+
+        cal = _calendar(ours)
+        dates = cftime.num2date(values.astype("f8"), _units(theirs), calendar=cal)
+        new = np.asarray(cftime.date2num(dates, _units(ours), calendar=cal), dtype="f8")
+        cast = new.astype(var.dtype)
+        if not np.array_equal(cast.astype("f8"), new):
+            raise CompatibilityError(
+                f"'{rec}' in '{source}' ('{_units(theirs)}') does not fall on whole values of the store's "
+                f"'{_units(ours)}' ({var.dtype}): convert the file first"
+            )
+        converted = values = cast
+    if not allow_unordered and len(values):
+        last = np.asarray(var[-1:]) if var.shape[0] else np.asarray([], dtype=values.dtype)
+        order = np.concatenate([last.astype("f8"), values.astype("f8")])
+        if not np.all(np.diff(order) > 0):
+            first_bad = int(np.flatnonzero(np.diff(order) <= 0)[0])
+            raise CompatibilityError(
+                f"'{source}' has records at or before ones already in the store ({rec} = "
+                f"{order[first_bad + 1]!r} after {order[first_bad]!r}, in the store's units): refusing duplicate "
+                "or out-of-order records (allow_unordered=True, or --allow-unordered, to append anyway)"
+            )
+    return converted
 
 
 def _report(source, store, version, records, raw, seconds) -> ImportReport:
