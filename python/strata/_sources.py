@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from ._attrs import NUMERIC_TYPES
-from .errors import CompatibilityError, NotFoundError
+from .errors import CompatibilityError, CorruptionError, NotFoundError
 
 
 def open_source(path: str):
@@ -16,6 +16,10 @@ def open_source(path: str):
 
     if not os.path.exists(path):
         raise NotFoundError(f"no such file: '{path}'")
+    from ._classic import check_length
+
+    if os.path.isfile(path) and (why := check_length(path)):
+        raise CorruptionError(f"'{path}': {why}")
     try:
         nc = netCDF4.Dataset(path, "r")
     except OSError as err:
