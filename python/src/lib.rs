@@ -542,6 +542,23 @@ fn check_axis(shape: &[u64], d: usize) -> PyResult<()> {
     Ok(())
 }
 
+/// Verifies a store version (the newest when None): (version, files, bytes, segments,
+/// problems), each problem (file, slab, variable, segment, what). `deep` also decodes
+/// every segment.
+#[pyfunction]
+#[pyo3(signature = (path, version=None, deep=false))]
+#[allow(clippy::type_complexity)]
+fn verify(
+    py: Python<'_>,
+    path: &str,
+    version: Option<u64>,
+    deep: bool,
+) -> PyResult<(u64, u64, u64, u64, Vec<(String, Option<u64>, Option<String>, Option<String>, String)>)> {
+    let r = py.detach(|| strata_core::verify::verify(Store::local(path), version, deep)).map_err(to_py)?;
+    let problems = r.problems.into_iter().map(|p| (p.file, p.slab, p.variable, p.segment, p.what)).collect();
+    Ok((r.version, r.files, r.bytes, r.segments, problems))
+}
+
 /// The automatic block shape rule (docs/format.md, "Chunk shapes").
 #[pyfunction]
 fn auto_shape(shape: Vec<u64>, element_size: u64, target_bytes: u64) -> Vec<u64> {
@@ -571,6 +588,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sample_starts, m)?)?;
     m.add_function(wrap_pyfunction!(axis_indices, m)?)?;
     m.add_function(wrap_pyfunction!(pick_coordinates, m)?)?;
+    m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
     Ok(())

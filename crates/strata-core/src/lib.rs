@@ -26,6 +26,7 @@ pub mod segment;
 pub mod session;
 pub mod storage;
 pub mod store;
+pub mod verify;
 pub mod writer;
 
 pub use dtype::DType;

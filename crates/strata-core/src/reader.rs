@@ -668,7 +668,7 @@ impl StoreReader {
     /// Checks a data file's header (magic, version, slab id) the first time a read needs
     /// the file: a file swapped or overwritten is found even where its segments' checksums
     /// happen to hold.
-    fn check_data_header(&self, slab: usize) -> Result<()> {
+    pub(crate) fn check_data_header(&self, slab: usize) -> Result<()> {
         if self.header_checked[slab].get().is_some() {
             return Ok(());
         }

@@ -1,0 +1,70 @@
+"""`strata verify`: clean stores pass, and each kind of damage is listed by file, slab,
+variable and segment with exit status 1."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+import strata
+from strata.cli import main
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "s.strata"
+    rng = np.random.default_rng(0)
+    field = np.cumsum(rng.normal(size=(40, 30, 20)), axis=0).astype("f4")
+    strata.write_arrays(
+        path, {"temp": (("time", "y", "x"), field), "y": (("y",), np.arange(30.0))}, record_dim="time", slab_records=20
+    )
+    return path
+
+
+def run(args, capsys):
+    code = main(["verify", *map(str, args)])
+    return code, capsys.readouterr().out
+
+
+def data_files(store):
+    return sorted((store / "data").glob("*.sdat"), key=lambda p: p.stat().st_size)
+
+
+def test_a_clean_store_verifies(store, capsys):
+    code, out = run([store], capsys)
+    assert code == 0 and out.strip().endswith("clean")
+    code, out = run([store, "--deep"], capsys)
+    assert code == 0 and "decoded: clean" in out
+
+
+def test_a_flipped_byte_is_placed_in_its_segment(store, capsys):
+    big = data_files(store)[-1]
+    data = bytearray(big.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    big.write_bytes(bytes(data))
+    code, out = run([store], capsys)
+    assert code == 1
+    lines = [line for line in out.splitlines() if line.startswith("DAMAGED")]
+    assert any("checksum in the manifest" in line for line in lines)
+    assert any(
+        "variable 'temp'" in line and "sub-chunk" in line and "does not match its checksum" in line for line in lines
+    )
+    with pytest.raises(strata.CorruptionError):
+        strata.open(store)["temp"][...]
+
+
+def test_missing_and_truncated_files_are_listed(store, capsys):
+    index = sorted((store / "index").glob("*"))[-1]
+    index.write_bytes(index.read_bytes()[:-5])
+    data_files(store)[0].unlink()
+    code, out = run([store], capsys)
+    assert code == 1
+    assert "cannot be read" in out and index.name in out and "2 problem" not in out.splitlines()[-1]
+
+
+def test_every_version_can_be_checked(store, tmp_path, capsys):
+    copy = tmp_path / "copy.strata"
+    shutil.copytree(store, copy)
+    code, out = run([copy, "--at", "1"], capsys)
+    assert code == 0 and out.startswith("version 1")
+    assert main(["verify", str(tmp_path / "missing.strata")]) == 2
