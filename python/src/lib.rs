@@ -559,6 +559,21 @@ fn verify(
     Ok((r.version, r.files, r.bytes, r.segments, problems))
 }
 
+/// Removes the files no version of the store names, once older than `grace_s` seconds
+/// (see `strata_core::gc`): (versions, removed (path, bytes), young paths left).
+#[pyfunction]
+#[pyo3(signature = (path, grace_s=3600.0, dry_run=false))]
+#[allow(clippy::type_complexity)]
+fn gc(py: Python<'_>, path: &str, grace_s: f64, dry_run: bool) -> PyResult<(usize, Vec<(String, u64)>, Vec<String>)> {
+    if !(grace_s >= 0.0 && grace_s.is_finite()) {
+        return Err(to_py(Error::InvalidArgument(format!("grace must be a number of seconds >= 0, not {grace_s}"))));
+    }
+    let store = Store::local(path);
+    let grace = std::time::Duration::from_secs_f64(grace_s);
+    let r = py.detach(|| strata_core::gc::collect(&store, grace, dry_run)).map_err(to_py)?;
+    Ok((r.versions, r.removed, r.young))
+}
+
 /// The automatic block shape rule (docs/format.md, "Chunk shapes").
 #[pyfunction]
 fn auto_shape(shape: Vec<u64>, element_size: u64, target_bytes: u64) -> Vec<u64> {
@@ -589,6 +604,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(axis_indices, m)?)?;
     m.add_function(wrap_pyfunction!(pick_coordinates, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(gc, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
     Ok(())

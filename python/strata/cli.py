@@ -561,6 +561,20 @@ def cmd_verify(args) -> int:
     return 0 if not problems else 1
 
 
+def cmd_gc(args) -> int:
+    from . import _core
+
+    versions, removed, young = _core.gc(args.store, args.grace, args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for path, size in removed:
+        print(f"{verb} {path} ({_human(size)})")
+    print(
+        f"{versions} versions kept; {verb} {len(removed)} files ({_human(sum(s for _, s in removed))}); "
+        f"{len(young)} unnamed files younger than {args.grace:g} s left for their writers"
+    )
+    return 0
+
+
 def cmd_log(args) -> int:
     from . import _core
 
@@ -840,6 +854,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--at", dest="version", type=int, metavar="VERSION", help="version to check (default: newest)")
     s.add_argument("--deep", action="store_true", help="also read every variable back, decoding every segment")
     s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser(
+        "gc",
+        help="remove files no version of a store needs (leftovers of failed writes)",
+        description="Remove the data, index and temporary files that no committed version names: leftovers of "
+        "writes that failed or were interrupted. Every version is kept, so readers of any version keep their "
+        "files. A file no version names is removed only once older than the grace period, since a writer's "
+        "files are unnamed until it commits: the grace period must exceed the longest a writer takes between "
+        "its first file and its commit.",
+    )
+    s.add_argument("store")
+    s.add_argument("--grace", type=float, default=3600.0, metavar="SECONDS", help="grace period (default 3600)")
+    s.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    s.set_defaults(func=cmd_gc)
 
     s = sub.add_parser("log", help="list the versions of a store")
     s.add_argument("store")

@@ -68,3 +68,36 @@ def test_every_version_can_be_checked(store, tmp_path, capsys):
     code, out = run([copy, "--at", "1"], capsys)
     assert code == 0 and out.startswith("version 1")
     assert main(["verify", str(tmp_path / "missing.strata")]) == 2
+
+
+def test_gc_removes_leftovers_of_a_failed_append_and_nothing_else(store, tmp_path, capsys):
+    other = tmp_path / "b.nc"
+    import netCDF4
+
+    with netCDF4.Dataset(other, "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("y", 30)
+        nc.createDimension("x", 20)
+        nc.createVariable("temp", "f4", ("time", "y", "x"))[:] = np.zeros((5, 30, 20), "f4")
+    # An append that fails after writing its slab (the variable's type does not match).
+    files_before = sorted(p.name for p in (store / "data").iterdir())
+    from strata import _core
+
+    w = _core.Writer.open_append(str(store), "{}")
+    w.begin_slab(5)
+    w.put_records("temp", np.zeros(5 * 30 * 20, "f4").view(np.uint8))
+    w.finish_slab()
+    del w  # dies without committing
+    leftovers = sorted(set(p.name for p in (store / "data").iterdir()) - set(files_before))
+    assert leftovers, "the failed append left a data file"
+    # Within the grace period the writer might still commit: its files stay.
+    assert main(["gc", str(store)]) == 0
+    assert "removed 0 files" in capsys.readouterr().out
+    assert set(leftovers) <= set(p.name for p in (store / "data").iterdir())
+    assert main(["gc", "--grace", "0", "--dry-run", str(store)]) == 0
+    assert "would remove data/" + leftovers[0] in capsys.readouterr().out
+    assert main(["gc", "--grace", "0", str(store)]) == 0
+    assert sorted(p.name for p in (store / "data").iterdir()) == files_before
+    code, out = run([store, "--deep"], capsys)
+    assert code == 0 and "clean" in out
+    assert main(["gc", "--grace", "-1", str(store)]) == 2

@@ -11,6 +11,7 @@ mod data_file;
 pub mod dtype;
 pub mod error;
 mod fastdiv;
+pub mod gc;
 pub mod grid;
 mod hilbert;
 pub mod index_file;

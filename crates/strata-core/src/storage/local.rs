@@ -128,6 +128,35 @@ impl Storage for LocalStorage {
         }
     }
 
+    fn list_for_gc(&self, prefix: &str) -> Result<Vec<super::ObjectInfo>> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir.display().to_string(), e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io(dir.display().to_string(), e))?;
+                let p = entry.path();
+                let meta = entry.metadata().map_err(|e| Error::io(p.display().to_string(), e))?;
+                if meta.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let Ok(rel) = p.strip_prefix(&self.root) else { continue };
+                let key = rel.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
+                if key.starts_with(prefix) {
+                    let age = meta.modified().ok().and_then(|m| m.elapsed().ok());
+                    out.push(super::ObjectInfo { path: key, size: Some(meta.len()), age });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let mut out = Vec::new();
         let mut stack = vec![self.root.clone()];

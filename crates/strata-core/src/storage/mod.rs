@@ -31,10 +31,25 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Removes the object; removing a missing object is not an error.
     fn delete(&self, path: &str) -> Result<()>;
     fn exists(&self, path: &str) -> Result<bool>;
+    /// Every object under `prefix`, leftovers of interrupted writes (temporary objects)
+    /// included, with its size and age where the storage knows them: what garbage
+    /// collection walks. An object of unknown age is never collected.
+    fn list_for_gc(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        Ok(self.list(prefix)?.into_iter().map(|path| ObjectInfo { path, size: None, age: None }).collect())
+    }
     /// Whether the storage holds anything at all (hidden files included).
     fn is_empty(&self) -> Result<bool> {
         Ok(self.list("")?.is_empty())
     }
+}
+
+/// An object as garbage collection sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectInfo {
+    pub path: String,
+    pub size: Option<u64>,
+    /// Time since the object was last written.
+    pub age: Option<std::time::Duration>,
 }
 
 /// Rejects paths that could escape the store root or are not plain relative keys.

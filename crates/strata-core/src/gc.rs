@@ -1,0 +1,75 @@
+//! `strata gc`: removes the files no committed version names — leftovers of failed or
+//! interrupted writes — safely beside readers and writers.
+//!
+//! Safety rules. Versions are never removed, so a reader pinned to any version keeps every
+//! file under it. A file no version names is removed only when it is older than the grace
+//! period: a writer's files are unnamed until its commit, so the grace period must exceed
+//! the longest a writer takes from its first file to its commit (default one hour). The
+//! versions are listed again just before removing, and files a new version names are kept.
+
+use crate::error::Result;
+use crate::store::{Store, HEAD};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The default grace period.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
+
+/// What a collection removed (or, dry, would remove) and what it left for being young.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GcReport {
+    pub versions: usize,
+    pub removed: Vec<(String, u64)>,
+    pub young: Vec<String>,
+}
+
+/// Every file some committed version needs.
+fn needed(store: &Store) -> Result<(usize, HashSet<String>)> {
+    let versions = store.versions()?;
+    let mut keep: HashSet<String> = [HEAD.to_string()].into();
+    for &v in &versions {
+        keep.insert(crate::store::manifest_path(v));
+        let m = store.manifest(Some(v))?;
+        keep.extend(m.files.iter().map(|f| f.path.clone()));
+        for s in &m.slabs {
+            keep.insert(s.data.clone());
+            keep.insert(s.index.clone());
+        }
+    }
+    Ok((versions.len(), keep))
+}
+
+/// Collects the garbage of `store`: files under `data/`, `index/` and `manifests/`, and
+/// temporary files anywhere, that no version names and that are older than `grace`.
+pub fn collect(store: &Store, grace: Duration, dry_run: bool) -> Result<GcReport> {
+    let (versions, keep) = needed(store)?;
+    let ours = |p: &str| {
+        let temp = p.rsplit('/').next().is_some_and(|n| n.starts_with('.') && n.contains(".tmp-"));
+        temp || ["data/", "index/", "manifests/"].iter().any(|d| p.starts_with(d))
+    };
+    let mut report = GcReport { versions, ..Default::default() };
+    let mut candidates = Vec::new();
+    for obj in store.storage().list_for_gc("")? {
+        if keep.contains(&obj.path) || !ours(&obj.path) {
+            continue;
+        }
+        if obj.age.is_none_or(|a| a < grace) {
+            report.young.push(obj.path);
+        } else {
+            candidates.push((obj.path, obj.size.unwrap_or(0)));
+        }
+    }
+    // A version committed meanwhile may name some of them (its writer took longer than
+    // the grace period): look again.
+    let (_, keep_now) = needed(store)?;
+    for (path, size) in candidates {
+        if keep_now.contains(&path) {
+            continue;
+        }
+        if !dry_run {
+            store.storage().delete(&path)?;
+        }
+        report.removed.push((path, size));
+    }
+    Ok(report)
+}
