@@ -51,6 +51,12 @@ def test_inconsistent_manifest_is_corruption(store):
     meta = json.loads(m.read_text())
     meta["dims"][0]["size"] += 1
     m.write_text(json.dumps(meta))
+    # Valid JSON with different content: the manifest's checksum no longer matches.
+    with pytest.raises(strata.CorruptionError, match="does not match its checksum"):
+        strata.open(store)
+    # Without a checksum (manifests written before it had one), the rules still catch it.
+    del meta["checksum"]
+    m.write_text(json.dumps(meta))
     with pytest.raises(strata.CorruptionError, match="slabs hold 20 records"):
         strata.open(store)
 

@@ -9,6 +9,49 @@ use strata_codecs::CodecSpec;
 pub const FORMAT_NAME: &str = "strata";
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The manifest field holding `crc32c:XXXXXXXX` of the rest of the manifest.
+pub const CHECKSUM_KEY: &str = "checksum";
+
+/// The checksum of a manifest's JSON value without its checksum field: CRC-32C of the
+/// value's compact serialisation (a reader parsing the stored text gets the same value).
+fn checksum_text(value: &serde_json::Value) -> String {
+    let mut out = Vec::new();
+    canonical(value, &mut out);
+    format!("crc32c:{:08x}", crc32c::crc32c(&out))
+}
+
+/// Compact JSON with object keys sorted, whatever order a JSON map keeps its keys in.
+fn canonical(value: &serde_json::Value, out: &mut Vec<u8>) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend(serde_json::to_vec(k).unwrap_or_default());
+                out.push(b':');
+                canonical(&map[k], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => out.extend(serde_json::to_vec(scalar).unwrap_or_default()),
+    }
+}
+
 /// One immutable version of a store: schema, layout, codecs and the files holding the data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -245,6 +288,14 @@ impl Manifest {
             }
             None => return Err(Error::Corruption(format!("{what} has no format_version"))),
         }
+        let mut value = value;
+        // Manifests carry a checksum of their content (older ones may not): a flipped bit
+        // in an attribute or a name must not read as different metadata.
+        if let Some(stated) = value.as_object_mut().and_then(|o| o.remove(CHECKSUM_KEY)) {
+            if stated.as_str() != Some(checksum_text(&value).as_str()) {
+                return Err(Error::Corruption(format!("{what} does not match its checksum")));
+            }
+        }
         let m: Manifest = serde_json::from_value(value)
             .map_err(|e| Error::Corruption(format!("{what} does not match format v1: {e}")))?;
         m.validate().map_err(|e| match e {
@@ -254,9 +305,15 @@ impl Manifest {
         Ok(m)
     }
 
+    /// The manifest as stored: pretty JSON with a checksum of its content.
     pub fn to_json(&self) -> Vec<u8> {
         // Serialising plain structs cannot fail.
-        serde_json::to_vec_pretty(self).unwrap_or_default()
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        let sum = checksum_text(&value);
+        if let Some(o) = value.as_object_mut() {
+            o.insert(CHECKSUM_KEY.into(), sum.into());
+        }
+        serde_json::to_vec_pretty(&value).unwrap_or_default()
     }
 
     pub fn dim(&self, name: &str) -> Option<&Dim> {

@@ -249,6 +249,12 @@ fn corruption_is_reported_not_hidden() {
         mem.write_atomic(&path, &manifest[..cut]).unwrap();
         assert_eq!(StoreReader::open(store.clone(), None).unwrap_err().kind(), ErrorKind::Corruption, "cut {cut}");
     }
+    // A flipped bit that leaves valid JSON (an attribute's text) is caught by the checksum.
+    let edited = String::from_utf8(manifest.clone()).unwrap().replace("\"test\"", "\"tesT\"");
+    assert_ne!(edited.as_bytes(), &manifest[..]);
+    mem.write_atomic(&path, edited.as_bytes()).unwrap();
+    let e = StoreReader::open(store.clone(), None).unwrap_err();
+    assert!(e.kind() == ErrorKind::Corruption && e.to_string().contains("checksum"), "{e}");
     let text = String::from_utf8(manifest.clone()).unwrap().replace("\"format_version\": 1", "\"format_version\": 7");
     mem.write_atomic(&path, text.as_bytes()).unwrap();
     assert_eq!(StoreReader::open(store.clone(), None).unwrap_err().kind(), ErrorKind::Compatibility);
