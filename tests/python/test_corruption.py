@@ -113,3 +113,54 @@ def test_values_never_silently_change(store):
     for k in before:
         a, b = np.asarray(before[k]), np.asarray(after[k])
         assert a.tobytes() == b.tobytes()
+
+
+def _outcome(path, want):
+    """Reads everything; returns "error" for a typed strata error, "same" for values
+    bit-equal to ``want``; anything else (wrong values, another exception) fails."""
+    try:
+        got = read_all(path)
+        meta = strata.open(path).attrs
+    except (strata.CorruptionError, strata.CompatibilityError, strata.NotFoundError):
+        return "error"
+    assert got.keys() == want[0].keys()
+    for name, values in want[0].items():
+        assert np.asarray(got[name]).tobytes() == np.asarray(values).tobytes(), f"wrong values in '{name}'"
+    assert meta == want[1], "wrong attributes"
+    return "same"
+
+
+@pytest.mark.parametrize("kind", ["data", "index", "manifests", "HEAD"])
+def test_no_flipped_bit_in_any_file_gives_wrong_values(store, kind):
+    """Flip one bit at positions spread over every file of a kind, in turn: each read either
+    fails with a typed error or returns exactly the original values and attributes."""
+    want = (read_all(store), strata.open(store).attrs)
+    targets = [pathlib.Path(store) / "HEAD"] if kind == "HEAD" else files(store, kind)
+    outcomes = []
+    for f in targets:
+        data = f.read_bytes()
+        step = max(1, len(data) // 60)
+        for pos in range(0, len(data), step):
+            bad = bytearray(data)
+            bad[pos] ^= 1 << (pos % 8)
+            f.write_bytes(bytes(bad))
+            outcomes.append(_outcome(store, want))
+        f.write_bytes(data)
+    assert "error" in outcomes, "no flip was noticed at all"
+    assert _outcome(store, want) == "same"
+
+
+def test_damage_in_one_slab_leaves_the_others_readable(store):
+    ds = strata.open(store)
+    want = ds["temp"][...]
+    slabs = json.loads(files(store, "manifests")[-1].read_text())["slabs"]
+    last = pathlib.Path(store) / slabs[-1]["data"]
+    data = bytearray(last.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    last.write_bytes(bytes(data))
+    ds = strata.open(store)
+    with pytest.raises(strata.CorruptionError, match=slabs[-1]["data"].split("/")[-1]):
+        ds["temp"][...]
+    # The records of the other slabs still read, exactly.
+    first = slabs[-1]["records"][0]
+    assert ds["temp"][:first].tobytes() == want[:first].tobytes()
