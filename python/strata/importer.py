@@ -19,7 +19,7 @@ import numpy as np
 from . import _attrs, _core
 from ._slabs import le_bytes, write_record_slabs, writer_options
 from ._sources import open_source, source_dtype
-from .errors import CompatibilityError, InvalidArgumentError
+from .errors import CompatibilityError, ConflictError, InvalidArgumentError
 
 
 @dataclass
@@ -168,6 +168,7 @@ def append_file(
     recheck: bool = True,
     objective: str | None = None,
     allow_unordered: bool = False,
+    retries: int = 3,
     progress: bool = False,
 ) -> ImportReport:
     """Appends the records of ``source`` along the store's record dimension, as a new version.
@@ -182,52 +183,66 @@ def append_file(
     With ``recheck`` (the default) the analyzer scores the first new slab of every record
     variable (when it holds at least 256 KiB): if another chain is at least 10% better than
     the current one for the variable's recorded objective (or ``objective``, when given), new
-    slabs use it (old slabs keep theirs)."""
+    slabs use it (old slabs keep theirs).
+
+    When another writer commits first, the append starts again on the new version (checks
+    included), up to ``retries`` times, then raises :class:`ConflictError`; the files of a
+    lost attempt are left for ``strata gc``."""
     source, store = os.fspath(source), os.fspath(store)
     t0 = time.perf_counter()
+    nc = open_source(source)
+    try:
+        for attempt in range(retries + 1):
+            try:
+                version, records, raw = _append_once(nc, source, store, recheck, objective, allow_unordered, progress)
+                break
+            except ConflictError:
+                if attempt == retries:
+                    raise
+    finally:
+        nc.close()
+    return _report(source, store, version, records, raw, time.perf_counter() - t0)
+
+
+def _append_once(nc, source: str, store: str, recheck, objective, allow_unordered, progress) -> tuple[int, int, int]:
+    """One attempt of :func:`append_file` on the store's newest version: (version, records, bytes)."""
     manifest = json.loads(_core.Reader.open(store).manifest_json())
     rec = manifest["record_dim"]
     if rec is None:
         raise InvalidArgumentError(f"'{store}' has no record dimension to append along")
-    nc = open_source(source)
-    try:
-        if rec not in nc.dimensions:
-            raise CompatibilityError(f"'{source}' has no dimension '{rec}' to append along")
-        dims = {d["name"]: d["size"] for d in manifest["dims"]}
-        record_vars = [v for v in manifest["variables"] if v["dims"][:1] == [rec]]
-        for v in record_vars:
-            src = nc.variables.get(v["name"])
-            if src is None:
-                raise CompatibilityError(f"'{source}' lacks record variable '{v['name']}'")
-            if list(src.dimensions) != v["dims"]:
-                raise CompatibilityError(
-                    f"'{v['name']}' has dims {src.dimensions} in '{source}', {tuple(v['dims'])} in the store"
-                )
-            if source_dtype(src) != v["dtype"]:
-                raise CompatibilityError(
-                    f"'{v['name']}' is {source_dtype(src)} in '{source}', {v['dtype']} in the store"
-                )
-            for d, n in zip(v["dims"][1:], src.shape[1:], strict=True):
-                if dims[d] != n:
-                    raise CompatibilityError(f"dimension '{d}' has length {n} in '{source}', {dims[d]} in the store")
-        names = [v["name"] for v in record_vars]
-        dtypes = {v["name"]: v["dtype"] for v in record_vars}
-        sources = {n: (nc.variables[n], dtypes[n]) for n in names}
-        if rec in sources:
-            times = _record_coordinate(store, rec, nc.variables[rec], source, allow_unordered)
-            if times is not None:
-                sources[rec] = (times, dtypes[rec])
-        options = {"recheck": recheck}
-        if objective is not None:
-            options["request"] = {"kind": "auto", "objective": objective}
-        writer = _core.Writer.open_append(store, json.dumps(options))
-        raw = sum(int(np.prod(nc.variables[n].shape, dtype=np.int64)) * nc.variables[n].dtype.itemsize for n in names)
-        with _progress(raw, f"append {os.path.basename(source)}", progress) as bar:
-            records = write_record_slabs(writer, sources, len(nc.variables[names[0]]), bar) if names else 0
-        version = writer.commit(f"append {os.path.basename(source)}")
-    finally:
-        nc.close()
-    return _report(source, store, version, records, raw, time.perf_counter() - t0)
+    if rec not in nc.dimensions:
+        raise CompatibilityError(f"'{source}' has no dimension '{rec}' to append along")
+    dims = {d["name"]: d["size"] for d in manifest["dims"]}
+    record_vars = [v for v in manifest["variables"] if v["dims"][:1] == [rec]]
+    for v in record_vars:
+        src = nc.variables.get(v["name"])
+        if src is None:
+            raise CompatibilityError(f"'{source}' lacks record variable '{v['name']}'")
+        if list(src.dimensions) != v["dims"]:
+            raise CompatibilityError(
+                f"'{v['name']}' has dims {src.dimensions} in '{source}', {tuple(v['dims'])} in the store"
+            )
+        if source_dtype(src) != v["dtype"]:
+            raise CompatibilityError(f"'{v['name']}' is {source_dtype(src)} in '{source}', {v['dtype']} in the store")
+        for d, n in zip(v["dims"][1:], src.shape[1:], strict=True):
+            if dims[d] != n:
+                raise CompatibilityError(f"dimension '{d}' has length {n} in '{source}', {dims[d]} in the store")
+    names = [v["name"] for v in record_vars]
+    dtypes = {v["name"]: v["dtype"] for v in record_vars}
+    sources = {n: (nc.variables[n], dtypes[n]) for n in names}
+    if rec in sources:
+        times = _record_coordinate(store, rec, nc.variables[rec], source, allow_unordered)
+        if times is not None:
+            sources[rec] = (times, dtypes[rec])
+    options = {"recheck": recheck}
+    if objective is not None:
+        options["request"] = {"kind": "auto", "objective": objective}
+    writer = _core.Writer.open_append(store, json.dumps(options))
+    raw = sum(int(np.prod(nc.variables[n].shape, dtype=np.int64)) * nc.variables[n].dtype.itemsize for n in names)
+    with _progress(raw, f"append {os.path.basename(source)}", progress) as bar:
+        records = write_record_slabs(writer, sources, len(nc.variables[names[0]]), bar) if names else 0
+    version = writer.commit(f"append {os.path.basename(source)}")
+    return version, records, raw
 
 
 def _units(attrs: dict) -> str:

@@ -1,0 +1,72 @@
+"""Writers racing on one store: each commit is all or nothing, a writer that loses the race
+starts again on the new version, nothing is lost or duplicated, and readers meanwhile only
+ever see complete versions."""
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import netCDF4
+import numpy as np
+
+import strata
+from strata import _core
+
+X = 50
+
+
+def record_file(path, times):
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("x", X)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t[:] = times
+        # Each record's values name its time, so a reader can check any record it sees.
+        nc.createVariable("v", "f8", ("time", "x"))[:] = np.asarray(times, "f8")[:, None] * 1000 + np.arange(X)
+    return path
+
+
+APPENDER = textwrap.dedent(
+    """
+    import sys
+    import strata
+    for source in sys.argv[2:]:
+        strata.append_file(source, sys.argv[1], allow_unordered=True, retries=50)
+    """
+)
+
+
+def test_racing_appenders_lose_nothing_and_readers_see_whole_versions(tmp_path):
+    store = tmp_path / "s.strata"
+    strata.import_file(record_file(tmp_path / "base.nc", [0, 1]), store)
+    sources = [record_file(tmp_path / f"r{t}.nc", [t]) for t in range(2, 14)]
+    seen, problems, stop = set(), [], threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            ds = strata.open(store)
+            times, values = ds["time"][...], ds["v"][...]
+            if values.shape[0] != times.shape[0] or not np.array_equal(values, times[:, None] * 1000 + np.arange(X)):
+                problems.append((ds.version, times.tolist()))
+            seen.add(ds.version)
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", APPENDER, str(store), *map(str, sources[k::4])], stderr=subprocess.PIPE)
+        for k in range(4)
+    ]
+    errors = [p.communicate(timeout=300)[1].decode() for p in procs]
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    assert all(p.returncode == 0 for p in procs), errors
+    assert not problems, problems[:3]
+    ds = strata.open(store)
+    assert ds.version == 13 and sorted(ds["time"][...].tolist()) == list(range(14))
+    assert len(seen) > 1, "the readers saw the store change"
+    for version in range(1, 14):
+        assert not _core.verify(str(store), version)[4], f"version {version} does not verify"
