@@ -14,7 +14,7 @@ LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1
 VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke
+.PHONY: help sysdeps setup build build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke crash
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
@@ -103,6 +103,11 @@ bench: build-release
 	$(BIN)/python bench/bench_values.py
 	$(BIN)/python bench/bench_sql.py
 	$(BIN)/python bench/bench_area.py
+
+# 1,000 SIGKILLs of appending and garbage-collecting processes, each followed by a full
+# check of the store (make test runs two dozen).
+crash: build
+	$(BIN)/python tests/crash/harness.py --kills 1000
 
 clean:
 	rm -rf demo-out bench/work .pytest_cache

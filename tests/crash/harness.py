@@ -1,0 +1,151 @@
+"""Crash injection: kill writing processes with SIGKILL at random points and check what a
+crash may leave.
+
+    python tests/crash/harness.py --kills 1000      # make crash
+
+Each round starts a process that appends a multi-slab file to a store (or, every fourth
+round, garbage-collects it with no grace period, so a kill can land in gc too), waits until
+it is writing, and kills it after a random part of the time a whole run takes. Then:
+
+- the store opens, at the version before the kill or the one after (a commit is atomic);
+- every version verifies (checksums, index bounds, headers) and reads back exactly the
+  records it should;
+- `gc` removes the leftovers, leaving only files some version names;
+- every tenth round, a new append succeeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+
+import strata
+from strata import _core
+
+X, Y = 64, 48
+CHILD = textwrap.dedent(
+    """
+    import sys
+    import strata
+    from strata import _core
+    print("ready", flush=True)
+    if sys.argv[1] == "append":
+        strata.append_file(sys.argv[3], sys.argv[2], allow_unordered=True, retries=0)
+    else:
+        _core.gc(sys.argv[2], 0.0, False)
+    print("done", flush=True)
+    """
+)
+
+
+def records(path: Path, start: int, n: int) -> Path:
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("y", Y)
+        nc.createDimension("x", X)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t[:] = np.arange(start, start + n)
+        v = nc.createVariable("v", "f8", ("time", "y", "x"))
+        v[:] = np.arange(start, start + n, dtype="f8")[:, None, None] * 1e4 + np.arange(Y * X).reshape(Y, X)
+    return path
+
+
+def expected(times: np.ndarray) -> np.ndarray:
+    return times[:, None, None] * 1e4 + np.arange(Y * X).reshape(Y, X)
+
+
+def check(store: Path) -> int:
+    """Every version verifies and reads back what its records say; returns the newest."""
+    ds = strata.open(store)
+    for version in range(1, ds.version + 1):
+        problems = _core.verify(str(store), version)[4]
+        assert not problems, (version, problems[:3])
+        old = strata.open(store, version)
+        times = old["time"][...]
+        assert np.array_equal(old["v"][...], expected(times)), f"version {version} reads wrong values"
+    return ds.version
+
+
+def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
+    rng = random.Random(seed)
+    counts = {"rounds": 0, "killed_before_commit": 0, "committed_anyway": 0, "gc_killed": 0, "appends_after": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        store = tmp / "s.strata"
+        strata.import_file(records(tmp / "base.nc", 0, 4), store, slab_records=2)
+        source = records(tmp / "more.nc", 1000, 16)  # eight slabs of two records per append
+        # How long a whole append takes, to spread the kills over it.
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", CHILD, "append", str(store), str(source)], check=True, capture_output=True
+        )
+        whole = time.perf_counter() - t0
+        for k in range(kills):
+            before = strata.open(store).version
+            kind = "gc" if k % 4 == 3 else "append"
+            child = subprocess.Popen(
+                [sys.executable, "-c", CHILD, kind, str(store), str(source)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            child.stdout.readline()  # "ready": strata is imported, the write starts now
+            time.sleep(rng.uniform(0, whole * 0.6))
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+            counts["rounds"] += 1
+            after = check(store)
+            assert after in (before, before + 1), (before, after)
+            if kind == "gc":
+                counts["gc_killed"] += 1
+            elif after == before:
+                counts["killed_before_commit"] += 1
+            else:
+                counts["committed_anyway"] += 1
+            _core.gc(str(store), 0.0, False)
+            named = {p for p in _named(store)}
+            left = {str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()}
+            assert left == named, f"gc left {sorted(left - named)[:3]}"
+            if k % 10 == 9:
+                strata.append_file(source, store, allow_unordered=True)
+                counts["appends_after"] += 1
+                check(store)
+            if not quiet and (k + 1) % 50 == 0:
+                print(f"{k + 1} kills: {counts}", flush=True)
+    return counts
+
+
+def _named(store: Path) -> set[str]:
+    import json
+
+    names = {"HEAD"}
+    for m in (store / "manifests").glob("v*.json"):
+        names.add(f"manifests/{m.name}")
+        meta = json.loads(m.read_text())
+        names.update(f["path"] for f in meta["files"])
+    return names
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kills", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=int(os.environ.get("CRASH_SEED", "0")))
+    args = p.parse_args()
+    t0 = time.perf_counter()
+    counts = run(args.kills, args.seed)
+    print(f"crash: {counts} in {time.perf_counter() - t0:.0f} s: every store opened, verified and read back exactly")
+
+
+if __name__ == "__main__":
+    main()
