@@ -4,14 +4,17 @@ crash may leave.
     python tests/crash/harness.py --kills 1000      # make crash
 
 Each round starts a process that appends a multi-slab file to a store (or, every fourth
-round, garbage-collects it with no grace period, so a kill can land in gc too), waits until
-it is writing, and kills it after a random part of the time a whole run takes. Then:
+round, garbage-collects it with no grace period, so a kill can land in gc too; or, every
+eighth, imports the file into a new store), waits until it is writing, and kills it after a
+random part of the time a whole run takes. Then:
 
 - the store opens, at the version before the kill or the one after (a commit is atomic);
 - the versions the kill could touch verify (checksums, index bounds, headers) and read back
   exactly the records they should (every version, every 100 rounds and at the end);
 - `gc` removes the leftovers, leaving only files some version names;
-- every tenth round, a new append succeeds.
+- every tenth round, a new append succeeds;
+- a killed import leaves a whole store or none: `gc --grace 0` clears its leftovers and
+  the import runs again.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ CHILD = textwrap.dedent(
     print("ready", flush=True)
     if sys.argv[1] == "append":
         strata.append_file(sys.argv[3], sys.argv[2], allow_unordered=True, retries=0)
+    elif sys.argv[1] == "import":
+        strata.import_file(sys.argv[3], sys.argv[2], slab_records=2)
     else:
         _core.gc(sys.argv[2], 0.0, False)
     print("done", flush=True)
@@ -81,7 +86,15 @@ def check(store: Path, last: int | None = None) -> int:
 
 def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
     rng = random.Random(seed)
-    counts = {"rounds": 0, "killed_before_commit": 0, "committed_anyway": 0, "gc_killed": 0, "appends_after": 0}
+    counts = {
+        "rounds": 0,
+        "killed_before_commit": 0,
+        "committed_anyway": 0,
+        "gc_killed": 0,
+        "imports_killed": 0,
+        "imports_completed": 0,
+        "appends_after": 0,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         store = tmp / "s.strata"
@@ -94,6 +107,9 @@ def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
         )
         whole = time.perf_counter() - t0
         for k in range(kills):
+            if k % 8 == 5:
+                _import_round(tmp / f"import{k}.strata", source, rng.uniform(0, whole * 0.6), counts)
+                continue
             before = strata.open(store).version
             kind = "gc" if k % 4 == 3 else "append"
             child = subprocess.Popen(
@@ -127,6 +143,36 @@ def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
                 print(f"{k + 1} kills: {counts}", flush=True)
         check(store)
     return counts
+
+
+def _import_round(target: Path, source: Path, delay: float, counts: dict) -> None:
+    """Kills an import into a new store: afterwards the store is whole, or has no version
+    and `gc --grace 0` clears the leftovers so that the import can be run again."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "import", str(target), str(source)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    child.stdout.readline()
+    time.sleep(delay)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    counts["rounds"] += 1
+    if (target / "HEAD").exists():
+        counts["imports_completed"] += 1
+        check(target)
+        return
+    counts["imports_killed"] += 1
+    try:
+        strata.open(target)
+        raise AssertionError("a store without HEAD opened")
+    except strata.NotFoundError:
+        pass
+    if target.exists():
+        _core.gc(str(target), 0.0, False)
+        assert not [p for p in target.rglob("*") if p.is_file()], "gc left files of the killed import"
+    strata.import_file(source, target, slab_records=2)
+    check(target)
 
 
 def _named(store: Path) -> set[str]:

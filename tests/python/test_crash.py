@@ -15,3 +15,4 @@ def test_kills_leave_committed_versions_only():
     assert counts["rounds"] == 24
     # The kills landed at different points: some before a commit, and the gc rounds.
     assert counts["killed_before_commit"] > 0 and counts["gc_killed"] == 6
+    assert counts["imports_killed"] + counts["imports_completed"] == 3

@@ -101,3 +101,20 @@ def test_gc_removes_leftovers_of_a_failed_append_and_nothing_else(store, tmp_pat
     code, out = run([store, "--deep"], capsys)
     assert code == 0 and "clean" in out
     assert main(["gc", "--grace", "-1", str(store)]) == 2
+
+
+def test_leftovers_of_a_killed_import_are_named_and_cleared_by_gc(store, tmp_path):
+    target = tmp_path / "t.strata"
+    (target / "data").mkdir(parents=True)
+    (target / "data" / "s000001-0123456789abcdef.sdat").write_bytes(b"STRATADT partial")
+    src = tmp_path / "src.strata"
+    with pytest.raises(strata.InvalidArgumentError, match="leftovers of an interrupted write"):
+        strata.write_arrays(target, {"v": (("t",), np.arange(3.0))}, record_dim="t")
+    assert main(["gc", "--grace", "0", str(target)]) == 0
+    strata.write_arrays(target, {"v": (("t",), np.arange(3.0))}, record_dim="t")
+    assert strata.open(target)["v"][...].tolist() == [0.0, 1.0, 2.0]
+    # A directory holding anything else is refused as before, and gc leaves it alone.
+    (src / "data").mkdir(parents=True)
+    (src / "notes.txt").write_text("mine")
+    with pytest.raises(strata.InvalidArgumentError, match="not empty and holds no strata store"):
+        strata.write_arrays(src, {"v": (("t",), np.arange(3.0))}, record_dim="t")

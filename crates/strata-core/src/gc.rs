@@ -23,9 +23,18 @@ pub struct GcReport {
     pub young: Vec<String>,
 }
 
-/// Every file some committed version needs.
+/// Whether `path` is one of the files a store's writers make (data, index, manifests, or
+/// a temporary file of a write): the only files gc ever removes.
+pub fn is_store_file(path: &str) -> bool {
+    let temp = path.rsplit('/').next().is_some_and(|n| n.starts_with('.') && n.contains(".tmp-"));
+    temp || ["data/", "index/", "manifests/"].iter().any(|d| path.starts_with(d))
+}
+
+/// Every file some committed version needs. A directory with no `HEAD` (an import killed
+/// before its first commit) has no versions: all its store files are leftovers.
 fn needed(store: &Store) -> Result<(usize, HashSet<String>)> {
-    let versions = store.versions()?;
+    let versions =
+        if store.exists()? || !store.storage().list("manifests/")?.is_empty() { store.versions()? } else { vec![] };
     let mut keep: HashSet<String> = [HEAD.to_string()].into();
     for &v in &versions {
         keep.insert(crate::store::manifest_path(v));
@@ -43,14 +52,10 @@ fn needed(store: &Store) -> Result<(usize, HashSet<String>)> {
 /// temporary files anywhere, that no version names and that are older than `grace`.
 pub fn collect(store: &Store, grace: Duration, dry_run: bool) -> Result<GcReport> {
     let (versions, keep) = needed(store)?;
-    let ours = |p: &str| {
-        let temp = p.rsplit('/').next().is_some_and(|n| n.starts_with('.') && n.contains(".tmp-"));
-        temp || ["data/", "index/", "manifests/"].iter().any(|d| p.starts_with(d))
-    };
     let mut report = GcReport { versions, ..Default::default() };
     let mut candidates = Vec::new();
     for obj in store.storage().list_for_gc("")? {
-        if keep.contains(&obj.path) || !ours(&obj.path) {
+        if keep.contains(&obj.path) || !is_store_file(&obj.path) {
             continue;
         }
         if obj.age.is_none_or(|a| a < grace) {

@@ -239,7 +239,17 @@ impl StoreWriter {
         if store.exists()? {
             return Err(Error::InvalidArgument(format!("'{name}' already holds a strata store")));
         }
-        if !store.storage().is_empty()? {
+        // Empty directories (left by `strata gc` after an interrupted import) do not count.
+        let files = if store.storage().is_empty()? { vec![] } else { store.storage().list_for_gc("")? };
+        if !files.is_empty() {
+            let all = files;
+            if all.iter().all(|o| crate::gc::is_store_file(&o.path)) {
+                return Err(Error::InvalidArgument(format!(
+                    "'{name}' holds only the leftovers of an interrupted write ({} files, no version): if no \
+                     other write is running, remove them with `strata gc --grace 0 {name}`",
+                    all.len()
+                )));
+            }
             return Err(Error::InvalidArgument(format!(
                 "'{name}' is not empty and holds no strata store: write a new store into a new or empty directory"
             )));
