@@ -206,7 +206,10 @@ def append_file(
 
 def _append_once(nc, source: str, store: str, recheck, objective, allow_unordered, progress) -> tuple[int, int, int]:
     """One attempt of :func:`append_file` on the store's newest version: (version, records, bytes)."""
-    manifest = json.loads(_core.Reader.open(store).manifest_json())
+    from .dataset import open as open_store
+
+    ds = open_store(store)
+    manifest = ds._manifest
     rec = manifest["record_dim"]
     if rec is None:
         raise InvalidArgumentError(f"'{store}' has no record dimension to append along")
@@ -231,7 +234,7 @@ def _append_once(nc, source: str, store: str, recheck, objective, allow_unordere
     dtypes = {v["name"]: v["dtype"] for v in record_vars}
     sources = {n: (nc.variables[n], dtypes[n]) for n in names}
     if rec in sources:
-        times = _record_coordinate(store, rec, nc.variables[rec], source, allow_unordered)
+        times = _record_coordinate(ds, rec, nc.variables[rec], source, allow_unordered)
         if times is not None:
             sources[rec] = (times, dtypes[rec])
     options = {"recheck": recheck}
@@ -264,13 +267,11 @@ def _calendar(attrs: dict) -> str:
     return _SAME_CALENDAR.get(name, name)
 
 
-def _record_coordinate(store: str, rec: str, src, source: str, allow_unordered: bool):
-    """The source's record coordinate as the store holds it: converted to the store's CF
-    time units when they differ (None: nothing to convert); refuses records that do not
-    come after the store's, unless allowed."""
-    from .dataset import open as open_store
-
-    var = open_store(store)[rec]
+def _record_coordinate(ds, rec: str, src, source: str, allow_unordered: bool):
+    """The source's record coordinate as the store (``ds``, its newest version) holds it:
+    converted to the store's CF time units when they differ (None: nothing to convert);
+    refuses records that do not come after the store's, unless allowed."""
+    var = ds[rec]
     if var.dims != (rec,):
         return None
     theirs = {a: src.getncattr(a) for a in src.ncattrs()}

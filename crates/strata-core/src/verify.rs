@@ -83,7 +83,7 @@ pub fn verify(store: Store, version: Option<u64>, deep: bool) -> Result<VerifyRe
             report.problems.push(problem(&slab.data, Some(slab.id), e.to_string()));
             continue;
         }
-        if !bad_files.contains(&slab.data) && !deep {
+        if !bad_files.contains(&slab.data) {
             report.segments += index.segments.len() as u64;
             continue; // the whole file's checksum holds: so do its segments'
         }

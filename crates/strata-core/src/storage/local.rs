@@ -52,6 +52,34 @@ impl LocalStorage {
         Ok(f)
     }
 
+    /// Calls `f` with the key and directory entry of every file under the root whose key
+    /// starts with `prefix`, temporary files included, in no particular order.
+    fn walk(&self, prefix: &str, mut f: impl FnMut(String, &fs::DirEntry) -> Result<()>) -> Result<()> {
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir.display().to_string(), e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io(dir.display().to_string(), e))?;
+                let p = entry.path();
+                let file_type = entry.file_type().map_err(|e| Error::io(p.display().to_string(), e))?;
+                if file_type.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let Ok(rel) = p.strip_prefix(&self.root) else { continue };
+                let key = rel.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
+                if key.starts_with(prefix) {
+                    f(key, &entry)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn temp_path(&self, target: &Path) -> PathBuf {
         let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("tmp");
         target.with_file_name(format!(".{name}.tmp-{}", crate::store::random_suffix()))
@@ -130,60 +158,25 @@ impl Storage for LocalStorage {
 
     fn list_for_gc(&self, prefix: &str) -> Result<Vec<super::ObjectInfo>> {
         let mut out = Vec::new();
-        let mut stack = vec![self.root.clone()];
-        while let Some(dir) = stack.pop() {
-            let entries = match fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(dir.display().to_string(), e)),
-            };
-            for entry in entries {
-                let entry = entry.map_err(|e| Error::io(dir.display().to_string(), e))?;
-                let p = entry.path();
-                let meta = entry.metadata().map_err(|e| Error::io(p.display().to_string(), e))?;
-                if meta.is_dir() {
-                    stack.push(p);
-                    continue;
-                }
-                let Ok(rel) = p.strip_prefix(&self.root) else { continue };
-                let key = rel.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
-                if key.starts_with(prefix) {
-                    let age = meta.modified().ok().and_then(|m| m.elapsed().ok());
-                    out.push(super::ObjectInfo { path: key, size: Some(meta.len()), age });
-                }
-            }
-        }
+        self.walk(prefix, |key, entry| {
+            let meta = entry.metadata().map_err(|e| Error::io(entry.path().display().to_string(), e))?;
+            let age = meta.modified().ok().and_then(|m| m.elapsed().ok());
+            out.push(super::ObjectInfo { path: key, size: Some(meta.len()), age });
+            Ok(())
+        })?;
         out.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(out)
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        let mut stack = vec![self.root.clone()];
-        while let Some(dir) = stack.pop() {
-            let entries = match fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(dir.display().to_string(), e)),
-            };
-            for entry in entries {
-                let entry = entry.map_err(|e| Error::io(dir.display().to_string(), e))?;
-                let p = entry.path();
-                let file_type = entry.file_type().map_err(|e| Error::io(p.display().to_string(), e))?;
-                if file_type.is_dir() {
-                    stack.push(p);
-                    continue;
-                }
-                let Ok(rel) = p.strip_prefix(&self.root) else {
-                    continue;
-                };
-                let key = rel.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
-                let is_temp = rel.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
-                if key.starts_with(prefix) && !is_temp {
-                    out.push(key);
-                }
+        self.walk(prefix, |key, entry| {
+            // Temporary files of writes in progress are not objects yet.
+            if !entry.file_name().to_str().is_some_and(|n| n.starts_with('.')) {
+                out.push(key);
             }
-        }
+            Ok(())
+        })?;
         out.sort();
         Ok(out)
     }
