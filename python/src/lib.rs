@@ -456,13 +456,11 @@ fn analyze_samples(
 #[pyfunction]
 #[pyo3(signature = (dtype, error_bound=None))]
 fn candidates(dtype: &str, error_bound: Option<&str>) -> PyResult<String> {
-    use strata_codecs::analyzer;
+    use strata_codecs::analyzer::{candidates_for, Objective};
     let t = num_type(dtype)?;
-    let mut all: Vec<String> = analyzer::candidates(t).into_iter().map(String::from).collect();
-    if let Some(b) = error_bound {
-        let bound = strata_codecs::plan::parse_error_bound(b).map_err(|e| to_py(e.into()))?;
-        all.extend(analyzer::lossy_candidates(t, &bound));
-    }
+    let bound = error_bound.map(strata_codecs::plan::parse_error_bound).transpose().map_err(|e| to_py(e.into()))?;
+    // The ratio objective admits every candidate: this is the analyzer's whole list.
+    let all = candidates_for(Objective::Ratio, t, bound.as_deref()).map_err(|e| to_py(e.into()))?;
     Ok(serde_json::json!(all).to_string())
 }
 
