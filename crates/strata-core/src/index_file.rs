@@ -72,7 +72,12 @@ fn decompress_section(buf: &[u8], kind: u32, what: &str) -> Result<Vec<u8>> {
     if raw_len > MAX_SECTION_BYTES {
         return Err(corrupt("implausible size"));
     }
-    let raw = zstd::bulk::decompress(&buf[8..], raw_len as usize).map_err(|_| corrupt("bad zstd frame"))?;
+    // Streamed, not into a buffer of the stated size: memory grows with what the frame
+    // really holds, so a small damaged file cannot claim gigabytes up front.
+    let mut raw = Vec::new();
+    zstd::stream::read::Decoder::with_buffer(&buf[8..])
+        .and_then(|d| std::io::Read::read_to_end(&mut std::io::Read::take(d, raw_len + 1), &mut raw))
+        .map_err(|_| corrupt("bad zstd frame"))?;
     if raw.len() as u64 != raw_len {
         return Err(corrupt("size does not match"));
     }
