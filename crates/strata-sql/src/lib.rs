@@ -11,11 +11,14 @@ mod exec;
 mod pushdown;
 pub mod table;
 
+pub use exec::column_array;
+
 pub use datafusion;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::DataFusionError;
+use datafusion::execution::context::SQLOptions;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
@@ -143,12 +146,16 @@ impl SqlSession {
         &self.tables
     }
 
-    /// Runs a query; its batches stream from the returned reader.
+    /// Runs a query; its batches stream from the returned reader. Only queries run: DDL
+    /// (`CREATE EXTERNAL TABLE`, `DROP`), DML (`INSERT`, `COPY ... TO` a file) and statements
+    /// (`SET`, transactions) are refused as invalid arguments, so a session can be handed
+    /// text from anyone without touching a file.
     pub fn execute(&self, sql: &str) -> Result<BatchStream> {
         let ctx = self.ctx.clone();
         let sql = sql.to_string();
+        let read_only = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
         let stream = self.runtime.block_on(async move {
-            let df = ctx.sql(&sql).await?;
+            let df = ctx.sql_with_options(&sql, read_only).await?;
             df.execute_stream().await
         });
         let stream = stream.map_err(|e| self.with_table_hint(from_df(e)))?;
