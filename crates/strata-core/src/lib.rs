@@ -14,6 +14,7 @@ mod fastdiv;
 pub mod gc;
 pub mod grid;
 mod hilbert;
+pub mod histogram;
 pub mod index_file;
 pub mod manifest;
 pub mod mask;
