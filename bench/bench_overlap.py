@@ -74,7 +74,7 @@ def report(results) -> str:
         f"Machine: {results['machine']}  ",
         f"Commit: {results['commit']}, {results['date']}",
         "",
-        "ERSST `sst` four times along time (175 MB, written by `write_arrays(codec=\"auto\")`: "
+        'ERSST `sst` four times along time (175 MB, written by `write_arrays(codec="auto")`: '
         f"`{results['chain']}`); a dense read of a box in the middle holding 10% of the elements, "
         "no decoded-segment cache. The read path is the store's files behind a throttle: one link of "
         "the given bandwidth shared by all requests, plus 0.5 ms per request (a disk, NFS or an object "

@@ -578,6 +578,28 @@ fn auto_shape(shape: Vec<u64>, element_size: u64, target_bytes: u64) -> Vec<u64>
     strata_core::chunking::auto_shape(&shape, element_size, target_bytes)
 }
 
+/// Serves every store under `root` over HTTP and DAP2 until Ctrl-C / SIGTERM or the
+/// bounds (see `strata_server`); prints the address it listens on to stderr first.
+#[pyfunction]
+#[pyo3(signature = (root, host="127.0.0.1".to_string(), port=8470, max_requests=None, max_seconds=None, quiet=false))]
+fn serve(
+    py: Python<'_>,
+    root: &str,
+    host: String,
+    port: u16,
+    max_requests: Option<u64>,
+    max_seconds: Option<f64>,
+    quiet: bool,
+) -> PyResult<()> {
+    let mut config = strata_server::ServerConfig::new(root, port);
+    config.host = host;
+    config.max_requests = max_requests;
+    config.max_seconds = max_seconds;
+    config.quiet = quiet;
+    py.detach(|| strata_server::run(config, |addr| eprintln!("strata serve: listening on http://{addr}/")))
+        .map_err(|e| exception(ErrorKind::Io, e.message))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
@@ -603,6 +625,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pick_coordinates, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(gc, m)?)?;
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
     Ok(())

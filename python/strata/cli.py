@@ -575,6 +575,20 @@ def cmd_gc(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from . import _core
+
+    _core.serve(
+        args.dir,
+        host=args.host,
+        port=args.port,
+        max_requests=args.max_requests,
+        max_seconds=args.max_seconds,
+        quiet=args.quiet,
+    )
+    return 0
+
+
 def cmd_log(args) -> int:
     from . import _core
 
@@ -868,6 +882,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--grace", type=float, default=3600.0, metavar="SECONDS", help="grace period (default 3600)")
     s.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
     s.set_defaults(func=cmd_gc)
+
+    s = sub.add_parser(
+        "serve",
+        help="serve every store under a directory over HTTP (JSON, Arrow, SQL) and OPeNDAP DAP2",
+        description="Serve every store under DIR, subset at the server: by index, coordinates and values. "
+        "Routes: /health, /api/datasets, /api/schema/NAME, /api/query/NAME, /api/sql/NAME and OPeNDAP DAP2 at "
+        "/dap/NAME (.dds, .das, .dods, .ascii), so netCDF4-python, ncdump and pydap open "
+        "http://HOST:PORT/dap/NAME. Results stream; Ctrl-C stops after the requests in flight. "
+        "docs/server.md has examples.",
+    )
+    s.add_argument("dir", help="directory holding stores (or one store)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, default=8470, help="port (default 8470; 0 picks a free one, printed at start)")
+    s.add_argument("--max-requests", type=int, metavar="N", help="stop after answering N requests")
+    s.add_argument("--max-seconds", type=float, metavar="S", help="stop after S seconds")
+    s.add_argument("--quiet", action="store_true", help="no request log on stderr")
+    s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("log", help="list the versions of a store")
     s.add_argument("store")

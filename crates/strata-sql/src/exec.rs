@@ -62,7 +62,7 @@ impl ScanRequest {
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
 /// `missing`. The bytes become the column's buffer without a copy where they can.
-pub(crate) fn column_array(dtype: DType, raw: Vec<u8>, missing: &[f64]) -> Result<ArrayRef> {
+pub fn column_array(dtype: DType, raw: Vec<u8>, missing: &[f64]) -> Result<ArrayRef> {
     fn build<T: ArrowPrimitiveType>(
         raw: Vec<u8>,
         missing: &[f64],

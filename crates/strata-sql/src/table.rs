@@ -115,7 +115,8 @@ fn attr_str<'a>(v: &'a Variable, name: &str) -> Option<&'a str> {
     })
 }
 
-pub(crate) fn arrow_type(dtype: DType) -> Option<DataType> {
+/// The Arrow type of a numeric element type (None for text).
+pub fn arrow_type(dtype: DType) -> Option<DataType> {
     Some(match dtype {
         DType::I8 => DataType::Int8,
         DType::U8 => DataType::UInt8,

@@ -1,0 +1,68 @@
+//! `strata-serve DIR`: the server as its own program (the same as `strata serve`).
+
+use std::process::ExitCode;
+use strata_server::{run, ServerConfig};
+
+const HELP: &str = "\
+strata-serve: serve every strata store under a directory over HTTP and OPeNDAP DAP2
+
+usage: strata-serve DIR [--host H] [--port P] [--max-requests N] [--max-seconds S] [--quiet]
+
+  DIR               directory holding stores (or one store)
+  --host H          address to listen on (default 127.0.0.1: this machine only)
+  --port P          port (default 8470; 0 picks a free one, printed at start)
+  --max-requests N  stop after answering N requests
+  --max-seconds S   stop after S seconds
+  --quiet           no request log on stderr
+
+routes: /health, /api/datasets, /api/schema/NAME, /api/query/NAME, /api/sql/NAME,
+        /dap/NAME.dds|.das|.dods|.ascii (docs/server.md)";
+
+fn parse(args: &[String]) -> Result<ServerConfig, String> {
+    let mut root = None;
+    let mut config = ServerConfig::new(".", 8470);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
+        match a.as_str() {
+            "--host" => config.host = value("--host")?,
+            "--port" => config.port = value("--port")?.parse().map_err(|_| "--port must be a number 0-65535")?,
+            "--max-requests" => {
+                config.max_requests =
+                    Some(value("--max-requests")?.parse().map_err(|_| "--max-requests must be a count")?)
+            }
+            "--max-seconds" => {
+                config.max_seconds =
+                    Some(value("--max-seconds")?.parse().map_err(|_| "--max-seconds must be a number")?)
+            }
+            "--quiet" => config.quiet = true,
+            flag if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
+            dir if root.is_none() => root = Some(dir.to_string()),
+            extra => return Err(format!("one directory only ('{extra}' is a second)")),
+        }
+    }
+    config.root = root.ok_or("the directory to serve is missing")?.into();
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
+    let config = match parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("strata-serve: {e}\n\n{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(config, |addr| eprintln!("strata serve: listening on http://{addr}/")) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("strata-serve: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The stores under the served directory, by name, and their open readers.
+//!
+//! A dataset's name is its path relative to the root, with `/` between components. A name
+//! from a request is checked component by component (no `..`, no empty or hidden parts) and
+//! the directory it names must resolve, links followed, inside the root: a request can reach
+//! no file outside it.
+
+use crate::ApiError;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use strata_core::{Session, Store, StoreReader};
+use strata_sql::{SqlOptions, SqlSession};
+
+/// Directories deeper than this under the root are not searched for stores.
+const MAX_DEPTH: usize = 4;
+/// Open readers kept (each holds its manifest and the slab indexes it loaded).
+const MAX_OPEN: usize = 32;
+
+#[derive(Debug)]
+pub(crate) struct Catalog {
+    root: PathBuf,
+    open: Mutex<HashMap<String, (u64, Arc<StoreReader>)>>,
+    sql: Mutex<HashMap<String, (u64, Arc<SqlSession>)>>,
+}
+
+fn is_store_dir(p: &Path) -> bool {
+    p.join("HEAD").is_file() && p.join("manifests").is_dir()
+}
+
+impl Catalog {
+    pub fn new(root: &Path) -> Result<Catalog, ApiError> {
+        let root =
+            root.canonicalize().map_err(|e| ApiError::startup(format!("cannot serve '{}': {e}", root.display())))?;
+        if !root.is_dir() {
+            return Err(ApiError::startup(format!("cannot serve '{}': not a directory", root.display())));
+        }
+        Ok(Catalog { root, open: Mutex::new(HashMap::new()), sql: Mutex::new(HashMap::new()) })
+    }
+
+    /// Every store's name, sorted. The root itself, when it is a store, is named by its
+    /// directory's name.
+    pub fn names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if is_store_dir(&self.root) {
+            out.push(self.root_name());
+        } else {
+            walk(&self.root, "", 0, &mut out);
+        }
+        out.sort();
+        out
+    }
+
+    fn root_name(&self) -> String {
+        self.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "store".into())
+    }
+
+    /// The directory a request's dataset name refers to.
+    fn resolve(&self, name: &str) -> Result<PathBuf, ApiError> {
+        let unknown = || ApiError::not_found(format!("no dataset '{name}' (GET /api/datasets lists them)"));
+        if is_store_dir(&self.root) {
+            return if name == self.root_name() { Ok(self.root.clone()) } else { Err(unknown()) };
+        }
+        let parts: Vec<&str> = name.split('/').collect();
+        if name.is_empty()
+            || parts.len() > MAX_DEPTH
+            || parts.iter().any(|p| p.is_empty() || p.starts_with('.') || p.contains('\\') || p.contains('\0'))
+        {
+            return Err(unknown());
+        }
+        let path = parts.iter().fold(self.root.clone(), |p, c| p.join(c));
+        let real = path.canonicalize().map_err(|_| unknown())?;
+        if !real.starts_with(&self.root) || !is_store_dir(&real) {
+            return Err(unknown());
+        }
+        Ok(real)
+    }
+
+    /// A reader on the newest version of dataset `name` (opened once per version).
+    pub fn reader(&self, name: &str) -> Result<Arc<StoreReader>, ApiError> {
+        let dir = self.resolve(name)?;
+        let store = Store::local(&dir.to_string_lossy());
+        let version = store.latest_version()?;
+        if let Some((v, r)) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
+            if *v == version {
+                return Ok(r.clone());
+            }
+        }
+        let reader = Arc::new(StoreReader::open(store, Some(version))?);
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if open.len() >= MAX_OPEN && !open.contains_key(name) {
+            if let Some(k) = open.keys().next().cloned() {
+                open.remove(&k);
+            }
+        }
+        open.insert(name.to_string(), (version, reader.clone()));
+        Ok(reader)
+    }
+}
+
+impl Catalog {
+    /// A SQL session over dataset `name`, its table named by [`sql_table`].
+    pub fn sql(&self, name: &str, session: Arc<Session>) -> Result<Arc<SqlSession>, ApiError> {
+        let dir = self.resolve(name)?;
+        let path = dir.to_string_lossy().into_owned();
+        let version = Store::local(&path).latest_version()?;
+        if let Some((v, s)) = self.sql.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
+            if *v == version {
+                return Ok(s.clone());
+            }
+        }
+        let options = SqlOptions { session, target_partitions: Some(2), ..SqlOptions::default() };
+        let s = Arc::new(SqlSession::open(&[(path, Some(sql_table(name)))], options)?);
+        let mut open = self.sql.lock().unwrap_or_else(|p| p.into_inner());
+        if open.len() >= MAX_OPEN / 4 && !open.contains_key(name) {
+            if let Some(k) = open.keys().next().cloned() {
+                open.remove(&k);
+            }
+        }
+        open.insert(name.to_string(), (version, s.clone()));
+        Ok(s)
+    }
+}
+
+/// The SQL table of a dataset: its last path component as SQL names it.
+pub(crate) fn sql_table(name: &str) -> String {
+    strata_sql::default_table_name(name.rsplit('/').next().unwrap_or(name))
+}
+
+fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<String>) {
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        // Links are not followed: a link out of the root would list what cannot be opened.
+        if name.starts_with('.') || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let full = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
+        if is_store_dir(&path) {
+            out.push(full);
+        } else {
+            walk(&path, &full, depth + 1, out);
+        }
+    }
+}

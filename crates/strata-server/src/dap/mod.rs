@@ -1,0 +1,421 @@
+//! OPeNDAP DAP2: `.dds`, `.das`, `.dods` and `.ascii` of every dataset, with constraint
+//! expressions, so netCDF's DAP client (netCDF4-python, `ncdump`), pydap and other DAP2
+//! clients subset at the server.
+//!
+//! Every numeric variable is served as a DAP2 array with named dimensions (not as a grid):
+//! coordinate variables are arrays of their own, as in the NetCDF data model.
+//!
+//! A value selection (`?sst&sst>25`) applies to every projected array on the same
+//! dimensions as the compared variables: the response keeps the projected hyperslab and
+//! writes the variable's `_FillValue` (else `missing_value`, else NaN for floats) where the
+//! selection does not hold. Arrays on other dimensions are returned whole: netCDF's client
+//! fetches each variable on its own with the selection appended, coordinates included.
+//! Which elements hold is answered by the engine's query (from the value index where it
+//! can), piece by piece.
+
+mod ce;
+mod text;
+mod types;
+
+use crate::pieces::{boxes, streamed};
+use crate::{ApiError, State};
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State as AxState};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use std::sync::Arc;
+use strata_core::manifest::AttrValue;
+use strata_core::{DType, DimSelection, Manifest, Output, Query, StoreReader};
+use text::Shape;
+use types::DapType;
+
+/// One array of a response: what is read and how it is described.
+#[derive(Debug, Clone)]
+struct Part {
+    name: String,
+    dtype: DType,
+    sel: Vec<DimSelection>,
+    shape: Shape,
+    /// The selection's constraint and the fill written where it does not hold.
+    filter: Option<(Arc<strata_core::query::Predicate>, Vec<u8>)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Dds,
+    Das,
+    Dods,
+    Ascii,
+}
+
+pub(crate) async fn handle(
+    AxState(state): AxState<State>,
+    Path(path): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    match answer(state, &path, query.as_deref().unwrap_or("")).await {
+        Ok(r) => r,
+        Err(e) => dap_error(&e),
+    }
+}
+
+fn dap_error(e: &ApiError) -> Response {
+    let mut r = (e.status, text::error(e.status.as_u16(), &e.message)).into_response();
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    h.insert("content-description", HeaderValue::from_static("dods-error"));
+    r
+}
+
+async fn answer(state: State, path: &str, query: &str) -> Result<Response, ApiError> {
+    let (name, kind) = match path.rsplit_once('.') {
+        Some((n, "dds")) => (n, Kind::Dds),
+        Some((n, "das")) => (n, Kind::Das),
+        Some((n, "dods")) => (n, Kind::Dods),
+        Some((n, "ascii" | "asc")) => (n, Kind::Ascii),
+        _ => {
+            return Err(ApiError::not_found(format!(
+                "'{path}': ask for NAME.dds, NAME.das, NAME.dods or NAME.ascii (GET /api/datasets lists the names)"
+            )))
+        }
+    };
+    let reader = {
+        let state = state.clone();
+        let name = name.to_string();
+        tokio::task::spawn_blocking(move || state.catalog.reader(&name)).await.map_err(ApiError::internal)??
+    };
+    let m = reader.manifest();
+    let dataset = name.rsplit('/').next().unwrap_or(name);
+    let served = served_variables(m);
+    if kind == Kind::Das {
+        return Ok(text_response(text::das(m, &served), "dods-das"));
+    }
+    let ce = ce::parse(query)?;
+    let parts = plan(m, &served, &ce)?;
+    let dds = text::dds(dataset, &parts.iter().map(|p| p.shape.clone()).collect::<Vec<_>>());
+    match kind {
+        Kind::Dds => Ok(text_response(dds, "dods-dds")),
+        Kind::Dods | Kind::Ascii => {
+            let bytes: u64 = parts
+                .iter()
+                .map(|p| p.sel.iter().map(|s| s.count()).product::<u64>() * p.shape.dap.wire_size() as u64)
+                .sum();
+            if bytes > state.config.limits.max_result_bytes {
+                return Err(ApiError::too_large(format!(
+                    "the constraint selects {bytes} bytes; this server answers at most {} (select less, or ask \
+                     for it in parts)",
+                    state.config.limits.max_result_bytes
+                )));
+            }
+            let body = if kind == Kind::Dods {
+                dods(state, reader.clone(), parts, dds)
+            } else {
+                ascii(state, reader.clone(), parts, dds)
+            };
+            let mut r = Response::new(body);
+            let h = r.headers_mut();
+            if kind == Kind::Dods {
+                h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+                h.insert("content-description", HeaderValue::from_static("dods-data"));
+            } else {
+                h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+                h.insert("content-description", HeaderValue::from_static("dods-ascii"));
+            }
+            server_headers(&mut r);
+            Ok(r)
+        }
+        Kind::Das => unreachable_das(),
+    }
+}
+
+fn unreachable_das() -> Result<Response, ApiError> {
+    Err(ApiError::internal("DAS answered above"))
+}
+
+fn server_headers(r: &mut Response) {
+    let h = r.headers_mut();
+    h.insert("xdods-server", HeaderValue::from_static(concat!("strata/", env!("CARGO_PKG_VERSION"))));
+    h.insert("xopendap-server", HeaderValue::from_static(concat!("strata/", env!("CARGO_PKG_VERSION"))));
+    h.insert("xdap", HeaderValue::from_static("2.0"));
+}
+
+fn text_response(body: String, description: &'static str) -> Response {
+    let mut r = (StatusCode::OK, body).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert("content-description", HeaderValue::from_static(description));
+    server_headers(&mut r);
+    r
+}
+
+/// The variables DAP2 can carry, in manifest order.
+fn served_variables(m: &Manifest) -> Vec<String> {
+    m.variables
+        .iter()
+        .filter(|v| v.chunking.is_some() && DapType::of(v.dtype).is_some())
+        .map(|v| v.name.clone())
+        .collect()
+}
+
+/// The fill written where a selection does not hold, as one stored element.
+fn fill_of(m: &Manifest, name: &str) -> Result<Vec<u8>, ApiError> {
+    let (_, var) = m.variable(name)?;
+    let attr = |key: &str| {
+        var.attrs.iter().find(|a| a.name == key).and_then(|a| match &a.value {
+            AttrValue::F32(v) => v.first().map(|&x| f64::from(x)),
+            AttrValue::F64(v) => v.first().copied(),
+            AttrValue::I8(v) | AttrValue::I16(v) | AttrValue::I32(v) | AttrValue::I64(v) => {
+                v.first().map(|&x| x as f64)
+            }
+            AttrValue::U8(v) | AttrValue::U16(v) | AttrValue::U32(v) | AttrValue::U64(v) => {
+                v.first().map(|&x| x as f64)
+            }
+            _ => None,
+        })
+    };
+    let fill = attr("_FillValue").or_else(|| attr("missing_value")).or(var.dtype.is_float().then_some(f64::NAN));
+    fill.and_then(|f| types::element(var.dtype, f)).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "a selection cannot mark the elements of '{name}' where it does not hold: it is an integer variable \
+             with no _FillValue or missing_value"
+        ))
+    })
+}
+
+fn plan(m: &Manifest, served: &[String], ce: &ce::Constraint) -> Result<Vec<Part>, ApiError> {
+    let projections: Vec<ce::Projection> = if ce.projections.is_empty() {
+        served.iter().map(|n| ce::Projection { name: n.clone(), slabs: vec![] }).collect()
+    } else {
+        ce.projections.clone()
+    };
+    let predicate = if ce.selections.is_empty() {
+        None
+    } else {
+        let text: Vec<String> = ce.selections.iter().map(|c| c.engine_text()).collect();
+        Some(Arc::new(strata_core::constraint::parse(&text.join(" and "))?))
+    };
+    let filter_dims = match &ce.selections.first() {
+        Some(c) => {
+            let (_, v) = m.variable(&c.name).map_err(|_| {
+                ApiError::bad_request(format!("the selection names '{}', which this dataset does not have", c.name))
+            })?;
+            for other in &ce.selections {
+                let (_, o) = m.variable(&other.name).map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "the selection names '{}', which this dataset does not have",
+                        other.name
+                    ))
+                })?;
+                if o.dims != v.dims {
+                    return Err(ApiError::bad_request(format!(
+                        "the selection compares '{}' {:?} and '{}' {:?}: they must have the same dimensions",
+                        c.name, v.dims, other.name, o.dims
+                    )));
+                }
+            }
+            Some(v.dims.clone())
+        }
+        None => None,
+    };
+    let mut parts = Vec::new();
+    for p in projections {
+        if !served.contains(&p.name) {
+            return Err(ApiError::not_found(format!("no variable '{}' in this dataset", p.name)));
+        }
+        let (_, var) = m.variable(&p.name)?;
+        let shape = m.shape(var);
+        if !p.slabs.is_empty() && p.slabs.len() != shape.len() {
+            return Err(ApiError::bad_request(format!(
+                "'{}' has {} dimensions, the constraint gives {} hyperslabs",
+                p.name,
+                shape.len(),
+                p.slabs.len()
+            )));
+        }
+        let mut sel = Vec::with_capacity(shape.len());
+        for (d, &n) in shape.iter().enumerate() {
+            let s = match p.slabs.get(d) {
+                Some(h) => {
+                    if h.stop >= n {
+                        return Err(ApiError::bad_request(format!(
+                            "'{}': index {} is out of range for dimension '{}' of length {n}",
+                            p.name, h.stop, var.dims[d]
+                        )));
+                    }
+                    DimSelection { start: h.start, stop: h.stop + 1, step: h.stride }
+                }
+                None => DimSelection { start: 0, stop: n, step: 1 },
+            };
+            sel.push(s);
+        }
+        let dap = DapType::of(var.dtype).ok_or_else(|| ApiError::internal("served a variable DAP2 cannot carry"))?;
+        let dims = var.dims.iter().zip(&sel).map(|(d, s)| (d.clone(), s.count())).collect();
+        let filter = match (&predicate, &filter_dims) {
+            (Some(pred), Some(dims)) if *dims == var.dims => Some((pred.clone(), fill_of(m, &p.name)?)),
+            _ => None,
+        };
+        parts.push(Part {
+            name: p.name.clone(),
+            dtype: var.dtype,
+            sel,
+            shape: Shape { name: p.name, dap, dims },
+            filter,
+        });
+    }
+    Ok(parts)
+}
+
+/// Reads one box of a part, with the selection's fill where it does not hold.
+fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]) -> Result<Vec<u8>, ApiError> {
+    let es = part.dtype.size();
+    let n: u64 = b.iter().map(|s| s.count()).product();
+    let mut buf = vec![0u8; n as usize * es];
+    reader.read_into(&part.name, b, &mut buf)?;
+    if let Some((pred, fill)) = &part.filter {
+        let q = Query {
+            predicate: (**pred).clone(),
+            region: b.to_vec(),
+            output: Output::Positions,
+            variables: vec![],
+            level: None,
+            method: None,
+            mask: None,
+            raw: false,
+        };
+        let answer = state.session.run(reader, &q)?;
+        let mut keep = vec![false; n as usize];
+        let coords = answer.selection.coordinates();
+        let counts: Vec<u64> = b.iter().map(|s| s.count()).collect();
+        for (i, _) in answer.selection.flat.iter().enumerate() {
+            let mut local = 0u64;
+            for (d, s) in b.iter().enumerate() {
+                local = local * counts[d] + (coords[d][i] as u64 - s.start) / s.step;
+            }
+            keep[local as usize] = true;
+        }
+        for (k, chunk) in keep.iter().zip(buf.chunks_exact_mut(es)) {
+            if !k {
+                chunk.copy_from_slice(fill);
+            }
+        }
+    }
+    Ok(buf)
+}
+
+/// The binary response: the DDS, `Data:`, then each array as XDR (its length twice, then
+/// the values; bytes padded to four).
+fn dods(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String) -> Body {
+    let target = state.config.limits.piece_bytes;
+    streamed(move |send| {
+        let mut head = dds.into_bytes();
+        head.extend_from_slice(b"Data:\n");
+        if !send(Bytes::from(head)) {
+            return Ok(());
+        }
+        for part in &parts {
+            let n: u64 = part.sel.iter().map(|s| s.count()).product();
+            let n32 = u32::try_from(n).map_err(|_| {
+                ApiError::bad_request(format!("'{}': DAP2 arrays hold at most 2^32-1 values", part.name))
+            })?;
+            let mut out = Vec::with_capacity(8);
+            out.extend_from_slice(&n32.to_be_bytes());
+            out.extend_from_slice(&n32.to_be_bytes());
+            for b in boxes(&part.sel, part.dtype.size(), target) {
+                let raw = read_box(&state, &reader, part, &b)?;
+                types::encode(part.dtype, &raw, &mut out);
+                if !send(Bytes::from(std::mem::take(&mut out))) {
+                    return Ok(());
+                }
+            }
+            if part.shape.dap == DapType::Byte && !n.is_multiple_of(4) {
+                out.extend(std::iter::repeat_n(0u8, 4 - (n % 4) as usize));
+            }
+            if !out.is_empty() && !send(Bytes::from(out)) {
+                return Ok(());
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The text response: the DDS, a rule, then each array row by row (`[i][j], v, v, ...`).
+fn ascii(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String) -> Body {
+    let target = state.config.limits.piece_bytes;
+    streamed(move |send| {
+        let mut head = dds;
+        head.push_str("---------------------------------------------\n");
+        if !send(Bytes::from(head)) {
+            return Ok(());
+        }
+        for part in &parts {
+            let mut out = String::new();
+            out.push_str(&text::ident(&part.name));
+            for (_, n) in &part.shape.dims {
+                out.push_str(&format!("[{n}]"));
+            }
+            out.push('\n');
+            let counts: Vec<u64> = part.sel.iter().map(|s| s.count()).collect();
+            let nd = counts.len();
+            // Boxes of whole rows: cut along the leading dimensions, each row one element.
+            let row = if nd >= 2 { counts[nd - 1].max(1) as usize } else { usize::MAX };
+            let pieces: Vec<Vec<DimSelection>> = if nd >= 2 {
+                boxes(&part.sel[..nd - 1], part.dtype.size() * row, target)
+                    .into_iter()
+                    .map(|mut b| {
+                        b.push(part.sel[nd - 1]);
+                        b
+                    })
+                    .collect()
+            } else {
+                boxes(&part.sel, part.dtype.size(), target)
+            };
+            let mut seen = 0u64;
+            for (k, b) in pieces.iter().enumerate() {
+                let raw = read_box(&state, &reader, part, b)?;
+                let values = part.dtype.to_f64s(&raw);
+                for r in values.chunks(row.min(values.len().max(1))) {
+                    if nd >= 2 {
+                        let mut idx = Vec::with_capacity(nd - 1);
+                        let mut rest = seen;
+                        for &c in counts[..nd - 1].iter().rev() {
+                            idx.push(rest % c);
+                            rest /= c;
+                        }
+                        for i in idx.iter().rev() {
+                            out.push_str(&format!("[{i}]"));
+                        }
+                        out.push_str(", ");
+                    } else if k > 0 {
+                        out.push_str(", ");
+                    }
+                    let cells: Vec<String> = r.iter().map(|v| format_value(part.dtype, *v)).collect();
+                    out.push_str(&cells.join(", "));
+                    if nd >= 2 {
+                        out.push('\n');
+                    }
+                    seen += 1;
+                }
+                if !send(Bytes::from(std::mem::take(&mut out))) {
+                    return Ok(());
+                }
+            }
+            out.push('\n');
+            if !send(Bytes::from(out)) {
+                return Ok(());
+            }
+        }
+        Ok(())
+    })
+}
+
+fn format_value(dtype: DType, v: f64) -> String {
+    if dtype.is_float() {
+        if dtype == DType::F32 {
+            format!("{}", v as f32)
+        } else {
+            format!("{v}")
+        }
+    } else {
+        format!("{v:.0}")
+    }
+}

@@ -1,0 +1,158 @@
+//! `strata serve`: every store under a directory, subset at the server.
+//!
+//! The server carries no planner of its own: each request becomes the engine's
+//! [`strata_core::Query`] or a hyperslab read on a [`strata_core::StoreReader`], run by one
+//! [`strata_core::Session`] (one cost model for the whole server). Results stream: the
+//! engine reads a piece of bounded size on a blocking thread while the previous piece is
+//! encoded and sent (see [`pieces`]), so memory does not grow with the result.
+//!
+//! Routes (docs/server.md has examples):
+//! - `GET /health`: liveness and the number of datasets.
+//! - `GET /api/datasets`: the catalog. `GET /api/schema/{name}`: physical, logical and value
+//!   descriptors of one dataset.
+//! - `GET|POST /api/query/{name}`: a value query (count, positions or points as JSON, Arrow
+//!   IPC or CSV).
+//! - `GET /dap/{name}.dds|.das|.dods|.ascii`: OPeNDAP DAP2 with constraint expressions.
+
+mod api;
+mod catalog;
+mod config;
+mod dap;
+mod encode;
+mod error;
+mod pieces;
+mod request;
+mod schema;
+
+pub use config::{Limits, ServerConfig};
+pub use error::ApiError;
+
+use axum::routing::get;
+use axum::Router;
+use catalog::Catalog;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_core::Session;
+
+/// What every handler shares.
+#[derive(Debug)]
+pub(crate) struct AppState {
+    pub catalog: Catalog,
+    pub session: Arc<Session>,
+    pub config: ServerConfig,
+    /// Requests answered so far (the bound `--max-requests` counts against).
+    pub served: AtomicU64,
+    pub started: Instant,
+    pub stop: tokio::sync::Notify,
+}
+
+pub(crate) type State = Arc<AppState>;
+
+impl AppState {
+    /// The SQL session of dataset `name` (one per dataset, on the server's cost model).
+    pub fn sql_session(&self, name: &str) -> Result<Arc<strata_sql::SqlSession>, ApiError> {
+        self.catalog.sql(name, self.session.clone())
+    }
+}
+
+fn router(state: State) -> Router {
+    Router::new()
+        .route("/health", get(api::health))
+        .route("/api/datasets", get(api::datasets))
+        .route("/api/schema/{*name}", get(api::schema))
+        .route("/api/query/{*name}", get(api::query_get).post(api::query_post))
+        .route("/api/sql/{*name}", get(api::sql_get).post(api::sql_post))
+        .route("/dap/{*path}", get(dap::handle))
+        .fallback(api::not_found)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), request::account))
+        .with_state(state)
+}
+
+/// A server bound to its address, not yet answering: lets the caller learn the port
+/// (with `port = 0`) before serving.
+#[derive(Debug)]
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    state: State,
+}
+
+impl Bound {
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Answers requests until Ctrl-C / SIGTERM, or the configured bounds on requests or
+    /// time are reached; requests in flight finish first.
+    pub async fn serve(self) -> std::io::Result<()> {
+        let state = self.state.clone();
+        let app = router(self.state);
+        axum::serve(self.listener, app).with_graceful_shutdown(shutdown(state)).await
+    }
+}
+
+/// Opens the catalog and the session, and binds the listener.
+pub async fn bind(config: ServerConfig) -> Result<Bound, ApiError> {
+    let catalog = Catalog::new(&config.root)?;
+    let session = Session::open_default().map_err(ApiError::from)?;
+    let addr = format!("{}:{}", config.host, config.port);
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|e| ApiError::startup(format!("cannot listen on {addr}: {e}")))?;
+    let state = Arc::new(AppState {
+        catalog,
+        session: Arc::new(session),
+        config,
+        served: AtomicU64::new(0),
+        started: Instant::now(),
+        stop: tokio::sync::Notify::new(),
+    });
+    Ok(Bound { listener, state })
+}
+
+/// Binds and serves on a runtime of its own (the command-line entry point). `ready` is told
+/// the bound address once the server listens.
+pub fn run(config: ServerConfig, ready: impl FnOnce(std::net::SocketAddr)) -> Result<(), ApiError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("strata-serve")
+        .build()
+        .map_err(|e| ApiError::startup(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async move {
+        let bound = bind(config).await?;
+        let addr = bound.local_addr().map_err(|e| ApiError::startup(e.to_string()))?;
+        ready(addr);
+        bound.serve().await.map_err(|e| ApiError::startup(format!("server stopped: {e}")))
+    })
+}
+
+/// Resolves on a signal, on the request bound, or when the time bound passes.
+async fn shutdown(state: State) {
+    let time_bound = async {
+        match state.config.max_seconds {
+            Some(s) => tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await,
+            None => std::future::pending().await,
+        }
+    };
+    let terminate = async {
+        #[cfg(unix)]
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+            return;
+        }
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = terminate => {},
+        _ = time_bound => {},
+        _ = state.stop.notified() => {},
+    }
+    if !state.config.quiet {
+        eprintln!(
+            "strata serve: stopping after {} requests, {:.1} s",
+            state.served.load(Ordering::Relaxed),
+            state.started.elapsed().as_secs_f64()
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! Results in pieces: a hyperslab cut into boxes of bounded size, read in order on a
+//! blocking thread and sent through a bounded channel, so reading the next piece overlaps
+//! encoding and sending this one, and memory stays at a few pieces whatever the result.
+
+use axum::body::Body;
+use bytes::Bytes;
+use strata_core::DimSelection;
+
+/// Cuts `sel` (one range per dimension) into boxes of at most about `target` bytes
+/// (`elem` bytes per element), in C order: their concatenation is the whole selection.
+/// A box is never smaller than one element.
+pub(crate) fn boxes(sel: &[DimSelection], elem: usize, target: usize) -> Vec<Vec<DimSelection>> {
+    let counts: Vec<u64> = sel.iter().map(|s| s.count()).collect();
+    if counts.contains(&0) {
+        return vec![];
+    }
+    if sel.is_empty() {
+        return vec![vec![]];
+    }
+    // The outermost dimension d whose trailing block (dims after d) fits the target.
+    let mut d = sel.len() - 1;
+    let mut inner = elem as u64;
+    for k in (0..sel.len()).rev() {
+        d = k;
+        let tail: u64 = counts[k + 1..].iter().product::<u64>() * elem as u64;
+        inner = tail;
+        if k == 0 || tail * counts[k] > target as u64 {
+            break;
+        }
+    }
+    // Rows of dimension d per box.
+    let rows = (target as u64 / inner.max(1)).clamp(1, counts[d]);
+    let outer: u64 = counts[..d].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        // The single index of each dimension before d.
+        let mut rest = o;
+        let mut fixed = vec![0u64; d];
+        for k in (0..d).rev() {
+            fixed[k] = rest % counts[k];
+            rest /= counts[k];
+        }
+        let mut r = 0;
+        while r < counts[d] {
+            let n = rows.min(counts[d] - r);
+            let mut b: Vec<DimSelection> = Vec::with_capacity(sel.len());
+            for (k, &i) in fixed.iter().enumerate() {
+                let s = sel[k];
+                let at = s.start + i * s.step;
+                b.push(DimSelection { start: at, stop: at + 1, step: 1 });
+            }
+            let s = sel[d];
+            let first = s.start + r * s.step;
+            b.push(DimSelection { start: first, stop: first + (n - 1) * s.step + 1, step: s.step });
+            b.extend_from_slice(&sel[d + 1..]);
+            out.push(b);
+            r += n;
+        }
+    }
+    out
+}
+
+/// A response body fed by `produce` on a blocking thread: each call of `send` hands one
+/// chunk over, waiting while two are queued; it returns false once the client has gone, and
+/// the producer should stop. An error after the first byte can only cut the response short
+/// (the status is already sent): it is logged, and the body ends early.
+pub(crate) fn streamed<F>(produce: F) -> Body
+where
+    F: FnOnce(&mut dyn FnMut(Bytes) -> bool) -> Result<(), crate::ApiError> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    tokio::task::spawn_blocking(move || {
+        let mut send = |b: Bytes| tx.blocking_send(Ok(b)).is_ok();
+        if let Err(e) = produce(&mut send) {
+            eprintln!("strata serve: response cut short: {e}");
+            let _ = tx.blocking_send(Err(std::io::Error::other(e.message)));
+        }
+    });
+    Body::from_stream(tokio_stream_from(rx))
+}
+
+fn tokio_stream_from<T: Send + 'static>(
+    mut rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(v: &[(u64, u64, u64)]) -> Vec<DimSelection> {
+        v.iter().map(|&(start, stop, step)| DimSelection { start, stop, step }).collect()
+    }
+
+    fn flatten(boxes: &[Vec<DimSelection>]) -> Vec<Vec<u64>> {
+        let mut out = Vec::new();
+        for b in boxes {
+            let mut idx: Vec<Vec<u64>> = vec![vec![]];
+            for s in b {
+                let mut next = Vec::new();
+                for p in &idx {
+                    let mut i = s.start;
+                    while i < s.stop {
+                        let mut q = p.clone();
+                        q.push(i);
+                        next.push(q);
+                        i += s.step;
+                    }
+                }
+                idx = next;
+            }
+            out.extend(idx);
+        }
+        out
+    }
+
+    #[test]
+    fn boxes_cover_the_selection_in_order() {
+        for target in [1, 3, 7, 16, 50, 1000, 1 << 20] {
+            for s in [
+                sel(&[(0, 5, 1), (1, 9, 3), (0, 4, 1)]),
+                sel(&[(2, 3, 1), (0, 7, 2)]),
+                sel(&[(0, 10, 1)]),
+                sel(&[(1, 6, 2), (0, 1, 1), (3, 11, 4)]),
+            ] {
+                let whole = flatten(std::slice::from_ref(&s));
+                let parts = boxes(&s, 4, target);
+                assert_eq!(flatten(&parts), whole, "target {target} {s:?}");
+                for b in &parts {
+                    let n: u64 = b.iter().map(|x| x.count()).product();
+                    assert!(n * 4 <= (target as u64).max(4), "box of {n} elements over target {target}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn empty_selections_have_no_boxes() {
+        assert!(boxes(&sel(&[(0, 0, 1), (0, 4, 1)]), 4, 64).is_empty());
+    }
+}

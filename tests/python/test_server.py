@@ -1,0 +1,303 @@
+"""strata serve, tested with real clients: netCDF4-python and ncdump over DAP2, pydap, and
+plain HTTP for the JSON, Arrow and SQL routes. Every answer is checked against NumPy on the
+same selection of the source file. The server listens on 127.0.0.1 on a free port and stops
+by itself after a bounded number of requests or seconds."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import netCDF4
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import strata
+from conftest import DATA, needs_data
+
+pytestmark = needs_data
+
+ERSST = "ersst_v3b_1960-2016_concat.nc"
+SIC = "sic_SImon_CCCma-CanESM5_ssp245_r13i1p2f1_2020.nc"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """Two stores (one nested in a folder) served by `strata serve` on a free port."""
+    root = tmp_path_factory.mktemp("served")
+    strata.import_file(DATA / ERSST, root / "ersst")
+    (root / "ocean").mkdir()
+    strata.import_file(DATA / SIC, root / "ocean" / "sic")
+    # Something that is not a store, and a file outside the root a request must not reach.
+    (root / "notes").mkdir()
+    (root / "notes" / "readme.txt").write_text("not a store")
+    log = root.parent / "server.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "strata.cli",
+                "serve",
+                str(root),
+                "--port",
+                "0",
+                "--max-seconds",
+                "600",
+                "--max-requests",
+                "5000",
+            ],
+            stderr=err,
+        )
+    m = None
+    for _ in range(300):
+        m = re.search(r"http://(127\.0\.0\.1:\d+)/", log.read_text())
+        if m or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert m, f"server did not start: {log.read_text()!r}"
+    base = f"http://{m.group(1)}"
+    yield base, root
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def get(url: str, data: bytes | None = None) -> tuple[int, dict, bytes]:
+    req = urllib.request.Request(url, data=data, headers={"content-type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+@pytest.fixture(scope="module")
+def source():
+    with netCDF4.Dataset(DATA / ERSST) as nc:
+        nc.set_auto_mask(False)
+        yield {name: nc[name][:] for name in ("sst", "lat", "lon", "time")}
+
+
+def test_health_and_catalog(served):
+    base, _ = served
+    status, _, body = get(f"{base}/health")
+    assert status == 200 and json.loads(body)["datasets"] == 2
+    names = [d["name"] for d in json.loads(get(f"{base}/api/datasets")[2])["datasets"]]
+    assert names == ["ersst", "ocean/sic"]
+
+
+def test_netcdf4_python_subsets_at_the_server(served, source):
+    base, _ = served
+    with netCDF4.Dataset(f"{base}/dap/ersst") as ds:
+        ds.set_auto_mask(False)
+        assert ds.dimensions["time"].size == 684
+        assert ds["sst"].units == "degree_Celsius"
+        for key in [
+            (slice(5, 8), slice(10, 20, 3), slice(None, None, 7)),
+            (0, slice(None), slice(None)),
+            (slice(600, 684, 9), 44, slice(100, 180)),
+        ]:
+            got = ds["sst"][key]
+            np.testing.assert_array_equal(got, source["sst"][key])
+        np.testing.assert_array_equal(ds["time"][:], source["time"])
+        np.testing.assert_array_equal(ds["lat"][::4], source["lat"][::4])
+
+
+def test_ncdump_reads_header_and_constrained_values(served, source):
+    base, _ = served
+    ncdump = shutil.which("ncdump")
+    assert ncdump, "ncdump (Debian's netcdf-bin) is installed by make setup"
+    head = subprocess.run([ncdump, "-h", f"{base}/dap/ersst"], capture_output=True, text=True, timeout=60)
+    assert head.returncode == 0, head.stderr
+    assert "float sst(time, lat, lon)" in head.stdout and "time = 684" in head.stdout
+    out = subprocess.run(
+        [ncdump, "-v", "lat", f"{base}/dap/ersst?lat[10:2:20]"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    values = out.stdout.split("lat =")[-1].split(";")[0]
+    got = np.array([float(x) for x in values.split(",")])
+    np.testing.assert_array_equal(got, source["lat"][10:21:2])
+
+
+def test_pydap_subsets_at_the_server(served, source):
+    from pydap.client import open_url
+
+    base, _ = served
+    ds = open_url(f"{base}/dap/ersst", protocol="dap2")
+    assert list(ds.keys()) == ["sst", "lat", "lon", "time"]
+    got = np.asarray(ds["sst"][100:103, 30:60:5, 7].data)
+    np.testing.assert_array_equal(got, source["sst"][100:103, 30:60:5, 7:8])
+    assert ds["sst"].attributes["long_name"].startswith("Extended reconstructed")
+
+
+def test_nested_dataset_over_dap(served):
+    base, _ = served
+    with netCDF4.Dataset(f"{base}/dap/ocean/sic") as ds, netCDF4.Dataset(DATA / SIC) as src:
+        ds.set_auto_mask(False)
+        src.set_auto_mask(False)
+        np.testing.assert_array_equal(ds["siconc"][3, 200:, ::2], src["siconc"][3, 200:, ::2])
+        np.testing.assert_array_equal(ds["latitude"][::10, ::10], src["latitude"][::10, ::10])
+
+
+def test_value_selection_fills_where_it_does_not_hold(served, source):
+    base, _ = served
+    ce = "sst[0:1][20:60][0:179],lat&sst>25&sst<=28"  # netCDF-C escapes the URL itself
+    with netCDF4.Dataset(f"{base}/dap/ersst?{ce}") as ds:
+        ds.set_auto_mask(False)
+        got = ds["sst"][:]
+        lat = ds["lat"][:]
+    want = source["sst"][0:2, 20:61, :]
+    want = np.where((want > 25) & (want <= 28) & (want != -999), want, np.float32(-999))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(lat, source["lat"])  # other dimensions: untouched
+
+
+def test_ascii_response(served, source):
+    base, _ = served
+    status, _, body = get(f"{base}/dap/ersst.ascii?sst[3][40:41][0:4]")
+    assert status == 200
+    rows = [r for r in body.decode().splitlines() if r.startswith("[0][")]
+    got = np.array([[float(x) for x in r.split(", ")[1:]] for r in rows], dtype=np.float32)
+    np.testing.assert_array_equal(got, source["sst"][3, 40:42, 0:5])
+
+
+def test_query_count_and_points_equal_numpy(served, source):
+    base, _ = served
+    sst = source["sst"]
+    q = urllib.parse.urlencode({"where": "sst > 28", "isel": "time=0:24"})
+    status, _, body = get(f"{base}/api/query/ersst?{q}")
+    assert status == 200, body
+    assert json.loads(body)["count"] == int(((sst[:24] > 28) & (sst[:24] != -999)).sum())
+
+    q = urllib.parse.urlencode({"where": "sst >= 29.5", "output": "points", "isel": "time=10:40:3,lat=5:80"})
+    status, headers, body = get(f"{base}/api/query/ersst?{q}")
+    assert status == 200 and headers["content-type"] == "application/vnd.apache.arrow.stream"
+    table = pa.ipc.open_stream(io.BytesIO(body)).read_all()
+    sub = sst[10:40:3, 5:80]
+    t, la, lo = np.nonzero(sub >= 29.5)
+    assert table.column_names == ["time", "lat", "lon", "sst"]
+    np.testing.assert_array_equal(table["sst"].to_numpy(), sub[t, la, lo])
+    np.testing.assert_array_equal(table["time"].to_numpy(), source["time"][10:40:3][t])
+    np.testing.assert_array_equal(table["lat"].to_numpy(), source["lat"][5:80][la].astype(np.float64))
+
+    body = json.dumps({"where": "sst > 33", "output": "positions", "format": "csv"}).encode()
+    status, _, out = get(f"{base}/api/query/ersst", data=body)
+    assert status == 200
+    lines = out.decode().strip().splitlines()
+    assert lines[0] == "time,lat,lon" and len(lines) - 1 == int((sst > 33).sum())
+
+
+def test_sql_route_answers_and_refuses_writes(served, source, tmp_path):
+    base, _ = served
+    q = urllib.parse.urlencode({"q": "SELECT count(*) AS n FROM ersst WHERE sst > 28 AND lat > 0", "format": "json"})
+    status, _, body = get(f"{base}/api/sql/ersst?{q}")
+    assert status == 200, body
+    lat_pos = source["lat"] > 0
+    want = int(((source["sst"] > 28) & lat_pos[None, :, None]).sum())
+    assert json.loads(body) == [{"n": want}]
+    target = tmp_path / "leak.csv"
+    for sql in [
+        f"COPY (SELECT 1) TO '{target}'",
+        "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
+        "DROP TABLE ersst",
+        "SET datafusion.execution.batch_size = 1",
+    ]:
+        status, _, body = get(f"{base}/api/sql/ersst?" + urllib.parse.urlencode({"q": sql}))
+        assert status == 400, (sql, body)
+        assert json.loads(body)["error"]["kind"] == "invalid_argument"
+    assert not target.exists()
+
+
+def test_local_sql_is_read_only_too(imported, tmp_path):
+    target = tmp_path / "out.csv"
+    with pytest.raises(strata.errors.InvalidArgumentError):
+        strata.sql(imported(ERSST), f"COPY (SELECT 1) TO '{target}'")
+    assert not target.exists()
+
+
+def test_schema_descriptors(served, source):
+    base, _ = served
+    s = json.loads(get(f"{base}/api/schema/ersst")[2])
+    assert s["sql_table"] == "ersst"
+    assert s["logical"]["coordinates"]["lat"]["values"] == source["lat"].astype(float).tolist()
+    v = s["values"]["sst"]
+    valid = source["sst"][source["sst"] != -999]
+    assert v["valid"] == valid.size
+    assert v["min"] == float(valid.min()) and v["max"] == float(valid.max())
+    assert abs(sum(v["histogram"]["counts"]) - valid.size) < 1e-6 * valid.size
+    assert s["physical"]["stored_bytes"] > 0 and s["physical"]["versions"] == [1]
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/dap/nope.dds", 404),
+        ("/dap/ersst.dds?nope", 404),
+        ("/dap/ersst.dds?sst[0:1", 400),
+        ("/dap/ersst.dds?sst[0][0][999]", 400),
+        ("/dap/ersst.dods?sst[5:2][0][0]", 400),
+        ("/dap/ersst.dds?sst&nope%3E0", 400),
+        ("/dap/ersst.dds?sst&sst%3E0&lat%3C3", 400),
+        ("/dap/ersst.xyz", 404),
+        ("/dap/..%2F..%2Fetc%2Fpasswd.dds", 404),
+        ("/dap/notes.dds", 404),
+        ("/dap/notes/readme.txt", 404),
+        ("/api/schema/..", 404),
+        ("/api/query/ersst?where=sst%20%3E", 400),
+        ("/api/query/ersst?where=sst%3E1&isel=time=999", 400),
+        ("/api/query/ersst?where=sst%3E1&output=cube", 400),
+        ("/api/query/ersst?where=nope%3E1", 400),
+        ("/nothing/here", 404),
+    ],
+)
+def test_bad_requests_get_clear_errors(served, path, status):
+    base, _ = served
+    got, _, body = get(base + path)
+    assert got == status, body
+    text = body.decode()
+    if path.startswith("/dap/"):
+        assert text.startswith("Error {") and f"code = {status};" in text
+    else:
+        assert json.loads(text)["error"]["message"]
+    assert "/tmp" not in text and str(DATA) not in text
+    assert get(f"{base}/health")[0] == 200
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet="sstlatime[]:,&<>=!0123456789.-%3E5B\"' ", max_size=40))
+def test_hostile_constraints_never_break_the_server(served, ce):
+    base, _ = served
+    quoted = urllib.parse.quote(ce, safe="")
+    status, _, body = get(f"{base}/dap/ersst.dds?{quoted}")
+    assert status in (200, 400, 404, 413), (ce, status, body)
+
+
+def test_concurrent_clients_get_their_own_answers(served, source):
+    base, _ = served
+    keys = [(i, slice(i % 50, i % 50 + 30), slice(None, None, 1 + i % 5)) for i in range(0, 600, 37)]
+
+    def fetch(key):
+        t, la, lo = key
+        ce = f"sst[{t}][{la.start}:{la.stop - 1}][0:{lo.step}:179]"
+        status, _, body = get(f"{base}/dap/ersst.dods?{ce}")
+        assert status == 200
+        data = body.split(b"Data:\n", 1)[1]
+        n = int.from_bytes(data[:4], "big")
+        return np.frombuffer(data[8 : 8 + 4 * n], dtype=">f4")
+
+    with cf.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(fetch, keys))
+    for (t, la, lo), got in zip(keys, results, strict=True):
+        np.testing.assert_array_equal(got, source["sst"][t, la, lo].ravel())
