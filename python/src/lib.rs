@@ -579,24 +579,44 @@ fn auto_shape(shape: Vec<u64>, element_size: u64, target_bytes: u64) -> Vec<u64>
 }
 
 /// Serves every store under `root` over HTTP and DAP2 until Ctrl-C / SIGTERM or the
-/// bounds (see `strata_server`); prints the address it listens on to stderr first.
+/// bounds (see `strata_server`); prints the address it listens on to stderr first. `config`
+/// is a server.toml read first: the other arguments, when given, win over it.
 #[pyfunction]
-#[pyo3(signature = (root, host="127.0.0.1".to_string(), port=8470, max_requests=None, max_seconds=None, quiet=false))]
+#[pyo3(signature = (root=None, host=None, port=None, max_requests=None, max_seconds=None, quiet=false, config=None))]
+#[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
-    root: &str,
-    host: String,
-    port: u16,
+    root: Option<String>,
+    host: Option<String>,
+    port: Option<u16>,
     max_requests: Option<u64>,
     max_seconds: Option<f64>,
     quiet: bool,
+    config: Option<String>,
 ) -> PyResult<()> {
-    let mut config = strata_server::ServerConfig::new(root, port);
-    config.host = host;
-    config.max_requests = max_requests;
-    config.max_seconds = max_seconds;
-    config.quiet = quiet;
-    py.detach(|| strata_server::run(config, |addr| eprintln!("strata serve: listening on http://{addr}/")))
+    let mut c = strata_server::ServerConfig::new("", 8470);
+    if let Some(file) = config {
+        c.load_file(std::path::Path::new(&file)).map_err(|e| exception(ErrorKind::InvalidArgument, e))?;
+    }
+    if let Some(r) = root {
+        c.root = r.into();
+    }
+    if c.root.as_os_str().is_empty() {
+        return Err(exception(
+            ErrorKind::InvalidArgument,
+            "the directory to serve is missing (DIR, or root in the config file)".into(),
+        ));
+    }
+    if let Some(h) = host {
+        c.host = h;
+    }
+    if let Some(p) = port {
+        c.port = p;
+    }
+    c.max_requests = max_requests;
+    c.max_seconds = max_seconds;
+    c.quiet = quiet;
+    py.detach(|| strata_server::run(c, |addr| eprintln!("strata serve: listening on http://{addr}/")))
         .map_err(|e| exception(ErrorKind::Io, e.message))
 }
 

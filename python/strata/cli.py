@@ -585,6 +585,7 @@ def cmd_serve(args) -> int:
         max_requests=args.max_requests,
         max_seconds=args.max_seconds,
         quiet=args.quiet,
+        config=args.config,
     )
     return 0
 
@@ -892,9 +893,10 @@ def build_parser() -> argparse.ArgumentParser:
         "http://HOST:PORT/dap/NAME. Results stream; Ctrl-C stops after the requests in flight. "
         "docs/server.md has examples.",
     )
-    s.add_argument("dir", help="directory holding stores (or one store)")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    s.add_argument("--port", type=int, default=8470, help="port (default 8470; 0 picks a free one, printed at start)")
+    s.add_argument("dir", nargs="?", help="directory holding stores (or one store); or root in --config")
+    s.add_argument("--config", metavar="FILE", help="server.toml: root, host, port, [limits] and per-dataset tokens")
+    s.add_argument("--host", help="address to listen on (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, help="port (default 8470; 0 picks a free one, printed at start)")
     s.add_argument("--max-requests", type=int, metavar="N", help="stop after answering N requests")
     s.add_argument("--max-seconds", type=float, metavar="S", help="stop after S seconds")
     s.add_argument("--quiet", action="store_true", help="no request log on stderr")

@@ -43,7 +43,14 @@ def served(tmp_path_factory):
     # Something that is not a store, and a file outside the root a request must not reach.
     (root / "notes").mkdir()
     (root / "notes" / "readme.txt").write_text("not a store")
-    log = root.parent / "server.log"
+    proc, base = start_server(root, root.parent / "server.log")
+    yield base, root
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def start_server(root, log, *extra):
+    """`strata serve` on a free loopback port, bounded in requests and time."""
     with open(log, "w") as err:
         proc = subprocess.Popen(
             [
@@ -58,6 +65,7 @@ def served(tmp_path_factory):
                 "600",
                 "--max-requests",
                 "5000",
+                *extra,
             ],
             stderr=err,
         )
@@ -68,14 +76,14 @@ def served(tmp_path_factory):
             break
         time.sleep(0.05)
     assert m, f"server did not start: {log.read_text()!r}"
-    base = f"http://{m.group(1)}"
-    yield base, root
-    proc.terminate()
-    proc.wait(timeout=30)
+    return proc, f"http://{m.group(1)}"
 
 
-def get(url: str, data: bytes | None = None) -> tuple[int, dict, bytes]:
-    req = urllib.request.Request(url, data=data, headers={"content-type": "application/json"} if data else {})
+def get(url: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, dict, bytes]:
+    h = dict(headers or {})
+    if data:
+        h["content-type"] = "application/json"
+    req = urllib.request.Request(url, data=data, headers=h)
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, dict(r.headers), r.read()
@@ -301,3 +309,65 @@ def test_concurrent_clients_get_their_own_answers(served, source):
         results = list(pool.map(fetch, keys))
     for (t, la, lo), got in zip(keys, results, strict=True):
         np.testing.assert_array_equal(got, source["sst"][t, la, lo].ravel())
+
+
+@pytest.fixture(scope="module")
+def guarded(served, tmp_path_factory):
+    """The same stores behind a config file: a token on one dataset and tight limits."""
+    _, root = served
+    cfg = tmp_path_factory.mktemp("cfg") / "server.toml"
+    cfg.write_text(
+        "[limits]\nmax_result_bytes = 60_000_000\nconcurrent_per_client = 2\n"
+        '[datasets."ocean/sic"]\ntoken = "sea-ice-token-1"\n'
+    )
+    proc, base = start_server(root, cfg.parent / "server.log", "--config", str(cfg))
+    yield base
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_tokens_open_their_dataset_only(guarded):
+    base = guarded
+    assert get(f"{base}/api/schema/ocean/sic")[0] == 401
+    assert get(f"{base}/dap/ocean/sic.dds")[0] == 401
+    ok = {"Authorization": "Bearer sea-ice-token-1"}
+    assert get(f"{base}/api/schema/ocean/sic", headers=ok)[0] == 200
+    assert get(f"{base}/api/schema/ocean/sic", headers={"Authorization": "Bearer sea-ice-token-2"})[0] == 401
+    assert get(f"{base}/api/schema/ersst")[0] == 200  # no token configured: open
+    listed = json.loads(get(f"{base}/api/datasets")[2])["datasets"]
+    assert {"name": "ocean/sic", "protected": True} in listed
+    # A DAP client sends the token as a URL's password (HTTP Basic).
+    host = base.removeprefix("http://")
+    with netCDF4.Dataset(f"http://reader:sea-ice-token-1@{host}/dap/ocean/sic") as ds:
+        assert ds["siconc"].shape == (12, 291, 360)
+
+
+def test_limits_answer_413_and_429(guarded):
+    base = guarded
+    status, _, body = get(f"{base}/dap/ersst.dods?sst")  # 43.8 MB: within the limit
+    assert status == 200 and len(body) > 684 * 89 * 180 * 4
+    status, _, body = get(f"{base}/dap/ersst.dods")  # sst and coordinates: still fine
+    assert status == 200
+    status, _, body = get(f"{base}/api/query/ersst?where=sst%3E-10&output=points")
+    assert status == 413 and json.loads(body)["error"]["kind"] == "too_large"
+    # Two large responses left unread hold both of this client's slots: a third waits its turn.
+    import http.client
+
+    host, port = base.removeprefix("http://").split(":")
+    held = []
+    for _ in range(2):
+        c = http.client.HTTPConnection(host, int(port), timeout=30)
+        c.request("GET", "/dap/ersst.dods?sst")
+        r = c.getresponse()
+        assert r.status == 200
+        held.append((c, r))
+    status, _, body = get(f"{base}/health")
+    assert status == 429 and json.loads(body)["error"]["kind"] == "too_many_requests"
+    for c, r in held:
+        r.read()
+        c.close()
+    for _ in range(100):
+        if get(f"{base}/health")[0] == 200:
+            break
+        time.sleep(0.05)
+    assert get(f"{base}/health")[0] == 200

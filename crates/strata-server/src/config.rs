@@ -1,21 +1,41 @@
-//! What an operator sets: where the stores are, where to listen, and the limits.
+//! What an operator sets: where the stores are, where to listen, the limits and the tokens.
+//! The command line sets the common options; `--config server.toml` sets all of them
+//! (docs/server.md shows a file). Options given on the command line win over the file.
 
-use std::path::PathBuf;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// Bounds on what one request may cost.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Limits {
-    /// Largest response body, in bytes, before encoding (413 beyond it).
+    /// Largest result, in bytes before encoding (413 beyond it).
     pub max_result_bytes: u64,
+    /// Seconds a request may take until its answer starts (408 beyond it). A streamed body
+    /// is bounded by `max_result_bytes` instead.
+    pub query_seconds: f64,
+    /// Requests one client address may have in flight, bodies included (429 beyond it).
+    pub concurrent_per_client: usize,
     /// Piece size results are read and sent in: memory per response in flight is about
-    /// two pieces.
+    /// three pieces.
     pub piece_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_result_bytes: 16 << 30, piece_bytes: 4 << 20 }
+        Limits { max_result_bytes: 16 << 30, query_seconds: 60.0, concurrent_per_client: 16, piece_bytes: 4 << 20 }
     }
+}
+
+/// Per-dataset settings.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetConfig {
+    /// When set, the dataset answers only requests carrying this token (`Authorization:
+    /// Bearer TOKEN`, or HTTP Basic with the token as the password, which DAP clients send
+    /// from a URL's `user:token@host`). A token opens its own dataset and no other.
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +51,21 @@ pub struct ServerConfig {
     /// No request log on stderr.
     pub quiet: bool,
     pub limits: Limits,
+    /// By dataset name.
+    pub datasets: BTreeMap<String, DatasetConfig>,
+}
+
+/// The file's form: every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    root: Option<PathBuf>,
+    host: Option<String>,
+    port: Option<u16>,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    datasets: BTreeMap<String, DatasetConfig>,
 }
 
 impl ServerConfig {
@@ -44,6 +79,70 @@ impl ServerConfig {
             max_seconds: None,
             quiet: false,
             limits: Limits::default(),
+            datasets: BTreeMap::new(),
+        }
+    }
+
+    /// Reads a TOML file over this configuration (its `root`, relative to the file).
+    pub fn load_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        self.apply_toml(&text, path.parent().unwrap_or(Path::new("."))).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn apply_toml(&mut self, text: &str, base: &Path) -> Result<(), String> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        if let Some(r) = file.root {
+            self.root = base.join(r);
+        }
+        if let Some(h) = file.host {
+            self.host = h;
+        }
+        if let Some(p) = file.port {
+            self.port = p;
+        }
+        let l = &file.limits;
+        if l.piece_bytes < 4096 || l.concurrent_per_client == 0 || !(l.query_seconds > 0.0) {
+            return Err("limits: piece_bytes must be at least 4096, concurrent_per_client at least 1 and \
+                        query_seconds positive"
+                .into());
+        }
+        self.limits = file.limits;
+        for (name, d) in &file.datasets {
+            if d.token.as_deref().is_some_and(|t| t.len() < 8) {
+                return Err(format!("dataset '{name}': a token must have at least 8 characters"));
+            }
+        }
+        self.datasets = file.datasets;
+        Ok(())
+    }
+
+    /// The token dataset `name` requires, if any.
+    pub fn token_for(&self, name: &str) -> Option<&str> {
+        self.datasets.get(name).and_then(|d| d.token.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_sets_limits_and_tokens() {
+        let mut c = ServerConfig::new("x", 1);
+        let text = "root = \"stores\"\nport = 9000\n[limits]\nmax_result_bytes = 1000\n\
+                    [datasets.\"ocean/sic\"]\ntoken = \"s3cret-token\"\n";
+        assert_eq!(c.apply_toml(text, Path::new("/etc/strata")), Ok(()));
+        assert_eq!(c.root, PathBuf::from("/etc/strata/stores"));
+        assert_eq!((c.port, c.limits.max_result_bytes, c.limits.piece_bytes), (9000, 1000, 4 << 20));
+        assert_eq!(c.token_for("ocean/sic"), Some("s3cret-token"));
+        assert_eq!(c.token_for("ersst"), None);
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_reason() {
+        let mut c = ServerConfig::new("x", 1);
+        for bad in ["port = \"x\"", "[limits]\npiece_bytes = 10", "colour = 1", "[datasets.a]\ntoken = \"short\""] {
+            assert!(c.apply_toml(bad, Path::new(".")).is_err(), "{bad}");
         }
     }
 }

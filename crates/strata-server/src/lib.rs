@@ -24,7 +24,7 @@ mod pieces;
 mod request;
 mod schema;
 
-pub use config::{Limits, ServerConfig};
+pub use config::{DatasetConfig, Limits, ServerConfig};
 pub use error::ApiError;
 
 use axum::routing::get;
@@ -45,6 +45,8 @@ pub(crate) struct AppState {
     pub served: AtomicU64,
     pub started: Instant,
     pub stop: tokio::sync::Notify,
+    /// Requests in flight per client address.
+    pub in_flight: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
 }
 
 pub(crate) type State = Arc<AppState>;
@@ -87,6 +89,7 @@ impl Bound {
     pub async fn serve(self) -> std::io::Result<()> {
         let state = self.state.clone();
         let app = router(self.state);
+        let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
         axum::serve(self.listener, app).with_graceful_shutdown(shutdown(state)).await
     }
 }
@@ -106,6 +109,7 @@ pub async fn bind(config: ServerConfig) -> Result<Bound, ApiError> {
         served: AtomicU64::new(0),
         started: Instant::now(),
         stop: tokio::sync::Notify::new(),
+        in_flight: Default::default(),
     });
     Ok(Bound { listener, state })
 }

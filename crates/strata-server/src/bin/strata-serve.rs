@@ -6,9 +6,11 @@ use strata_server::{run, ServerConfig};
 const HELP: &str = "\
 strata-serve: serve every strata store under a directory over HTTP and OPeNDAP DAP2
 
-usage: strata-serve DIR [--host H] [--port P] [--max-requests N] [--max-seconds S] [--quiet]
+usage: strata-serve [DIR] [--config FILE] [--host H] [--port P] [--max-requests N]
+                    [--max-seconds S] [--quiet]
 
-  DIR               directory holding stores (or one store)
+  DIR               directory holding stores (or one store); or `root` in the config file
+  --config FILE     server.toml: root, host, port, [limits], [datasets.NAME] token
   --host H          address to listen on (default 127.0.0.1: this machine only)
   --port P          port (default 8470; 0 picks a free one, printed at start)
   --max-requests N  stop after answering N requests
@@ -20,7 +22,12 @@ routes: /health, /api/datasets, /api/schema/NAME, /api/query/NAME, /api/sql/NAME
 
 fn parse(args: &[String]) -> Result<ServerConfig, String> {
     let mut root = None;
-    let mut config = ServerConfig::new(".", 8470);
+    let mut config = ServerConfig::new("", 8470);
+    // The file first, so that the command line wins over it.
+    if let Some(i) = args.iter().position(|a| a == "--config") {
+        let file = args.get(i + 1).ok_or("--config needs a value")?;
+        config.load_file(std::path::Path::new(file))?;
+    }
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |flag: &str| it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
@@ -36,12 +43,20 @@ fn parse(args: &[String]) -> Result<ServerConfig, String> {
                     Some(value("--max-seconds")?.parse().map_err(|_| "--max-seconds must be a number")?)
             }
             "--quiet" => config.quiet = true,
+            "--config" => {
+                value("--config")?;
+            }
             flag if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
             dir if root.is_none() => root = Some(dir.to_string()),
             extra => return Err(format!("one directory only ('{extra}' is a second)")),
         }
     }
-    config.root = root.ok_or("the directory to serve is missing")?.into();
+    if let Some(r) = root {
+        config.root = r.into();
+    }
+    if config.root.as_os_str().is_empty() {
+        return Err("the directory to serve is missing (DIR, or root in --config)".into());
+    }
     Ok(config)
 }
 

@@ -40,31 +40,8 @@ fn bad(msg: impl Into<String>) -> ApiError {
     ApiError::bad_request(format!("constraint expression: {}", msg.into()))
 }
 
-/// `%XX` escapes decoded (clients escape brackets, quotes and operators).
-pub(crate) fn percent_decode(s: &str) -> Result<String, ApiError> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-            match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                Some(v) => {
-                    out.push(v);
-                    i += 3;
-                    continue;
-                }
-                None => return Err(bad("a '%' not followed by two hex digits")),
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8(out).map_err(|_| bad("not UTF-8 once decoded"))
-}
-
 pub(crate) fn parse(raw_query: &str) -> Result<Constraint, ApiError> {
-    let text = percent_decode(raw_query)?;
+    let text = crate::request::percent_decode(raw_query).map_err(|e| bad(e.message))?;
     if text.len() > 64 * 1024 {
         return Err(bad("longer than 64 KiB"));
     }
