@@ -101,7 +101,7 @@ impl ServerConfig {
             self.port = p;
         }
         let l = &file.limits;
-        if l.piece_bytes < 4096 || l.concurrent_per_client == 0 || !(l.query_seconds > 0.0) {
+        if l.piece_bytes < 4096 || l.concurrent_per_client == 0 || l.query_seconds.is_nan() || l.query_seconds <= 0.0 {
             return Err("limits: piece_bytes must be at least 4096, concurrent_per_client at least 1 and \
                         query_seconds positive"
                 .into());

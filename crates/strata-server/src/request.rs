@@ -87,7 +87,7 @@ fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-fn authorized(state: &State, path: &str, headers: &HeaderMap) -> Result<(), Response> {
+fn authorized(state: &State, path: &str, headers: &HeaderMap) -> Result<(), Box<Response>> {
     let Some(name) = dataset_of(path) else { return Ok(()) };
     let Some(token) = state.config.token_for(&name) else { return Ok(()) };
     if token_of(headers).is_some_and(|t| same(&t, token)) {
@@ -100,7 +100,7 @@ fn authorized(state: &State, path: &str, headers: &HeaderMap) -> Result<(), Resp
     )
     .into_response();
     r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"strata\""));
-    Err(r)
+    Err(Box::new(r))
 }
 
 /// Counts a client's request in flight until the guard, moved into the response body, drops.
@@ -131,7 +131,7 @@ pub(crate) async fn account(
     let method = req.method().clone();
     let uri = req.uri().clone();
     let response = match admit(&state, peer.ip(), &req) {
-        Err(r) => r,
+        Err(r) => *r,
         Ok(guard) => {
             let limit = Duration::from_secs_f64(state.config.limits.query_seconds);
             let run = AssertUnwindSafe(next.run(req)).catch_unwind();
@@ -182,12 +182,12 @@ pub(crate) async fn account(
 }
 
 /// The token and the client's slot, or the refusal.
-fn admit(state: &State, client: IpAddr, req: &Request) -> Result<InFlight, Response> {
+fn admit(state: &State, client: IpAddr, req: &Request) -> Result<InFlight, Box<Response>> {
     authorized(state, req.uri().path(), req.headers())?;
     let mut m = state.in_flight.lock().unwrap_or_else(|p| p.into_inner());
     let n = m.entry(client).or_insert(0);
     if *n >= state.config.limits.concurrent_per_client {
-        return Err(ApiError::new(
+        return Err(Box::new(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "too_many_requests",
             format!(
@@ -195,7 +195,7 @@ fn admit(state: &State, client: IpAddr, req: &Request) -> Result<InFlight, Respo
                 state.config.limits.concurrent_per_client
             ),
         )
-        .into_response());
+        .into_response()));
     }
     *n += 1;
     Ok(InFlight { state: state.clone(), client })
