@@ -24,6 +24,16 @@ from .query import parse_where, session
 from .sql import SqlSession, sql
 from .writer import write_arrays
 
+
+def __getattr__(name: str):
+    # strata.remote imports the HTTP client only when used (the command line starts faster).
+    if name == "remote":
+        import importlib
+
+        return importlib.import_module(".remote", __name__)
+    raise AttributeError(f"module 'strata' has no attribute '{name}'")
+
+
 __all__ = [
     "FORMAT_VERSION",
     "CompatibilityError",

@@ -590,6 +590,28 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def cmd_fetch(args) -> int:
+    from . import remote
+
+    ds = remote.open(args.url, token=args.token)
+    isel: dict = {}
+    for item in args.isel or []:
+        dim, rng = _parse_range(item, "--isel")
+        isel[dim] = _index_slice(rng, "--isel")
+    sel: dict = {}
+    for item in args.sel or []:
+        dim, rng = _parse_range(item, "--sel")
+        index = ds.coordinate_index(dim)
+        lo, hi = _split_labels(rng, index)
+        sel[dim] = _label(lo, index) if hi is None else slice(_label(lo, index), _label(hi, index))
+    variables = [v for v in args.vars.split(",") if v] if args.vars else None
+    t0 = time.perf_counter()
+    size = ds.fetch(args.output, variables, isel=isel, sel=sel, streams=args.streams, progress=sys.stderr.isatty())
+    dt_s = time.perf_counter() - t0
+    print(f"wrote {args.output}: {_human(size)} in {dt_s:.2f} s over {args.streams} streams")
+    return 0
+
+
 def cmd_log(args) -> int:
     from . import _core
 
@@ -901,6 +923,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-seconds", type=float, metavar="S", help="stop after S seconds")
     s.add_argument("--quiet", action="store_true", help="no request log on stderr")
     s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser(
+        "fetch",
+        help="download a subset of a served dataset as a NetCDF file, over several connections at once",
+        description="Download the dense subset of a dataset served by 'strata serve' (cut at the server) "
+        "to a NetCDF file. The file is fetched as byte ranges over --streams connections at once.",
+        epilog="example:\n  strata fetch http://127.0.0.1:8470/ersst --vars sst --sel time=2000-01:2000-12 "
+        "-o sst2000.nc --streams 4",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("url", help="http://HOST:PORT/NAME of the dataset")
+    s.add_argument("-o", "--output", required=True, help="NetCDF file to write")
+    s.add_argument("--vars", help="comma-separated variables (default: all; their coordinates come along)")
+    s.add_argument("--isel", action="append", metavar="DIM=RANGE", help="by position: INDEX or START:STOP[:STEP]")
+    s.add_argument("--sel", action="append", metavar="DIM=RANGE", help="by coordinate value: LABEL or LO:HI")
+    s.add_argument("--streams", type=int, default=4, help="connections at once (default 4)")
+    s.add_argument("--token", help="the dataset's token, when the server protects it")
+    s.set_defaults(func=cmd_fetch)
 
     s = sub.add_parser("log", help="list the versions of a store")
     s.add_argument("store")

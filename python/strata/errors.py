@@ -29,3 +29,11 @@ class StrataIOError(StrataError, OSError):
 
 class ConflictError(StrataError):
     """Another writer committed first; this writer's changes were not published."""
+
+
+class AccessError(StrataError, PermissionError):
+    """A server refused the request: the dataset needs a token this request lacks."""
+
+
+class LimitError(StrataError):
+    """A server's limit was reached: result too large, too slow, or too many requests at once."""

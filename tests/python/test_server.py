@@ -371,3 +371,94 @@ def test_limits_answer_413_and_429(guarded):
             break
         time.sleep(0.05)
     assert get(f"{base}/health")[0] == 200
+
+
+def test_subset_is_a_netcdf_file_equal_to_the_selection(served, source, tmp_path):
+    base, _ = served
+    q = urllib.parse.urlencode({"vars": "sst", "isel": "time=100:130:3,lat=10:80"})
+    status, headers, body = get(f"{base}/api/subset/ersst?{q}")
+    assert status == 200 and headers["content-type"] == "application/x-netcdf"
+    assert int(headers["content-length"]) == len(body)
+    with netCDF4.Dataset("subset.nc", memory=body) as nc:
+        nc.set_auto_mask(False)
+        assert nc.data_model == "NETCDF3_64BIT_DATA"
+        np.testing.assert_array_equal(nc["sst"][:], source["sst"][100:130:3, 10:80])
+        np.testing.assert_array_equal(nc["time"][:], source["time"][100:130:3])
+        np.testing.assert_array_equal(nc["lat"][:], source["lat"][10:80])
+        assert nc["sst"].units == "degree_Celsius" and nc.Conventions == "IRIDL"
+
+
+def test_byte_ranges_and_parts_rebuild_the_same_file(served):
+    base, _ = served
+    q = urllib.parse.urlencode({"vars": "sst", "isel": "time=0:50"})
+    whole = get(f"{base}/api/subset/ersst?{q}")[2]
+    total = len(whole)
+    for lo, hi in [(0, 0), (0, 99), (3, 1000), (total - 7, total - 1), (1234567, 2345678)]:
+        status, headers, body = get(f"{base}/api/subset/ersst?{q}", headers={"Range": f"bytes={lo}-{hi}"})
+        assert status == 206 and headers["content-range"] == f"bytes {lo}-{hi}/{total}"
+        assert body == whole[lo : hi + 1]
+    parts = [get(f"{base}/api/subset/ersst?{q}&parts=3&part={i}")[2] for i in range(3)]
+    assert b"".join(parts) == whole and max(map(len, parts)) - min(map(len, parts)) <= 1
+    assert get(f"{base}/api/subset/ersst?{q}", headers={"Range": f"bytes={total}-"})[0] == 416
+
+
+def test_remote_dataset_runs_at_the_server(served, source, tmp_path):
+    base, _ = served
+    ds = strata.remote.open(f"{base}/ersst")
+    assert ds.dims == {"time": 684, "lat": 89, "lon": 180}
+    sst = source["sst"]
+    assert ds.query("sst > 30", isel={"time": slice(-24, None)}, output="count") == int((sst[-24:] > 30).sum())
+    frame = ds.query("sst > 31", sel={"lat": slice(-20, 20)})
+    lat = source["lat"]
+    rows = (lat >= -20) & (lat <= 20)
+    assert len(frame) == int((sst[:, rows] > 31).sum())
+    x = ds.sel(time=slice("1999-01", "1999-12"), lat=slice(0, 10))
+    ref = strata.open(str(served[1] / "ersst")).to_xarray() if hasattr(strata.Dataset, "to_xarray") else None
+    assert x["sst"].shape == (12, 6, 180)
+    if ref is not None:
+        np.testing.assert_array_equal(
+            x["sst"].values, ref["sst"].sel(time=slice("1999-01", "1999-12"), lat=slice(0, 10)).values
+        )
+    out = tmp_path / "fetched.nc"
+    size = ds.fetch(out, ["sst"], isel={"time": slice(0, 300)}, streams=4)
+    assert out.stat().st_size == size
+    with netCDF4.Dataset(out) as nc:
+        nc.set_auto_mask(False)
+        np.testing.assert_array_equal(nc["sst"][:], sst[:300])
+    with pytest.raises(strata.errors.InvalidArgumentError):
+        ds.query("sst >", output="count")
+    with pytest.raises(strata.errors.NotFoundError):
+        strata.remote.open(f"{base}/nothing").schema
+
+
+def test_fetch_command(served, source, tmp_path):
+    base, _ = served
+    out = tmp_path / "cli.nc"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "strata.cli",
+            "fetch",
+            f"{base}/ersst",
+            "--vars",
+            "sst",
+            "--isel",
+            "time=10:20",
+            "--sel",
+            "lon=100:200",
+            "-o",
+            str(out),
+            "--streams",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    lon = source["lon"]
+    cols = (lon >= 100) & (lon <= 200)
+    with netCDF4.Dataset(out) as nc:
+        nc.set_auto_mask(False)
+        np.testing.assert_array_equal(nc["sst"][:], source["sst"][10:20][:, :, cols])

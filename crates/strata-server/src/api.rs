@@ -138,41 +138,89 @@ pub(crate) async fn query_post(
     run_query(state, name, req).await
 }
 
-/// Region from `isel` text over `dims` of `shape`.
-fn region(isel: Option<&str>, dims: &[String], shape: &[u64]) -> Result<Vec<DimSelection>, ApiError> {
-    let mut sel: Vec<DimSelection> = shape.iter().map(|&n| DimSelection { start: 0, stop: n, step: 1 }).collect();
-    let Some(text) = isel.filter(|t| !t.trim().is_empty()) else { return Ok(sel) };
+/// One `isel` item: an index or a range along a named dimension.
+#[derive(Debug, Clone)]
+struct IselItem {
+    dim: String,
+    start: Option<u64>,
+    stop: Option<u64>,
+    step: u64,
+    single: bool,
+    text: String,
+}
+
+/// `time=0:12,lat=10:20:2,lon=5`.
+fn isel_items(text: Option<&str>) -> Result<Vec<IselItem>, ApiError> {
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else { return Ok(vec![]) };
+    let mut out: Vec<IselItem> = Vec::new();
     for item in text.split(',') {
         let (dim, range) = item.split_once('=').ok_or_else(|| {
             ApiError::bad_request(format!("isel item '{item}' is not dim=start:stop[:step] or dim=i"))
         })?;
-        let dim = dim.trim();
-        let d = dims.iter().position(|x| x == dim).ok_or_else(|| {
-            ApiError::bad_request(format!("isel names '{dim}', not a dimension of the constrained variables {dims:?}"))
-        })?;
-        let n = shape[d];
-        let nums: Vec<&str> = range.split(':').map(str::trim).collect();
-        let parse = |s: &str, default: u64| -> Result<u64, ApiError> {
+        let num = |s: &str| -> Result<Option<u64>, ApiError> {
+            let s = s.trim();
             if s.is_empty() {
-                return Ok(default);
+                return Ok(None);
             }
-            s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("isel '{item}': '{s}' is not an index")))
+            s.parse::<u64>()
+                .map(Some)
+                .map_err(|_| ApiError::bad_request(format!("isel '{item}': '{s}' is not an index")))
         };
-        let s = match nums[..] {
+        let nums: Vec<&str> = range.split(':').collect();
+        let (start, stop, step, single) = match nums[..] {
             [i] => {
-                let i = parse(i, 0)?;
-                DimSelection { start: i, stop: i + 1, step: 1 }
+                let i = num(i)?.ok_or_else(|| ApiError::bad_request(format!("isel '{item}' has no index")))?;
+                (Some(i), Some(i + 1), 1, true)
             }
-            [a, b] => DimSelection { start: parse(a, 0)?, stop: parse(b, n)?.min(n), step: 1 },
-            [a, b, c] => DimSelection { start: parse(a, 0)?, stop: parse(b, n)?.min(n), step: parse(c, 1)? },
+            [a, b] => (num(a)?, num(b)?, 1, false),
+            [a, b, c] => (num(a)?, num(b)?, num(c)?.unwrap_or(1), false),
             _ => return Err(ApiError::bad_request(format!("isel item '{item}' has too many parts"))),
         };
-        if s.step == 0 || s.start >= n || s.start > s.stop {
-            return Err(ApiError::bad_request(format!("isel '{item}' is out of range for '{dim}' of length {n}")));
+        if step == 0 {
+            return Err(ApiError::bad_request(format!("isel '{item}': the step must be at least 1")));
         }
-        sel[d] = s;
+        let dim = dim.trim().to_string();
+        if out.iter().any(|x| x.dim == dim) {
+            return Err(ApiError::bad_request(format!("isel selects '{dim}' twice")));
+        }
+        out.push(IselItem { dim, start, stop, step, single, text: item.to_string() });
+    }
+    Ok(out)
+}
+
+/// The selection of an array on `dims` of `shape` under `items` (dimensions not named: all).
+fn apply_isel(items: &[IselItem], dims: &[String], shape: &[u64]) -> Result<Vec<DimSelection>, ApiError> {
+    let mut sel = Vec::with_capacity(dims.len());
+    for (d, &n) in dims.iter().zip(shape) {
+        let s = match items.iter().find(|x| x.dim == *d) {
+            None => DimSelection { start: 0, stop: n, step: 1 },
+            Some(x) => {
+                let start = x.start.unwrap_or(0);
+                let stop = x.stop.unwrap_or(n).min(n);
+                if start >= n || start > stop || (x.single && start >= n) {
+                    return Err(ApiError::bad_request(format!(
+                        "isel '{}' is out of range for '{d}' of length {n}",
+                        x.text
+                    )));
+                }
+                DimSelection { start, stop, step: x.step }
+            }
+        };
+        sel.push(s);
     }
     Ok(sel)
+}
+
+/// Region from `isel` text over `dims` of `shape` (every named dimension must be one of them).
+fn region(isel: Option<&str>, dims: &[String], shape: &[u64]) -> Result<Vec<DimSelection>, ApiError> {
+    let items = isel_items(isel)?;
+    if let Some(x) = items.iter().find(|x| !dims.contains(&x.dim)) {
+        return Err(ApiError::bad_request(format!(
+            "isel names '{}', not a dimension of the constrained variables {dims:?}",
+            x.dim
+        )));
+    }
+    apply_isel(&items, dims, shape)
 }
 
 /// The engine's query for a request, with the dimensions and shape it ranges over.
@@ -395,4 +443,128 @@ async fn run_sql(
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
     *r.status_mut() = StatusCode::OK;
     Ok(r)
+}
+
+/// A dense subset as a NetCDF file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SubsetRequest {
+    /// Variables (default: every array); their 1-D coordinates come along unless
+    /// `coords=false`.
+    pub vars: Option<Names>,
+    pub isel: Option<String>,
+    pub coords: Option<bool>,
+    /// Cut the file into `parts` equal byte ranges and answer range `part` (from 0).
+    pub parts: Option<u64>,
+    pub part: Option<u64>,
+}
+
+/// `bytes=a-b`, `bytes=a-` or `bytes=-n` of a file of `total` bytes, as `[lo, hi)`.
+fn byte_range(header: &str, total: u64) -> Result<(u64, u64), ApiError> {
+    let bad = || {
+        ApiError::new(
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            "range",
+            format!("cannot serve range '{header}' of {total} bytes"),
+        )
+    };
+    let spec = header.trim().strip_prefix("bytes=").ok_or_else(bad)?;
+    if spec.contains(',') {
+        return Err(bad());
+    }
+    let (a, b) = spec.split_once('-').ok_or_else(bad)?;
+    let (lo, hi) = match (a.trim(), b.trim()) {
+        ("", n) => {
+            let n: u64 = n.parse().map_err(|_| bad())?;
+            (total.saturating_sub(n), total)
+        }
+        (a, "") => (a.parse().map_err(|_| bad())?, total),
+        (a, b) => (a.parse().map_err(|_| bad())?, b.parse::<u64>().map_err(|_| bad())?.saturating_add(1).min(total)),
+    };
+    if lo >= hi {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
+
+pub(crate) async fn subset(
+    AxState(state): AxState<State>,
+    Path(name): Path<String>,
+    headers: axum::http::HeaderMap,
+    QueryParams(req): QueryParams<SubsetRequest>,
+) -> Result<Response, ApiError> {
+    let (parts, part) = (req.parts, req.part);
+    let (reader, layout) = blocking({
+        let state = state.clone();
+        move || {
+            let reader = state.catalog.reader(&name)?;
+            let layout = subset_layout(&reader, &req)?;
+            Ok((reader, layout))
+        }
+    })
+    .await?;
+    let total = layout.total;
+    if total > state.config.limits.max_result_bytes {
+        return Err(ApiError::too_large(format!(
+            "the subset is {total} bytes; this server answers at most {} (select less, or fetch it in parts: \
+             parts=N&part=i or Range requests, each within the limit)",
+            state.config.limits.max_result_bytes
+        )));
+    }
+    let (lo, hi, status) = match (headers.get(header::RANGE).and_then(|h| h.to_str().ok()), parts, part) {
+        (Some(r), _, _) => {
+            let (lo, hi) = byte_range(r, total)?;
+            (lo, hi, StatusCode::PARTIAL_CONTENT)
+        }
+        (None, Some(n), Some(i)) if n > 0 && i < n => (total * i / n, total * (i + 1) / n, StatusCode::PARTIAL_CONTENT),
+        (None, None, None) => (0, total, StatusCode::OK),
+        _ => return Err(ApiError::bad_request("parts=N&part=i needs both, with 0 <= i < N")),
+    };
+    let target = state.config.limits.piece_bytes;
+    let body = streamed(move |send| layout.produce(&reader, lo, hi, target, send));
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-netcdf"));
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(hi - lo));
+    if status == StatusCode::PARTIAL_CONTENT {
+        if let Ok(v) = HeaderValue::from_str(&format!("bytes {lo}-{}/{total}", hi - 1)) {
+            h.insert(header::CONTENT_RANGE, v);
+        }
+    }
+    Ok(r)
+}
+
+fn subset_layout(reader: &StoreReader, req: &SubsetRequest) -> Result<crate::netcdf::Layout, ApiError> {
+    let m = reader.manifest();
+    let items = isel_items(req.isel.as_deref())?;
+    if let Some(x) = items.iter().find(|x| m.dim(&x.dim).is_none()) {
+        return Err(ApiError::bad_request(format!("isel names '{}', which is not a dimension of this dataset", x.dim)));
+    }
+    let arrays = |v: &&strata_core::manifest::Variable| v.chunking.is_some() && v.dtype != DType::String;
+    let mut names: Vec<String> = match req.vars.clone().map(Names::into_vec) {
+        Some(v) if !v.is_empty() => v,
+        _ => m.variables.iter().filter(arrays).map(|v| v.name.clone()).collect(),
+    };
+    if req.coords.unwrap_or(true) {
+        let mut extra = Vec::new();
+        for n in &names {
+            let (_, v) = m.variable(n)?;
+            for d in &v.dims {
+                let is_coord = m.variable(d).is_ok_and(|(_, c)| c.dims.len() == 1 && c.dims[0] == *d);
+                if is_coord && !names.contains(d) && !extra.contains(d) {
+                    extra.push(d.clone());
+                }
+            }
+        }
+        names.extend(extra);
+    }
+    let mut picked = Vec::new();
+    for n in names {
+        let (_, v) = m.variable(&n)?;
+        let sel = apply_isel(&items, &v.dims, &m.shape(v))?;
+        picked.push((n, sel));
+    }
+    crate::netcdf::Layout::new(m, picked)
 }

@@ -12,6 +12,8 @@
 //!   descriptors of one dataset.
 //! - `GET|POST /api/query/{name}`: a value query (count, positions or points as JSON, Arrow
 //!   IPC or CSV).
+//! - `GET /api/subset/{name}`: a dense subset as a NetCDF file, with byte ranges (`Range`,
+//!   or `parts=N&part=i`) so several connections fetch one file.
 //! - `GET /dap/{name}.dds|.das|.dods|.ascii`: OPeNDAP DAP2 with constraint expressions.
 
 mod api;
@@ -20,6 +22,7 @@ mod config;
 mod dap;
 mod encode;
 mod error;
+mod netcdf;
 mod pieces;
 mod request;
 mod schema;
@@ -65,6 +68,7 @@ fn router(state: State) -> Router {
         .route("/api/schema/{*name}", get(api::schema))
         .route("/api/query/{*name}", get(api::query_get).post(api::query_post))
         .route("/api/sql/{*name}", get(api::sql_get).post(api::sql_post))
+        .route("/api/subset/{*name}", get(api::subset))
         .route("/dap/{*path}", get(dap::handle))
         .fallback(api::not_found)
         .layer(axum::middleware::from_fn_with_state(state.clone(), request::account))

@@ -40,7 +40,7 @@ pub(crate) fn percent_decode(s: &str) -> Result<String, ApiError> {
 /// The dataset a request path addresses, if any.
 fn dataset_of(path: &str) -> Option<String> {
     let path = percent_decode(path).ok()?;
-    for prefix in ["/api/schema/", "/api/query/", "/api/sql/"] {
+    for prefix in ["/api/schema/", "/api/query/", "/api/sql/", "/api/subset/"] {
         if let Some(name) = path.strip_prefix(prefix) {
             return Some(name.to_string());
         }
@@ -187,15 +187,17 @@ fn admit(state: &State, client: IpAddr, req: &Request) -> Result<InFlight, Box<R
     let mut m = state.in_flight.lock().unwrap_or_else(|p| p.into_inner());
     let n = m.entry(client).or_insert(0);
     if *n >= state.config.limits.concurrent_per_client {
-        return Err(Box::new(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_requests",
-            format!(
-                "{} requests of yours are in flight, this server's limit: retry when one is done",
-                state.config.limits.concurrent_per_client
-            ),
-        )
-        .into_response()));
+        return Err(Box::new(
+            ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_requests",
+                format!(
+                    "{} requests of yours are in flight, this server's limit: retry when one is done",
+                    state.config.limits.concurrent_per_client
+                ),
+            )
+            .into_response(),
+        ));
     }
     *n += 1;
     Ok(InFlight { state: state.clone(), client })

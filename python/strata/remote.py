@@ -1,0 +1,283 @@
+"""A dataset served by ``strata serve``, queried and subset at the server.
+
+>>> ds = strata.remote.open("http://127.0.0.1:8470/ersst")          # doctest: +SKIP
+>>> ds.query("sst > 28", isel={"time": slice(0, 12)}, output="count")  # doctest: +SKIP
+>>> ds.sel(time=slice("2000-01", "2000-12"), lat=slice(-10, 10))      # doctest: +SKIP
+>>> ds.fetch("subset.nc", variables=["sst"], isel={"time": slice(0, 120)}, streams=4)  # doctest: +SKIP
+
+Only what is asked for crosses the network: value queries come back as Arrow, dense
+subsets as NetCDF, and a large subset can come over several connections at once (byte
+ranges of one file). Label selections (``sel``) are turned into positions here, from the
+coordinates the server's schema lists, with the same rules as :meth:`strata.Dataset.sel`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import numpy as np
+
+from . import errors
+from ._coords import coordinate_index, label_to_positions
+
+_KINDS = {
+    "invalid_argument": errors.InvalidArgumentError,
+    "not_found": errors.NotFoundError,
+    "compatibility": errors.CompatibilityError,
+    "conflict": errors.ConflictError,
+    "unauthorized": errors.AccessError,
+    "too_large": errors.LimitError,
+    "too_many_requests": errors.LimitError,
+    "timeout": errors.LimitError,
+}
+
+
+def open(url: str, token: str | None = None, timeout: float = 300.0) -> RemoteDataset:  # noqa: A001
+    """The dataset at ``url`` (``http://HOST:PORT/NAME``; the server's ``/dap/NAME`` or
+    ``/api/schema/NAME`` URLs work too). ``token`` is sent when the dataset is protected."""
+    return RemoteDataset(url, token=token, timeout=timeout)
+
+
+class RemoteDataset:
+    def __init__(self, url: str, token: str | None = None, timeout: float = 300.0):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise errors.InvalidArgumentError(f"'{url}' is not an http(s) URL of a served dataset")
+        name = parts.path.strip("/")
+        for prefix in ("dap/", "api/schema/", "api/subset/", "api/query/"):
+            name = name.removeprefix(prefix)
+        if not name:
+            raise errors.InvalidArgumentError(f"'{url}' names no dataset (http://HOST:PORT/NAME)")
+        self.base = f"{parts.scheme}://{parts.netloc}"
+        self.name = name
+        self.token = token
+        self.timeout = timeout
+        self._schema: dict | None = None
+        self._indexes: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<strata.remote.RemoteDataset {self.name!r} at {self.base}>"
+
+    # -- HTTP ---------------------------------------------------------------------------
+
+    def _request(self, route: str, params: dict | None = None, headers: dict | None = None, body=None):
+        url = f"{self.base}/api/{route}/{urllib.parse.quote(self.name)}"
+        if params:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        h = dict(headers or {})
+        if self.token:
+            h["Authorization"] = f"Bearer {self.token}"
+        if body is not None:
+            h["Content-Type"] = "application/json"
+            body = json.dumps(body).encode()
+        req = urllib.request.Request(url, data=body, headers=h)
+        try:
+            return urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError as e:
+            raise _error(e) from None
+        except urllib.error.URLError as e:
+            raise errors.StrataIOError(f"cannot reach {self.base}: {e.reason}") from None
+
+    # -- description --------------------------------------------------------------------
+
+    @property
+    def schema(self) -> dict:
+        """The server's three descriptors: ``physical``, ``logical`` and ``values``."""
+        if self._schema is None:
+            with self._request("schema") as r:
+                self._schema = json.loads(r.read())
+        return self._schema
+
+    @property
+    def dims(self) -> dict[str, int]:
+        return {d["name"]: d["size"] for d in self.schema["logical"]["dims"]}
+
+    @property
+    def variables(self) -> list[str]:
+        return [v["name"] for v in self.schema["logical"]["variables"]]
+
+    @property
+    def attrs(self) -> dict:
+        return self.schema["logical"]["attrs"]
+
+    def coordinate_index(self, dim: str):
+        if dim not in self._indexes:
+            c = self.schema["logical"]["coordinates"].get(dim)
+            if c is None or c["values"] is None:
+                raise errors.InvalidArgumentError(f"dimension '{dim}' has no 1-D coordinate to select by label")
+            values = np.array([np.nan if isinstance(x, str) else x for x in c["values"]], dtype="f8")
+            self._indexes[dim] = coordinate_index(values, c["attrs"])
+        return self._indexes[dim]
+
+    # -- selections -----------------------------------------------------------------------
+
+    def _isel_text(self, isel: dict | None, sel: dict | None) -> str | None:
+        picks: dict[str, Any] = dict(isel or {})
+        for dim, label in (sel or {}).items():
+            if dim in picks:
+                raise errors.InvalidArgumentError(f"dimension '{dim}' is selected twice")
+            picks[dim] = label_to_positions(self.coordinate_index(dim), label, dim)
+        items = []
+        dims = self.dims
+        for dim, k in picks.items():
+            if dim not in dims:
+                raise errors.InvalidArgumentError(f"no dimension '{dim}' (dims: {list(dims)})")
+            n = dims[dim]
+            if isinstance(k, int | np.integer):
+                i = int(k) + (n if k < 0 else 0)
+                if not 0 <= i < n:
+                    raise errors.InvalidArgumentError(f"index {k} is out of range for '{dim}' of length {n}")
+                items.append(f"{dim}={i}")
+                continue
+            if not isinstance(k, slice):
+                raise errors.InvalidArgumentError(f"select '{dim}' with an integer or a slice, not {type(k).__name__}")
+            start, stop, step = k.indices(n)
+            if step < 1:
+                raise errors.InvalidArgumentError(f"the step along '{dim}' must be positive")
+            items.append(f"{dim}={start}:{max(start, stop)}:{step}")
+        return ",".join(items) or None
+
+    def query(
+        self,
+        where: str,
+        *,
+        isel: dict | None = None,
+        sel: dict | None = None,
+        variables: list[str] | None = None,
+        output: str = "points",
+        method: str = "auto",
+        raw: bool = False,
+    ):
+        """Runs :meth:`strata.Dataset.query` at the server: the count (``output="count"``),
+        or a pandas DataFrame of points or positions (a column per dimension, with
+        coordinate values where there are 1-D coordinates, then the variables)."""
+        body = {"where": where, "output": output, "method": method, "raw": raw, "format": "arrow"}
+        region = self._isel_text(isel, sel)
+        if region:
+            body["isel"] = region
+        if variables is not None:
+            body["variables"] = list(variables)
+        with self._request("query", body=body) as r:
+            data = r.read()
+        if output == "count":
+            return int(json.loads(data)["count"])
+        import pyarrow as pa
+
+        return pa.ipc.open_stream(io.BytesIO(data)).read_all().to_pandas()
+
+    def sql(self, query: str):
+        """Runs read-only SQL at the server (the table is ``schema["sql_table"]``); a
+        pandas DataFrame."""
+        import pyarrow as pa
+
+        with self._request("sql", params={"q": query, "format": "arrow"}) as r:
+            return pa.ipc.open_stream(io.BytesIO(r.read())).read_all().to_pandas()
+
+    def _subset_params(self, variables, isel, sel) -> dict:
+        params: dict[str, Any] = {"isel": self._isel_text(isel, sel)}
+        if variables is not None:
+            params["vars"] = ",".join(variables)
+        return params
+
+    def subset(self, variables: list[str] | None = None, *, isel: dict | None = None, sel: dict | None = None):
+        """The dense subset as an ``xarray.Dataset`` (cut at the server, sent as NetCDF)."""
+        import netCDF4
+        import xarray as xr
+
+        with self._request("subset", params=self._subset_params(variables, isel, sel)) as r:
+            data = r.read()
+        nc = netCDF4.Dataset("subset.nc", memory=data)
+        return xr.open_dataset(xr.backends.NetCDF4DataStore(nc)).load()
+
+    def isel(self, **indexers) -> Any:
+        return self.subset(isel=indexers)
+
+    def sel(self, **labels) -> Any:
+        return self.subset(sel=labels)
+
+    def to_xarray(self) -> Any:
+        return self.subset()
+
+    def fetch(
+        self,
+        path: str | os.PathLike,
+        variables: list[str] | None = None,
+        *,
+        isel: dict | None = None,
+        sel: dict | None = None,
+        streams: int = 4,
+        progress: bool = False,
+    ) -> int:
+        """Writes the dense subset to the NetCDF file ``path`` over ``streams`` connections
+        at once (each a byte range of the same file); returns its size in bytes."""
+        if streams < 1:
+            raise errors.InvalidArgumentError("streams must be at least 1")
+        params = self._subset_params(variables, isel, sel)
+        with self._request("subset", params=params, headers={"Range": "bytes=0-0"}) as r:
+            total = int(r.headers["Content-Range"].rsplit("/", 1)[1])
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, unit="B", unit_scale=True, desc=f"fetch {self.name}")
+        lock = threading.Lock()
+        failures: list[BaseException] = []
+        tmp = f"{os.fspath(path)}.part"
+        with _open(tmp) as f:
+            f.truncate(total)
+            fd = f.fileno()
+
+            def part(i: int) -> None:
+                lo, hi = total * i // streams, total * (i + 1) // streams
+                if lo >= hi:
+                    return
+                try:
+                    with self._request("subset", params=params, headers={"Range": f"bytes={lo}-{hi - 1}"}) as r:
+                        at = lo
+                        while chunk := r.read(1 << 20):
+                            os.pwrite(fd, chunk, at)
+                            at += len(chunk)
+                            if bar is not None:
+                                with lock:
+                                    bar.update(len(chunk))
+                    if at != hi:
+                        raise errors.StrataIOError(f"part {i} ended at byte {at}, expected {hi}")
+                except BaseException as e:  # noqa: BLE001 - re-raised below, in the caller's thread
+                    failures.append(e)
+
+            threads = [threading.Thread(target=part, args=(i,)) for i in range(streams)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        if bar is not None:
+            bar.close()
+        if failures:
+            os.unlink(tmp)
+            raise failures[0]
+        os.replace(tmp, path)
+        return total
+
+
+def _open(path: str):
+    import builtins
+
+    return builtins.open(path, "wb")
+
+
+def _error(e: urllib.error.HTTPError) -> errors.StrataError:
+    text = e.read().decode("utf-8", "replace")
+    try:
+        err = json.loads(text)["error"]
+        kind, message = err["kind"], err["message"]
+    except (ValueError, KeyError, TypeError):
+        kind, message = "", text.strip() or str(e)
+    cls = _KINDS.get(kind, errors.StrataIOError)
+    return cls(f"server answered {e.code}: {message}")
