@@ -145,7 +145,6 @@ struct IselItem {
     start: Option<u64>,
     stop: Option<u64>,
     step: u64,
-    single: bool,
     text: String,
 }
 
@@ -167,13 +166,13 @@ fn isel_items(text: Option<&str>) -> Result<Vec<IselItem>, ApiError> {
                 .map_err(|_| ApiError::bad_request(format!("isel '{item}': '{s}' is not an index")))
         };
         let nums: Vec<&str> = range.split(':').collect();
-        let (start, stop, step, single) = match nums[..] {
+        let (start, stop, step) = match nums[..] {
             [i] => {
                 let i = num(i)?.ok_or_else(|| ApiError::bad_request(format!("isel '{item}' has no index")))?;
-                (Some(i), Some(i + 1), 1, true)
+                (Some(i), Some(i + 1), 1)
             }
-            [a, b] => (num(a)?, num(b)?, 1, false),
-            [a, b, c] => (num(a)?, num(b)?, num(c)?.unwrap_or(1), false),
+            [a, b] => (num(a)?, num(b)?, 1),
+            [a, b, c] => (num(a)?, num(b)?, num(c)?.unwrap_or(1)),
             _ => return Err(ApiError::bad_request(format!("isel item '{item}' has too many parts"))),
         };
         if step == 0 {
@@ -183,7 +182,7 @@ fn isel_items(text: Option<&str>) -> Result<Vec<IselItem>, ApiError> {
         if out.iter().any(|x| x.dim == dim) {
             return Err(ApiError::bad_request(format!("isel selects '{dim}' twice")));
         }
-        out.push(IselItem { dim, start, stop, step, single, text: item.to_string() });
+        out.push(IselItem { dim, start, stop, step, text: item.to_string() });
     }
     Ok(out)
 }
@@ -197,7 +196,7 @@ fn apply_isel(items: &[IselItem], dims: &[String], shape: &[u64]) -> Result<Vec<
             Some(x) => {
                 let start = x.start.unwrap_or(0);
                 let stop = x.stop.unwrap_or(n).min(n);
-                if start >= n || start > stop || (x.single && start >= n) {
+                if start >= n || start > stop {
                     return Err(ApiError::bad_request(format!(
                         "isel '{}' is out of range for '{d}' of length {n}",
                         x.text
