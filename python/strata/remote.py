@@ -39,7 +39,7 @@ _KINDS = {
 }
 
 
-def open(url: str, token: str | None = None, timeout: float = 300.0) -> RemoteDataset:  # noqa: A001
+def open(url: str, token: str | None = None, timeout: float = 300.0) -> RemoteDataset:
     """The dataset at ``url`` (``http://HOST:PORT/NAME``; the server's ``/dap/NAME`` or
     ``/api/schema/NAME`` URLs work too). ``token`` is sent when the dataset is protected."""
     return RemoteDataset(url, token=token, timeout=timeout)
@@ -249,7 +249,7 @@ class RemoteDataset:
                                     bar.update(len(chunk))
                     if at != hi:
                         raise errors.StrataIOError(f"part {i} ended at byte {at}, expected {hi}")
-                except BaseException as e:  # noqa: BLE001 - re-raised below, in the caller's thread
+                except BaseException as e:  # re-raised below, in the caller's thread
                     failures.append(e)
 
             threads = [threading.Thread(target=part, args=(i,)) for i in range(streams)]

@@ -428,7 +428,7 @@ def test_remote_dataset_runs_at_the_server(served, source, tmp_path):
     with pytest.raises(strata.errors.InvalidArgumentError):
         ds.query("sst >", output="count")
     with pytest.raises(strata.errors.NotFoundError):
-        strata.remote.open(f"{base}/nothing").schema
+        _ = strata.remote.open(f"{base}/nothing").schema
 
 
 def test_fetch_command(served, source, tmp_path):
