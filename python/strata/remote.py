@@ -13,7 +13,6 @@ coordinates the server's schema lists, with the same rules as :meth:`strata.Data
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import threading
@@ -164,21 +163,18 @@ class RemoteDataset:
             body["isel"] = region
         if variables is not None:
             body["variables"] = list(variables)
-        with self._request("query", body=body) as r:
-            data = r.read()
         if output == "count":
-            return int(json.loads(data)["count"])
-        import pyarrow as pa
-
-        return pa.ipc.open_stream(io.BytesIO(data)).read_all().to_pandas()
+            with self._request("query", body=body) as r:
+                return int(json.loads(r.read())["count"])
+        with self._request("query", body=body, headers={"Accept-Encoding": "zstd"}) as r:
+            return _arrow(r).to_pandas()
 
     def sql(self, query: str):
         """Runs read-only SQL at the server (the table is ``schema["sql_table"]``); a
         pandas DataFrame."""
-        import pyarrow as pa
-
-        with self._request("sql", params={"q": query, "format": "arrow"}) as r:
-            return pa.ipc.open_stream(io.BytesIO(r.read())).read_all().to_pandas()
+        params = {"q": query, "format": "arrow"}
+        with self._request("sql", params=params, headers={"Accept-Encoding": "zstd"}) as r:
+            return _arrow(r).to_pandas()
 
     def _subset_params(self, variables, isel, sel) -> dict:
         params: dict[str, Any] = {"isel": self._isel_text(isel, sel)}
@@ -264,6 +260,18 @@ class RemoteDataset:
             raise failures[0]
         os.replace(tmp, path)
         return total
+
+
+def _arrow(response):
+    """The Arrow table of a response, decompressed as it streams when the server compressed
+    it (``Content-Encoding: zstd``)."""
+    import pyarrow as pa
+
+    data = response.read()
+    stream = pa.BufferReader(data)
+    if response.headers.get("Content-Encoding", "").lower() == "zstd":
+        stream = pa.CompressedInputStream(stream, "zstd")
+    return pa.ipc.open_stream(stream).read_all()
 
 
 def _open(path: str):

@@ -200,6 +200,12 @@ def test_query_count_and_points_equal_numpy(served, source):
     np.testing.assert_array_equal(table["time"].to_numpy(), source["time"][10:40:3][t])
     np.testing.assert_array_equal(table["lat"].to_numpy(), source["lat"][5:80][la].astype(np.float64))
 
+    # Compressed on the wire when the client accepts it.
+    status, headers, packed = get(f"{base}/api/query/ersst?{q}", headers={"Accept-Encoding": "zstd"})
+    assert status == 200 and headers["content-encoding"] == "zstd" and len(packed) < len(body) / 2
+    plain = pa.CompressedInputStream(pa.BufferReader(packed), "zstd").read()
+    assert pa.ipc.open_stream(plain).read_all().equals(table)
+
     body = json.dumps({"where": "sst > 33", "output": "positions", "format": "csv"}).encode()
     status, _, out = get(f"{base}/api/query/ersst", data=body)
     assert status == 200

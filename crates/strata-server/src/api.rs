@@ -1,13 +1,13 @@
 //! The JSON and Arrow routes: health, catalog, schema, the engine's query and SQL.
 
 use crate::encode::{Encoder, Format};
-use crate::pieces::{boxes, streamed};
+use crate::pieces::{boxes, streamed, streamed_encoded, Encoding};
 use crate::{ApiError, State};
 use arrow::array::{ArrayRef, Float64Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use axum::extract::{Path, Query as QueryParams, State as AxState};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
@@ -123,19 +123,21 @@ pub(crate) struct QueryRequest {
 pub(crate) async fn query_get(
     state: AxState<State>,
     name: Path<String>,
+    headers: HeaderMap,
     QueryParams(req): QueryParams<QueryRequest>,
 ) -> Result<Response, ApiError> {
-    run_query(state, name, req).await
+    run_query(state, name, req, Encoding::negotiate(&headers)).await
 }
 
 pub(crate) async fn query_post(
     state: AxState<State>,
     name: Path<String>,
+    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let req: QueryRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("the query is not valid JSON: {e}")))?;
-    run_query(state, name, req).await
+    run_query(state, name, req, Encoding::negotiate(&headers)).await
 }
 
 /// One `isel` item: an index or a range along a named dimension.
@@ -263,6 +265,7 @@ async fn run_query(
     AxState(state): AxState<State>,
     Path(name): Path<String>,
     req: QueryRequest,
+    encoding: Encoding,
 ) -> Result<Response, ApiError> {
     let format = Format::parse(req.format.as_deref())?;
     let (reader, query, dims, shape) = blocking({
@@ -300,7 +303,7 @@ async fn run_query(
         )));
     }
     let target = state.config.limits.piece_bytes;
-    let body = streamed(move |send| {
+    let body = streamed_encoded(encoding, move |send| {
         let mut enc = Encoder::new(format, &columns.schema)?;
         let mut sent_any = false;
         for b in boxes(&query.region, columns.row_bytes, target) {
@@ -320,6 +323,7 @@ async fn run_query(
     });
     let mut r = Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+    encoding.label(&mut r);
     Ok(r)
 }
 
@@ -397,25 +401,28 @@ pub(crate) struct SqlRequest {
 pub(crate) async fn sql_get(
     state: AxState<State>,
     name: Path<String>,
+    headers: HeaderMap,
     QueryParams(req): QueryParams<SqlRequest>,
 ) -> Result<Response, ApiError> {
-    run_sql(state, name, req).await
+    run_sql(state, name, req, Encoding::negotiate(&headers)).await
 }
 
 pub(crate) async fn sql_post(
     state: AxState<State>,
     name: Path<String>,
+    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let req: SqlRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("expected {{\"q\": \"SELECT ...\"}}: {e}")))?;
-    run_sql(state, name, req).await
+    run_sql(state, name, req, Encoding::negotiate(&headers)).await
 }
 
 async fn run_sql(
     AxState(state): AxState<State>,
     Path(name): Path<String>,
     req: SqlRequest,
+    encoding: Encoding,
 ) -> Result<Response, ApiError> {
     let format = Format::parse(req.format.as_deref())?;
     let stream = blocking({
@@ -427,7 +434,7 @@ async fn run_sql(
     })
     .await?;
     let schema = stream.schema();
-    let body = streamed(move |send| {
+    let body = streamed_encoded(encoding, move |send| {
         let mut enc = Encoder::new(format, &schema)?;
         for batch in stream {
             let batch = batch?;
@@ -440,7 +447,7 @@ async fn run_sql(
     });
     let mut r = Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
-    *r.status_mut() = StatusCode::OK;
+    encoding.label(&mut r);
     Ok(r)
 }
 
@@ -489,7 +496,7 @@ fn byte_range(header: &str, total: u64) -> Result<(u64, u64), ApiError> {
 pub(crate) async fn subset(
     AxState(state): AxState<State>,
     Path(name): Path<String>,
-    headers: axum::http::HeaderMap,
+    headers: HeaderMap,
     QueryParams(req): QueryParams<SubsetRequest>,
 ) -> Result<Response, ApiError> {
     let (parts, part) = (req.parts, req.part);
