@@ -105,6 +105,8 @@ bench: build-release
 	$(BIN)/python bench/bench_values.py
 	$(BIN)/python bench/bench_sql.py
 	$(BIN)/python bench/bench_area.py
+	@command -v nginx >/dev/null || apt-get install -y -qq nginx-light >/dev/null
+	$(BIN)/python bench/bench_server.py
 
 # 1,000 SIGKILLs of appending and garbage-collecting processes, each followed by a full
 # check of the store (make test runs two dozen).
