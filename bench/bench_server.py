@@ -570,6 +570,7 @@ def report(r) -> str:
             "N into shape (684, 89, 180)` and the response ends short of its Content-Length, so netCDF-C prints "
             "`DAP DATADDS packet is apparently too short` and returns values that are not the file's ("
             + "; ".join(f"`{e}`" for e in errors[:3])
+            + ")"
             + ". No speed ratio can be given against a peer that returns no data.",
         ]
     return "\n".join(lines) + "\n"
