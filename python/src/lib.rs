@@ -620,6 +620,20 @@ fn serve(
         .map_err(|e| exception(ErrorKind::Io, e.message))
 }
 
+/// The quick look of `var` in the store at `path` as PNG bytes (the server's renderer).
+#[pyfunction]
+#[pyo3(signature = (path, var, isel=None))]
+fn quicklook(py: Python<'_>, path: &str, var: &str, isel: Option<&str>) -> PyResult<Vec<u8>> {
+    py.detach(|| strata_server::quicklook(path, var, isel)).map_err(|e| {
+        let kind = match e.status.as_u16() {
+            404 => ErrorKind::NotFound,
+            400 | 413 | 422 => ErrorKind::InvalidArgument,
+            _ => ErrorKind::Io,
+        };
+        exception(kind, e.message)
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
@@ -646,6 +660,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(gc, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(quicklook, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
     Ok(())

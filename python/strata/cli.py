@@ -612,6 +612,17 @@ def cmd_fetch(args) -> int:
     return 0
 
 
+def cmd_quicklook(args) -> int:
+    from . import _core
+
+    isel = ",".join(args.isel or []) or None
+    png = _core.quicklook(args.store, args.variable, isel)
+    with open(args.output, "wb") as f:
+        f.write(png)
+    print(f"wrote {args.output} ({_human(len(png))})")
+    return 0
+
+
 def cmd_log(args) -> int:
     from . import _core
 
@@ -941,6 +952,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--streams", type=int, default=4, help="connections at once (default 4)")
     s.add_argument("--token", help="the dataset's token, when the server protects it")
     s.set_defaults(func=cmd_fetch)
+
+    s = sub.add_parser(
+        "quicklook",
+        help="draw a 2-D slice of a variable as a PNG with a colour scale",
+        description="Draw a 2-D slice of a variable as a PNG (the picture the server's web page shows): select "
+        "one index on every dimension but two with --isel. Large slices are drawn strided (at most about 1,024 "
+        "pixels a side); missing values are grey; latitude is drawn north up.",
+        epilog="example:\n  strata quicklook sst.strata sst --isel time=0 -o map.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("store")
+    s.add_argument("variable")
+    s.add_argument("--isel", action="append", metavar="DIM=INDEX", help="one index on each other dimension")
+    s.add_argument("-o", "--output", required=True, help="PNG file to write")
+    s.set_defaults(func=cmd_quicklook)
 
     s = sub.add_parser("log", help="list the versions of a store")
     s.add_argument("store")

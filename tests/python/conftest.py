@@ -1,5 +1,9 @@
 import os
 import pathlib
+import re
+import subprocess
+import sys
+import time
 import warnings
 
 import netCDF4
@@ -92,3 +96,33 @@ def quiet():
 
 __all__ = ["DATA", "REAL_FILES", "assert_attr_equal", "assert_bit_equal", "make_nc", "needs_data", "raw_source"]
 os.environ.setdefault("TQDM_DISABLE", "1")
+
+
+def start_server(root, log, *extra):
+    """`strata serve` on a free loopback port, bounded in requests and time."""
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "strata.cli",
+                "serve",
+                str(root),
+                "--port",
+                "0",
+                "--max-seconds",
+                "600",
+                "--max-requests",
+                "5000",
+                *extra,
+            ],
+            stderr=err,
+        )
+    m = None
+    for _ in range(300):
+        m = re.search(r"http://(127\.0\.0\.1:\d+)/", log.read_text())
+        if m or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert m, f"server did not start: {log.read_text()!r}"
+    return proc, f"http://{m.group(1)}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import io
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import strata
-from conftest import DATA, needs_data
+from conftest import DATA, needs_data, start_server
 
 pytestmark = needs_data
 
@@ -47,36 +46,6 @@ def served(tmp_path_factory):
     yield base, root
     proc.terminate()
     proc.wait(timeout=30)
-
-
-def start_server(root, log, *extra):
-    """`strata serve` on a free loopback port, bounded in requests and time."""
-    with open(log, "w") as err:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "strata.cli",
-                "serve",
-                str(root),
-                "--port",
-                "0",
-                "--max-seconds",
-                "600",
-                "--max-requests",
-                "5000",
-                *extra,
-            ],
-            stderr=err,
-        )
-    m = None
-    for _ in range(300):
-        m = re.search(r"http://(127\.0\.0\.1:\d+)/", log.read_text())
-        if m or proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    assert m, f"server did not start: {log.read_text()!r}"
-    return proc, f"http://{m.group(1)}"
 
 
 def get(url: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, dict, bytes]:
@@ -468,3 +437,60 @@ def test_fetch_command(served, source, tmp_path):
     with netCDF4.Dataset(out) as nc:
         nc.set_auto_mask(False)
         np.testing.assert_array_equal(nc["sst"][:], source["sst"][10:20][:, :, cols])
+
+
+def png_pixels(png: bytes) -> tuple[int, int, np.ndarray]:
+    """Width, height and RGB pixels of a PNG as the renderer writes it (8-bit RGB, filter 0)."""
+    import struct
+    import zlib
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w, h = 8, b"", 0, 0
+    while pos < len(png):
+        n = struct.unpack(">I", png[pos : pos + 4])[0]
+        kind, data = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + n]
+        assert zlib.crc32(kind + data) == struct.unpack(">I", png[pos + 8 + n : pos + 12 + n])[0]
+        if kind == b"IHDR":
+            w, h = struct.unpack(">II", data[:8])
+            assert data[8:10] == b"\x08\x02"
+        elif kind == b"IDAT":
+            idat += data
+        pos += 12 + n
+    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(h, 1 + 3 * w)
+    assert (raw[:, 0] == 0).all()
+    return w, h, raw[:, 1:].reshape(h, w, 3)
+
+
+def test_quicklook_png_from_the_server_and_the_command_line(served, source, tmp_path):
+    base, root = served
+    status, headers, body = get(f"{base}/api/quicklook/ersst?var=sst&isel=time=5")
+    assert status == 200 and headers["content-type"] == "image/png"
+    w, h, px = png_pixels(body)
+    scale = w // 180
+    assert w == 180 * scale and h > 89 * scale
+    # North up: the top row is the northernmost latitude; land (fill) is grey.
+    sst = source["sst"][5]
+    north = sst[-1]
+    grey = (px[0, ::scale] == 160).all(axis=1)
+    np.testing.assert_array_equal(grey, north == -999)
+    out = tmp_path / "map.png"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "strata.cli",
+            "quicklook",
+            str(root / "ersst"),
+            "sst",
+            "--isel",
+            "time=5",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == body
+    status, _, body = get(f"{base}/api/quicklook/ersst?var=sst")
+    assert status == 400 and "two dimensions" in json.loads(body)["error"]["message"]

@@ -309,7 +309,7 @@ impl std::fmt::Display for Predicate {
 }
 
 /// A variable's packing (`value = stored * scale_factor + add_offset`, CF), when it has one.
-fn packing(manifest: &Manifest, var: &str) -> Result<Option<(f64, f64)>> {
+pub fn packing(manifest: &Manifest, var: &str) -> Result<Option<(f64, f64)>> {
     let (_, v) = manifest.variable(var)?;
     let attr = |name: &str| v.attrs.iter().find(|a| a.name == name).and_then(|a| a.value.as_f64s().first().copied());
     let (scale, offset) = (attr("scale_factor"), attr("add_offset"));

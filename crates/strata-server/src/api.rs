@@ -118,6 +118,8 @@ pub(crate) struct QueryRequest {
     pub raw: Option<bool>,
     /// arrow (default), csv or json, for positions and points.
     pub format: Option<String>,
+    /// At most this many rows of positions or points (a preview).
+    pub limit: Option<u64>,
 }
 
 pub(crate) async fn query_get(
@@ -268,6 +270,7 @@ async fn run_query(
     encoding: Encoding,
 ) -> Result<Response, ApiError> {
     let format = Format::parse(req.format.as_deref())?;
+    let limit = req.limit;
     let (reader, query, dims, shape) = blocking({
         let state = state.clone();
         move || {
@@ -294,7 +297,7 @@ async fn run_query(
         move || Ok(state.session.plan(&reader, &query)?.selected())
     })
     .await?;
-    let bytes = estimate * columns.row_bytes as f64;
+    let bytes = estimate.min(limit.map_or(f64::INFINITY, |l| l as f64)) * columns.row_bytes as f64;
     if bytes > state.config.limits.max_result_bytes as f64 {
         return Err(ApiError::too_large(format!(
             "the query selects about {estimate:.0} elements ({bytes:.0} bytes); this server answers at most {} bytes \
@@ -306,13 +309,21 @@ async fn run_query(
     let body = streamed_encoded(encoding, move |send| {
         let mut enc = Encoder::new(format, &columns.schema)?;
         let mut sent_any = false;
+        let mut left = limit.unwrap_or(u64::MAX);
         for b in boxes(&query.region, columns.row_bytes, target) {
+            if left == 0 {
+                break;
+            }
             let q = Query { region: b, ..query.clone() };
             let answer = state.session.run(&reader, &q)?;
             if answer.count == 0 && sent_any {
                 continue;
             }
-            let batch = columns.batch(&answer)?;
+            let mut batch = columns.batch(&answer)?;
+            if batch.num_rows() as u64 > left {
+                batch = batch.slice(0, left as usize);
+            }
+            left -= batch.num_rows() as u64;
             sent_any = true;
             if !send(enc.write(&batch)?) {
                 return Ok(());
@@ -573,4 +584,43 @@ fn subset_layout(reader: &StoreReader, req: &SubsetRequest) -> Result<crate::net
         picked.push((n, sel));
     }
     crate::netcdf::Layout::new(m, picked)
+}
+
+/// The web page: catalog, schema, histograms, a quick look and a query form.
+pub(crate) async fn page() -> Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], include_str!("page.html")).into_response()
+}
+
+/// A quick look at a 2-D slice.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct QuicklookRequest {
+    pub var: String,
+    /// One index on every dimension but two: `time=0` (the others whole, strided to fit).
+    pub isel: Option<String>,
+}
+
+pub(crate) async fn quicklook(
+    AxState(state): AxState<State>,
+    Path(name): Path<String>,
+    QueryParams(req): QueryParams<QuicklookRequest>,
+) -> Result<Response, ApiError> {
+    let png = blocking(move || {
+        let reader = state.catalog.reader(&name)?;
+        quicklook_png(&reader, &req.var, req.isel.as_deref())
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "image/png")], png).into_response())
+}
+
+/// The quick look of `var` under `isel` text (the server's route and `strata quicklook`).
+pub(crate) fn quicklook_png(reader: &StoreReader, var: &str, isel: Option<&str>) -> Result<Vec<u8>, ApiError> {
+    let m = reader.manifest();
+    let (_, v) = m.variable(var)?;
+    let items = isel_items(isel)?;
+    if let Some(x) = items.iter().find(|x| !v.dims.contains(&x.dim)) {
+        return Err(ApiError::bad_request(format!("isel names '{}', not a dimension of '{var}' {:?}", x.dim, v.dims)));
+    }
+    let sel = apply_isel(&items, &v.dims, &m.shape(v))?;
+    crate::quicklook::render(reader, var, &sel)
 }

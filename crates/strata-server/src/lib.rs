@@ -7,6 +7,7 @@
 //! encoded and sent (see [`pieces`]), so memory does not grow with the result.
 //!
 //! Routes (docs/server.md has examples):
+//! - `GET /`: a web page (catalog, schema, histograms, a quick look, a query form).
 //! - `GET /health`: liveness and the number of datasets.
 //! - `GET /api/datasets`: the catalog. `GET /api/schema/{name}`: physical, logical and value
 //!   descriptors of one dataset.
@@ -14,6 +15,7 @@
 //!   IPC or CSV).
 //! - `GET /api/subset/{name}`: a dense subset as a NetCDF file, with byte ranges (`Range`,
 //!   or `parts=N&part=i`) so several connections fetch one file.
+//! - `GET /api/quicklook/{name}?var=V&isel=time=0`: a PNG of a 2-D slice with a colour scale.
 //! - `GET /dap/{name}.dds|.das|.dods|.ascii`: OPeNDAP DAP2 with constraint expressions.
 
 mod api;
@@ -24,6 +26,7 @@ mod encode;
 mod error;
 mod netcdf;
 mod pieces;
+mod quicklook;
 mod request;
 mod schema;
 
@@ -63,12 +66,14 @@ impl AppState {
 
 fn router(state: State) -> Router {
     Router::new()
+        .route("/", get(api::page))
         .route("/health", get(api::health))
         .route("/api/datasets", get(api::datasets))
         .route("/api/schema/{*name}", get(api::schema))
         .route("/api/query/{*name}", get(api::query_get).post(api::query_post))
         .route("/api/sql/{*name}", get(api::sql_get).post(api::sql_post))
         .route("/api/subset/{*name}", get(api::subset))
+        .route("/api/quicklook/{*name}", get(api::quicklook))
         .route("/dap/{*path}", get(dap::handle))
         .fallback(api::not_found)
         .layer(axum::middleware::from_fn_with_state(state.clone(), request::account))
@@ -132,6 +137,13 @@ pub fn run(config: ServerConfig, ready: impl FnOnce(std::net::SocketAddr)) -> Re
         ready(addr);
         bound.serve().await.map_err(|e| ApiError::startup(format!("server stopped: {e}")))
     })
+}
+
+/// The quick look of `var` in the store at `path` (a PNG), as the server draws it:
+/// `isel` selects one index on every dimension but two (`time=0`).
+pub fn quicklook(path: &str, var: &str, isel: Option<&str>) -> Result<Vec<u8>, ApiError> {
+    let reader = strata_core::StoreReader::open(strata_core::Store::local(path), None)?;
+    api::quicklook_png(&reader, var, isel)
 }
 
 /// Resolves on a signal, on the request bound, or when the time bound passes.

@@ -114,8 +114,7 @@ impl Encoding {
     pub fn label(self, r: &mut axum::response::Response) {
         r.headers_mut().insert(axum::http::header::VARY, axum::http::HeaderValue::from_static("accept-encoding"));
         if self == Encoding::Zstd {
-            r.headers_mut()
-                .insert(axum::http::header::CONTENT_ENCODING, axum::http::HeaderValue::from_static("zstd"));
+            r.headers_mut().insert(axum::http::header::CONTENT_ENCODING, axum::http::HeaderValue::from_static("zstd"));
         }
     }
 }

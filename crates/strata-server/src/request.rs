@@ -40,7 +40,7 @@ pub(crate) fn percent_decode(s: &str) -> Result<String, ApiError> {
 /// The dataset a request path addresses, if any.
 fn dataset_of(path: &str) -> Option<String> {
     let path = percent_decode(path).ok()?;
-    for prefix in ["/api/schema/", "/api/query/", "/api/sql/", "/api/subset/"] {
+    for prefix in ["/api/schema/", "/api/query/", "/api/sql/", "/api/subset/", "/api/quicklook/"] {
         if let Some(name) = path.strip_prefix(prefix) {
             return Some(name.to_string());
         }

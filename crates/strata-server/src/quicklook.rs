@@ -1,0 +1,235 @@
+//! A quick look at a 2-D slice: a PNG with a colour scale, rendered at the server (the web
+//! page's picture) and by `strata quicklook`. Values are read strided so the picture is at
+//! most about 1,024 pixels a side whatever the variable's size; missing values are grey;
+//! the first axis is drawn north up when its coordinate increases.
+
+use crate::ApiError;
+use strata_core::{DimSelection, StoreReader};
+
+const MAX_SIDE: u64 = 1024;
+const MIN_WIDTH: usize = 480;
+const BAR: usize = 14;
+const MARGIN: usize = 6;
+
+/// The PNG of variable `name` under `sel` (every dimension but two selects one index).
+pub fn render(reader: &StoreReader, name: &str, sel: &[DimSelection]) -> Result<Vec<u8>, ApiError> {
+    let m = reader.manifest();
+    let (_, var) = m.variable(name)?;
+    reader.check_selection(name, sel)?;
+    let wide: Vec<usize> = (0..sel.len()).filter(|&d| sel[d].count() > 1).collect();
+    if wide.len() != 2 {
+        return Err(ApiError::bad_request(format!(
+            "a quick look shows two dimensions: select one index on every other dimension of '{name}' {:?} \
+             (e.g. isel=time=0)",
+            var.dims
+        )));
+    }
+    // Stride the two wide dimensions down to at most MAX_SIDE elements each.
+    let mut sel = sel.to_vec();
+    for &d in &wide {
+        let s = &mut sel[d];
+        let factor = s.count().div_ceil(MAX_SIDE);
+        s.step *= factor;
+    }
+    let (ny, nx) = (sel[wide[0]].count() as usize, sel[wide[1]].count() as usize);
+    let mut raw = vec![0u8; ny * nx * var.dtype.size()];
+    reader.read_into(name, &sel, &mut raw)?;
+    let missing = var.missing_values();
+    let packing = strata_core::constraint::packing(m, name)?;
+    let values: Vec<f64> = var
+        .dtype
+        .to_f64s(&raw)
+        .into_iter()
+        .map(|v| if v.is_nan() || missing.contains(&v) { f64::NAN } else { packing.map_or(v, |(s, o)| v * s + o) })
+        .collect();
+    let (lo, hi) = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+    // North up: flip when the first wide axis has an increasing 1-D coordinate.
+    let flip = increasing(reader, &var.dims[wide[0]]);
+    let scale = MIN_WIDTH.div_ceil(nx).max(1);
+    let (w, h_img) = (nx * scale, ny * scale);
+    let h = h_img + MARGIN + BAR + MARGIN + 5 * 2 + MARGIN;
+    let mut img = vec![255u8; w * h * 3];
+    for y in 0..h_img {
+        let row = if flip { ny - 1 - y / scale } else { y / scale };
+        for x in 0..w {
+            let v = values[row * nx + x / scale];
+            let c =
+                if v.is_finite() { colour(if hi > lo { (v - lo) / (hi - lo) } else { 0.5 }) } else { [160, 160, 160] };
+            img[(y * w + x) * 3..(y * w + x) * 3 + 3].copy_from_slice(&c);
+        }
+    }
+    let bar_top = h_img + MARGIN;
+    for y in bar_top..bar_top + BAR {
+        for x in 0..w {
+            let c = colour(x as f64 / (w.max(2) - 1) as f64);
+            img[(y * w + x) * 3..(y * w + x) * 3 + 3].copy_from_slice(&c);
+        }
+    }
+    if lo.is_finite() {
+        let text_y = bar_top + BAR + MARGIN;
+        draw_text(&mut img, w, 2, text_y, &label(lo));
+        let mid = label((lo + hi) / 2.0);
+        draw_text(&mut img, w, w / 2 - text_width(&mid) / 2, text_y, &mid);
+        let top = label(hi);
+        draw_text(&mut img, w, w.saturating_sub(text_width(&top) + 2), text_y, &top);
+    }
+    Ok(png(w, h, &img))
+}
+
+fn increasing(reader: &StoreReader, dim: &str) -> bool {
+    let m = reader.manifest();
+    let Ok((_, c)) = m.variable(dim) else { return false };
+    if c.dims.len() != 1 || c.chunking.is_none() || c.dtype.num_type().is_none() {
+        return false;
+    }
+    let n = m.shape(c)[0];
+    if n < 2 {
+        return false;
+    }
+    let mut buf = vec![0u8; 2 * c.dtype.size()];
+    let sel = [DimSelection { start: 0, stop: n, step: n - 1 }];
+    reader.read_into(dim, &sel, &mut buf).is_ok() && {
+        let v = c.dtype.to_f64s(&buf);
+        v[1] > v[0]
+    }
+}
+
+fn label(v: f64) -> String {
+    let a = v.abs();
+    if a != 0.0 && !(1e-3..1e5).contains(&a) {
+        format!("{v:.2e}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A perceptually ordered scale (dark blue, teal, green, yellow), interpolated.
+fn colour(t: f64) -> [u8; 3] {
+    const STOPS: [[f64; 3]; 5] =
+        [[68.0, 1.0, 84.0], [59.0, 82.0, 139.0], [33.0, 145.0, 140.0], [94.0, 201.0, 98.0], [253.0, 231.0, 37.0]];
+    let t = t.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
+    let i = (t.floor() as usize).min(STOPS.len() - 2);
+    let f = t - i as f64;
+    let mix = |k: usize| (STOPS[i][k] + (STOPS[i + 1][k] - STOPS[i][k]) * f).round() as u8;
+    [mix(0), mix(1), mix(2)]
+}
+
+/// 3x5 glyphs for the characters numbers are written with.
+fn glyph(c: char) -> [u8; 5] {
+    match c {
+        '0' => [7, 5, 5, 5, 7],
+        '1' => [2, 6, 2, 2, 7],
+        '2' => [7, 1, 7, 4, 7],
+        '3' => [7, 1, 7, 1, 7],
+        '4' => [5, 5, 7, 1, 1],
+        '5' => [7, 4, 7, 1, 7],
+        '6' => [7, 4, 7, 5, 7],
+        '7' => [7, 1, 1, 1, 1],
+        '8' => [7, 5, 7, 5, 7],
+        '9' => [7, 5, 7, 1, 7],
+        '-' => [0, 0, 7, 0, 0],
+        '+' => [0, 2, 7, 2, 0],
+        '.' => [0, 0, 0, 0, 2],
+        'e' => [0, 7, 7, 4, 7],
+        _ => [0; 5],
+    }
+}
+
+const PX: usize = 2;
+
+fn text_width(s: &str) -> usize {
+    s.chars().count() * 4 * PX
+}
+
+fn draw_text(img: &mut [u8], w: usize, x0: usize, y0: usize, s: &str) {
+    let h = img.len() / 3 / w;
+    for (i, c) in s.chars().enumerate() {
+        let g = glyph(c);
+        for (row, bits) in g.iter().enumerate() {
+            for col in 0..3 {
+                if bits & (4 >> col) == 0 {
+                    continue;
+                }
+                for dy in 0..PX {
+                    for dx in 0..PX {
+                        let (x, y) = (x0 + (i * 4 + col) * PX + dx, y0 + row * PX + dy);
+                        if x < w && y < h {
+                            img[(y * w + x) * 3..(y * w + x) * 3 + 3].copy_from_slice(&[0, 0, 0]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut c = 0xFFFF_FFFFu32;
+    for &b in data {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+        }
+    }
+    !c
+}
+
+/// An RGB image as PNG. The pixels go in stored (uncompressed) deflate blocks: a quick
+/// look is small, and no deflate library is needed.
+fn png(w: usize, h: usize, rgb: &[u8]) -> Vec<u8> {
+    let mut raw = Vec::with_capacity(h * (w * 3 + 1));
+    for row in rgb.chunks(w * 3) {
+        raw.push(0);
+        raw.extend_from_slice(row);
+    }
+    let mut z = vec![0x78, 0x01];
+    let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
+    for (i, b) in blocks.iter().enumerate() {
+        z.push(u8::from(i + 1 == blocks.len()));
+        let n = b.len() as u16;
+        z.extend_from_slice(&n.to_le_bytes());
+        z.extend_from_slice(&(!n).to_le_bytes());
+        z.extend_from_slice(b);
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &x in &raw {
+        a = (a + u32::from(x)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    z.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut chunk = |kind: &[u8; 4], data: &[u8]| {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&crc32(&body).to_be_bytes());
+    };
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&(w as u32).to_be_bytes());
+    ihdr.extend_from_slice(&(h as u32).to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    chunk(b"IHDR", &ihdr);
+    chunk(b"IDAT", &z);
+    chunk(b"IEND", &[]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc_and_colours() {
+        assert_eq!(crc32(b"IEND"), 0xAE42_6082);
+        assert_eq!(colour(0.0), [68, 1, 84]);
+        assert_eq!(colour(1.0), [253, 231, 37]);
+        assert_eq!(label(-1.8), "-1.80");
+        assert_eq!(label(123456.0), "1.23e5");
+    }
+}

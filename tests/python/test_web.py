@@ -1,0 +1,89 @@
+"""The server's web page in headless Chromium (Debian's chromium and chromedriver, driven by
+selenium; no browser is downloaded): it loads, lists the datasets, draws the histograms and
+the quick look, runs a query whose count equals NumPy's, previews rows, and a screenshot is
+kept as a test artifact."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import netCDF4
+import numpy as np
+import pytest
+
+import strata
+from conftest import DATA, ROOT, needs_data, start_server
+
+pytestmark = needs_data
+ERSST = "ersst_v3b_1960-2016_concat.nc"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def page_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("web")
+    strata.import_file(DATA / ERSST, root / "ersst", layout="V-S", bins=8)
+    proc, base = start_server(root, root.parent / "web-server.log")
+    yield base
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver_path, "Debian's chromium and chromium-driver are installed by make setup"
+    os.environ["SE_OFFLINE"] = "true"  # selenium must not fetch a browser or a driver
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1400"):
+        opts.add_argument(a)
+    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
+    yield driver
+    driver.quit()
+
+
+def test_web_page_runs_a_query(page_server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 30)
+    browser.get(f"{page_server}/#ersst")
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "svg[data-variable='sst']")))
+    assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "nav a")] == ["ersst"]
+    wait.until(
+        lambda d: d.execute_script(
+            "const i = document.getElementById('quicklook'); return i.complete && i.naturalWidth"
+        )
+    )
+    assert browser.execute_script("return document.getElementById('quicklook').naturalWidth") >= 480
+
+    browser.find_element(By.ID, "where").send_keys("sst > 28")
+    browser.find_element(By.ID, "isel").send_keys("time=0:12")
+    browser.find_element(By.ID, "run").click()
+    count = wait.until(ec.presence_of_element_located((By.ID, "count-value")))
+    with netCDF4.Dataset(DATA / ERSST) as nc:
+        sst = nc["sst"][:12].filled(np.nan)
+    assert int(count.text) == int(np.count_nonzero(sst > 28))
+    table = wait.until(ec.presence_of_element_located((By.ID, "preview-table")))
+    rows = table.find_elements(By.TAG_NAME, "tr")
+    assert len(rows) == 21 and [c.text for c in rows[0].find_elements(By.TAG_NAME, "th")] == [
+        "time",
+        "lat",
+        "lon",
+        "sst",
+    ]
+    assert all(float(r.find_elements(By.TAG_NAME, "td")[3].text) > 28 for r in rows[1:])
+    assert "output=points" in browser.find_element(By.ID, "download").get_attribute("href")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(ARTIFACTS / "web_page.png"))
+
+    browser.find_element(By.ID, "where").clear()
+    browser.find_element(By.ID, "where").send_keys("sst >")
+    browser.find_element(By.ID, "run").click()
+    wait.until(lambda d: d.find_element(By.ID, "error").text)
