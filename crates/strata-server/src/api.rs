@@ -3,8 +3,8 @@
 use crate::encode::{Encoder, Format};
 use crate::pieces::{boxes, streamed, streamed_encoded, Encoding};
 use crate::{ApiError, State};
-use arrow::array::{ArrayRef, Float64Array, UInt64Array};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::{ArrayRef, UInt64Array};
+use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use axum::extract::{Path, Query as QueryParams, State as AxState};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -343,7 +343,9 @@ async fn run_query(
 struct Columns {
     schema: SchemaRef,
     shape: Vec<u64>,
-    coords: Vec<Option<Vec<f64>>>,
+    /// Each dimension's column along it (SQL's: coordinates, CF times as timestamps, or
+    /// the index), picked per point.
+    coords: Vec<ArrayRef>,
     variables: Vec<(DType, Vec<f64>)>,
     row_bytes: usize,
 }
@@ -354,21 +356,9 @@ impl Columns {
         let mut fields = Vec::new();
         let mut coords = Vec::new();
         for (d, dim) in dims.iter().enumerate() {
-            let coord = m.variable(dim).ok().map(|(_, v)| v).filter(|v| {
-                v.dims.len() == 1 && v.dims[0] == *dim && v.chunking.is_some() && v.dtype.num_type().is_some()
-            });
-            match coord {
-                Some(v) => {
-                    let mut buf = vec![0u8; shape[d] as usize * v.dtype.size()];
-                    reader.read_into(dim, &[DimSelection { start: 0, stop: shape[d], step: 1 }], &mut buf)?;
-                    coords.push(Some(v.dtype.to_f64s(&buf)));
-                    fields.push(Field::new(dim, DataType::Float64, false));
-                }
-                None => {
-                    coords.push(None);
-                    fields.push(Field::new(dim, DataType::UInt64, false));
-                }
-            }
+            let column = strata_sql::table::coordinate_column(reader, dim, shape[d])?;
+            fields.push(Field::new(dim, column.data_type().clone(), false));
+            coords.push(column);
         }
         let mut variables = Vec::new();
         let mut row_bytes = 8 * dims.len();
@@ -385,18 +375,16 @@ impl Columns {
 
     fn batch(&self, answer: &strata_core::Answer) -> Result<RecordBatch, ApiError> {
         let flat = &answer.selection.flat;
+        let failed = |e: arrow::error::ArrowError| ApiError::internal(format!("a result batch: {e}"));
         let mut arrays: Vec<ArrayRef> = Vec::new();
-        for (d, coord) in self.coords.iter().enumerate() {
-            arrays.push(match coord {
-                Some(values) => Arc::new(Float64Array::from(strata_core::points::pick(values, d, &self.shape, flat))),
-                None => Arc::new(UInt64Array::from(strata_core::points::axis_indices(d, &self.shape, flat))),
-            });
+        for (d, column) in self.coords.iter().enumerate() {
+            let at = UInt64Array::from(strata_core::points::axis_indices(d, &self.shape, flat));
+            arrays.push(arrow::compute::take(column.as_ref(), &at, None).map_err(failed)?);
         }
         for ((dtype, missing), raw) in self.variables.iter().zip(&answer.columns) {
             arrays.push(strata_sql::column_array(*dtype, raw.clone(), missing)?);
         }
-        RecordBatch::try_new(self.schema.clone(), arrays)
-            .map_err(|e| ApiError::internal(format!("a result batch: {e}")))
+        RecordBatch::try_new(self.schema.clone(), arrays).map_err(failed)
     }
 }
 

@@ -132,6 +132,13 @@ pub fn arrow_type(dtype: DType) -> Option<DataType> {
     })
 }
 
+/// The column of dimension `dim` (length `len`): its 1-D coordinate's values, CF times as
+/// timestamps (standard calendars), or the index when there is no coordinate. SQL's tables
+/// and the server's points both take their dimension columns from here.
+pub fn coordinate_column(reader: &StoreReader, dim: &str, len: u64) -> Result<ArrayRef> {
+    Ok(read_coord(reader, dim, len)?.array)
+}
+
 fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     let m = reader.manifest();
     let var = m.variables.iter().find(|v| v.name == dim && v.dims.len() == 1 && v.dims[0] == dim);
