@@ -27,12 +27,16 @@ fn base() -> &'static (Vec<(String, Vec<u8>)>, Vec<u8>) {
             inline_strings: None,
         };
         let schema = DatasetSchema {
-            dims: vec![Dim { name: "t".into(), size: T, unlimited: true }, Dim { name: "x".into(), size: X, unlimited: false }],
+            dims: vec![
+                Dim { name: "t".into(), size: T, unlimited: true },
+                Dim { name: "x".into(), size: X, unlimited: false },
+            ],
             record_dim: Some("t".into()),
             attrs: vec![],
             variables: vec![var("v", &["t", "x"]), var("x", &["x"])],
         };
-        let options = WriterOptions { slab_records: Some(3), layout: Some("V-S".into()), bins: Some(4), ..Default::default() };
+        let options =
+            WriterOptions { slab_records: Some(3), layout: Some("V-S".into()), bins: Some(4), ..Default::default() };
         let mut w = StoreWriter::create(store.clone(), schema, &options).expect("create");
         w.put_static("x", &(0..X).flat_map(|i| (i as f32).to_le_bytes()).collect::<Vec<u8>>()).expect("static");
         let values: Vec<u8> = (0..T * X).flat_map(|i| ((i * 37 % 101) as f32 * 0.5).to_le_bytes()).collect();

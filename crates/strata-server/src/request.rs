@@ -14,32 +14,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// `%XX` escapes decoded.
-pub(crate) fn percent_decode(s: &str) -> Result<String, ApiError> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-            match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                Some(v) => {
-                    out.push(v);
-                    i += 3;
-                    continue;
-                }
-                None => return Err(ApiError::bad_request("a '%' not followed by two hex digits")),
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8(out).map_err(|_| ApiError::bad_request("the request is not UTF-8 once decoded"))
-}
-
 /// The dataset a request path addresses, if any.
 fn dataset_of(path: &str) -> Option<String> {
-    let path = percent_decode(path).ok()?;
+    let path = strata_dap::percent_decode(path).ok()?;
     for prefix in ["/api/schema/", "/api/query/", "/api/sql/", "/api/subset/", "/api/quicklook/"] {
         if let Some(name) = path.strip_prefix(prefix) {
             return Some(name.to_string());

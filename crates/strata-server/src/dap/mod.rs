@@ -13,7 +13,6 @@
 //! Which elements hold is answered by the engine's query (from the value index where it
 //! can), piece by piece.
 
-mod ce;
 mod text;
 mod types;
 
@@ -91,7 +90,7 @@ async fn answer(state: State, path: &str, query: &str) -> Result<Response, ApiEr
     if kind == Kind::Das {
         return Ok(text_response(text::das(m, &served), "dods-das"));
     }
-    let ce = ce::parse(query)?;
+    let ce = strata_dap::parse(query).map_err(ApiError::bad_request)?;
     let parts = plan(m, &served, &ce)?;
     let dds = text::dds(dataset, &parts.iter().map(|p| p.shape.clone()).collect::<Vec<_>>());
     match kind {
@@ -182,9 +181,9 @@ fn fill_of(m: &Manifest, name: &str) -> Result<Vec<u8>, ApiError> {
     })
 }
 
-fn plan(m: &Manifest, served: &[String], ce: &ce::Constraint) -> Result<Vec<Part>, ApiError> {
-    let projections: Vec<ce::Projection> = if ce.projections.is_empty() {
-        served.iter().map(|n| ce::Projection { name: n.clone(), slabs: vec![] }).collect()
+fn plan(m: &Manifest, served: &[String], ce: &strata_dap::Constraint) -> Result<Vec<Part>, ApiError> {
+    let projections: Vec<strata_dap::Projection> = if ce.projections.is_empty() {
+        served.iter().map(|n| strata_dap::Projection { name: n.clone(), slabs: vec![] }).collect()
     } else {
         ce.projections.clone()
     };

@@ -1,15 +1,14 @@
-//! DAP2 constraint expressions: `proj1,proj2&sel1&sel2`.
+//! OPeNDAP DAP2 constraint expressions, `proj1,proj2&sel1&sel2`, as strata's server takes
+//! them. Kept apart from the server so they are fuzzed on their own.
 //!
 //! A projection names a variable, optionally with one hyperslab per dimension: `[i]`,
 //! `[start:stop]` or `[start:stride:stop]`, `stop` inclusive. `grid.array` is accepted as
 //! `array` (clients written for THREDDS' grids send it). A selection compares a variable
 //! with a number (`sst>25`, `25<sst`, `=`, `!=`, `<`, `<=`, `>`, `>=`); selections are
-//! ANDed. strata applies them to arrays: see `dods` for what a selection returns.
-
-use crate::ApiError;
+//! ANDed. strata applies them to arrays (docs/server.md says how).
 
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Hyperslab {
+pub struct Hyperslab {
     pub start: u64,
     pub stride: u64,
     /// Inclusive, as DAP2 writes it.
@@ -17,13 +16,13 @@ pub(crate) struct Hyperslab {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Projection {
+pub struct Projection {
     pub name: String,
     pub slabs: Vec<Hyperslab>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Clause {
+pub struct Clause {
     pub name: String,
     /// Operator with the variable on the left (`25<sst` becomes `sst>25`).
     pub op: &'static str,
@@ -31,17 +30,20 @@ pub(crate) struct Clause {
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Constraint {
+pub struct Constraint {
     pub projections: Vec<Projection>,
     pub selections: Vec<Clause>,
 }
 
-fn bad(msg: impl Into<String>) -> ApiError {
-    ApiError::bad_request(format!("constraint expression: {}", msg.into()))
+/// Why an expression is not one: a message for the person who wrote it.
+pub type Error = String;
+
+fn bad(msg: impl Into<String>) -> Error {
+    format!("constraint expression: {}", msg.into())
 }
 
-pub(crate) fn parse(raw_query: &str) -> Result<Constraint, ApiError> {
-    let text = crate::request::percent_decode(raw_query).map_err(|e| bad(e.message))?;
+pub fn parse(raw_query: &str) -> Result<Constraint, Error> {
+    let text = percent_decode(raw_query).map_err(bad)?;
     if text.len() > 64 * 1024 {
         return Err(bad("longer than 64 KiB"));
     }
@@ -74,14 +76,18 @@ fn valid_name(name: &str) -> bool {
 
 /// `a.b` addresses field `b` of grid `a`; strata serves arrays, so `a.a` (what a grid-aware
 /// client asks for) means `a`.
-fn plain_name(name: &str) -> Result<String, ApiError> {
-    match name.rsplit_once('.') {
-        Some((parent, field)) if parent.rsplit('.').next() == Some(field) => Ok(field.to_string()),
-        _ => Ok(name.to_string()),
+fn plain_name(name: &str) -> Result<String, Error> {
+    let plain = match name.rsplit_once('.') {
+        Some((parent, field)) if !field.is_empty() && parent.rsplit('.').next() == Some(field) => field,
+        _ => name,
+    };
+    if plain.trim_matches('.').is_empty() {
+        return Err(bad(format!("'{name}' is not a variable name")));
     }
+    Ok(plain.to_string())
 }
 
-fn projection(item: &str) -> Result<Projection, ApiError> {
+fn projection(item: &str) -> Result<Projection, Error> {
     let (name, mut rest) = match item.find('[') {
         Some(i) => (&item[..i], &item[i..]),
         None => (item, ""),
@@ -120,7 +126,7 @@ fn projection(item: &str) -> Result<Projection, ApiError> {
     Ok(Projection { name: plain_name(name)?, slabs })
 }
 
-fn clause(text: &str) -> Result<Clause, ApiError> {
+fn clause(text: &str) -> Result<Clause, Error> {
     const OPS: [&str; 7] = ["!=", "<=", ">=", "=~", "=", "<", ">"];
     let (at, op) = OPS
         .iter()
@@ -153,6 +159,39 @@ fn flip(op: &'static str) -> &'static str {
     }
 }
 
+/// A name as a constraint carries it: bytes other than letters, digits, `_` and `-`
+/// `%XX`-escaped, so that [`parse`] reads it back whatever it holds.
+pub fn escape_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl std::fmt::Display for Constraint {
+    /// The expression in DAP2's syntax; [`parse`] reads it back to an equal constraint.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, p) in self.projections.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(&escape_name(&p.name))?;
+            for h in &p.slabs {
+                write!(f, "[{}:{}:{}]", h.start, h.stride, h.stop)?;
+            }
+        }
+        for c in &self.selections {
+            write!(f, "&{}{}{:?}", escape_name(&c.name), c.op, c.value)?;
+        }
+        Ok(())
+    }
+}
+
 impl Clause {
     /// The clause in the engine's constraint grammar (`strata_core::constraint`).
     pub fn engine_text(&self) -> String {
@@ -160,6 +199,29 @@ impl Clause {
         let op = if self.op == "=" { "==" } else { self.op };
         format!("\"{name}\" {op} {:?}", self.value)
     }
+}
+
+/// `%XX` escapes decoded.
+pub fn percent_decode(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+            match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                Some(v) => {
+                    out.push(v);
+                    i += 3;
+                    continue;
+                }
+                None => return Err("a '%' not followed by two hex digits".into()),
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| "not UTF-8 once decoded".to_string())
 }
 
 #[cfg(test)]
@@ -193,8 +255,28 @@ mod tests {
     }
 
     #[test]
+    fn a_constraint_reads_back_from_its_text() {
+        for text in ["sst[0:1:2][3][4:5],lat&sst>25&10.5<=sst", "a%20b[1]&a%20b!=-0.5", "x.x[2]&y=1e300", "&t<3"] {
+            let ce = parse(text).unwrap_or_default();
+            assert_eq!(parse(&ce.to_string()), Ok(ce.clone()), "{text} -> {ce}");
+        }
+    }
+
+    #[test]
     fn malformed_expressions_are_errors() {
-        for bad in ["sst[1", "sst[a]", "sst[3:1]", "sst[0:0:4]", "f(x)", "sst&sst", "sst&a>b", "sst&x=~\"a\"", "%zz"] {
+        for bad in [
+            ".",
+            "..&x>1",
+            "sst[1",
+            "sst[a]",
+            "sst[3:1]",
+            "sst[0:0:4]",
+            "f(x)",
+            "sst&sst",
+            "sst&a>b",
+            "sst&x=~\"a\"",
+            "%zz",
+        ] {
             assert!(parse(bad).is_err(), "{bad} accepted");
         }
     }
