@@ -389,6 +389,18 @@ def test_remote_dataset_runs_at_the_server(served, source, tmp_path):
     lat = source["lat"]
     rows = (lat >= -20) & (lat <= 20)
     assert len(frame) == int((sst[:, rows] > 31).sum())
+    # Four parts over four connections: the same rows, in the same order.
+    parts = ds.query("sst > 29", streams=4)
+    assert parts.equals(ds.query("sst > 29"))
+    sizes = [
+        len(
+            pa.ipc.open_stream(
+                io.BytesIO(get(f"{base}/api/query/ersst?where=sst%3E29&output=positions&parts=4&part={i}")[2])
+            ).read_all()
+        )
+        for i in range(4)
+    ]
+    assert sum(sizes) == len(parts) and min(sizes) > len(parts) / 8  # balanced by the planner's estimate
     x = ds.sel(time=slice("1999-01", "1999-12"), lat=slice(0, 10))
     ref = strata.open(str(served[1] / "ersst")).to_xarray() if hasattr(strata.Dataset, "to_xarray") else None
     assert x["sst"].shape == (12, 6, 180)
@@ -496,3 +508,20 @@ def test_quicklook_png_from_the_server_and_the_command_line(served, source, tmp_
     assert out.read_bytes() == body
     status, _, body = get(f"{base}/api/quicklook/ersst?var=sst")
     assert status == 400 and "two dimensions" in json.loads(body)["error"]["message"]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from(["query", "subset", "quicklook", "sql", "schema"]),
+    st.dictionaries(
+        st.sampled_from(["where", "isel", "output", "vars", "var", "format", "parts", "part", "limit", "q", "x"]),
+        st.text(alphabet="sstlatimeon=:,<>!&()0123456789.-%\"' ", max_size=30),
+        max_size=4,
+    ),
+)
+def test_hostile_api_requests_never_break_the_server(served, route, params):
+    base, _ = served
+    status, _, body = get(f"{base}/api/{route}/ersst?" + urllib.parse.urlencode(params))
+    assert status in (200, 206, 400, 404, 413, 416), (route, params, status, body)
+    if status != 200 and status != 206:
+        assert json.loads(body)["error"]["message"]

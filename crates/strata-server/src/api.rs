@@ -16,6 +16,25 @@ use std::sync::Arc;
 use strata_core::session::parse_method;
 use strata_core::{DType, DimSelection, Output, Query, StoreReader};
 
+/// URL parameters, with a malformed one answered as our JSON error (axum's own rejection is
+/// plain text).
+pub(crate) struct Params<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Params<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, ApiError> {
+        match QueryParams::<T>::from_request_parts(parts, state).await {
+            Ok(QueryParams(v)) => Ok(Params(v)),
+            Err(e) => Err(ApiError::bad_request(e.body_text())),
+        }
+    }
+}
+
 /// Runs blocking engine work off the async threads.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f).await.map_err(ApiError::internal)?
@@ -120,13 +139,17 @@ pub(crate) struct QueryRequest {
     pub format: Option<String>,
     /// At most this many rows of positions or points (a preview).
     pub limit: Option<u64>,
+    /// Answer part `part` (from 0) of `parts`: the region cut along its first dimension into
+    /// parts of about equal estimated result size, for fetching over several connections.
+    pub parts: Option<u64>,
+    pub part: Option<u64>,
 }
 
 pub(crate) async fn query_get(
     state: AxState<State>,
     name: Path<String>,
     headers: HeaderMap,
-    QueryParams(req): QueryParams<QueryRequest>,
+    Params(req): Params<QueryRequest>,
 ) -> Result<Response, ApiError> {
     run_query(state, name, req, Encoding::negotiate(&headers)).await
 }
@@ -271,6 +294,11 @@ async fn run_query(
 ) -> Result<Response, ApiError> {
     let format = Format::parse(req.format.as_deref())?;
     let limit = req.limit;
+    let split = match (req.parts, req.part) {
+        (None, None) => None,
+        (Some(n), Some(i)) if n > 0 && i < n => Some((n, i)),
+        _ => return Err(ApiError::bad_request("parts=N&part=i needs both, with 0 <= i < N")),
+    };
     let (reader, query, dims, shape) = blocking({
         let state = state.clone();
         move || {
@@ -292,9 +320,14 @@ async fn run_query(
         .into_response());
     }
     let columns = Columns::new(&reader, &query, &dims, &shape)?;
-    let estimate = blocking({
-        let (state, reader, query) = (state.clone(), reader.clone(), query.clone());
-        move || Ok(state.session.plan(&reader, &query)?.selected())
+    let (query, estimate) = blocking({
+        let (state, reader) = (state.clone(), reader.clone());
+        move || {
+            let plan = state.session.plan(&reader, &query)?;
+            let Some((n, i)) = split else { return Ok((query.clone(), plan.selected())) };
+            let (region, share) = part_region(reader.manifest(), &plan, &dims, &query.region, n, i);
+            Ok((Query { region, ..query }, plan.selected() * share))
+        }
     })
     .await?;
     let bytes = estimate.min(limit.map_or(f64::INFINITY, |l| l as f64)) * columns.row_bytes as f64;
@@ -336,6 +369,59 @@ async fn run_query(
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
     encoding.label(&mut r);
     Ok(r)
+}
+
+/// Part `i` of `n` of `region`: a range of its first dimension holding about 1/n of the
+/// estimated result. Along the record dimension each slab's estimate (the planner's) is
+/// spread over its records; elsewhere every index weighs the same. Returns the region and
+/// the part's share of the estimate.
+fn part_region(
+    m: &strata_core::Manifest,
+    plan: &strata_core::planner::QueryPlan,
+    dims: &[String],
+    region: &[DimSelection],
+    n: u64,
+    i: u64,
+) -> (Vec<DimSelection>, f64) {
+    let Some(&s0) = region.first() else { return (region.to_vec(), 1.0) };
+    let count = s0.count() as usize;
+    let mut weight = vec![0f64; count];
+    if m.record_dim.as_deref() == dims.first().map(String::as_str) {
+        for sp in &plan.slabs {
+            let Some([start, len]) = m.slabs.get(sp.slab).and_then(|s| s.records) else { continue };
+            let ks: Vec<usize> =
+                (0..count).filter(|&k| (start..start + len).contains(&(s0.start + k as u64 * s0.step))).collect();
+            for &k in &ks {
+                weight[k] += sp.selected / ks.len() as f64;
+            }
+        }
+    }
+    if weight.iter().sum::<f64>() <= 0.0 {
+        weight.iter_mut().for_each(|w| *w = 1.0);
+    }
+    let mut prefix = vec![0f64; count + 1];
+    for k in 0..count {
+        prefix[k + 1] = prefix[k] + weight[k];
+    }
+    let total = prefix[count];
+    let cut = |j: u64| -> usize {
+        if j == 0 {
+            0
+        } else if j >= n {
+            count
+        } else {
+            prefix.iter().position(|&p| p >= total * j as f64 / n as f64).unwrap_or(count).min(count)
+        }
+    };
+    let (lo, hi) = (cut(i), cut(i + 1).max(cut(i)));
+    let mut out = region.to_vec();
+    let start = s0.start + lo as u64 * s0.step;
+    out[0] = DimSelection {
+        start,
+        stop: if hi > lo { s0.start + (hi as u64 - 1) * s0.step + 1 } else { start },
+        step: s0.step,
+    };
+    (out, if total > 0.0 { (prefix[hi] - prefix[lo]) / total } else { 0.0 })
 }
 
 /// How the rows of a positions or points answer become columns: one per dimension (the
@@ -401,7 +487,7 @@ pub(crate) async fn sql_get(
     state: AxState<State>,
     name: Path<String>,
     headers: HeaderMap,
-    QueryParams(req): QueryParams<SqlRequest>,
+    Params(req): Params<SqlRequest>,
 ) -> Result<Response, ApiError> {
     run_sql(state, name, req, Encoding::negotiate(&headers)).await
 }
@@ -496,7 +582,7 @@ pub(crate) async fn subset(
     AxState(state): AxState<State>,
     Path(name): Path<String>,
     headers: HeaderMap,
-    QueryParams(req): QueryParams<SubsetRequest>,
+    Params(req): Params<SubsetRequest>,
 ) -> Result<Response, ApiError> {
     let (parts, part) = (req.parts, req.part);
     let (reader, layout) = blocking({
@@ -591,7 +677,7 @@ pub(crate) struct QuicklookRequest {
 pub(crate) async fn quicklook(
     AxState(state): AxState<State>,
     Path(name): Path<String>,
-    QueryParams(req): QueryParams<QuicklookRequest>,
+    Params(req): Params<QuicklookRequest>,
 ) -> Result<Response, ApiError> {
     let png = blocking(move || {
         let reader = state.catalog.reader(&name)?;
