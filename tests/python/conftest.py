@@ -120,9 +120,9 @@ def start_server(root, log, *extra):
         )
     m = None
     for _ in range(300):
-        m = re.search(r"http://(127\.0\.0\.1:\d+)/", log.read_text())
+        m = re.search(r"(https?)://(127\.0\.0\.1:\d+)/", log.read_text())
         if m or proc.poll() is not None:
             break
         time.sleep(0.05)
     assert m, f"server did not start: {log.read_text()!r}"
-    return proc, f"http://{m.group(1)}"
+    return proc, f"{m.group(1)}://{m.group(2)}"

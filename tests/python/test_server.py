@@ -525,3 +525,56 @@ def test_hostile_api_requests_never_break_the_server(served, route, params):
     assert status in (200, 206, 400, 404, 413, 416), (route, params, status, body)
     if status != 200 and status != 206:
         assert json.loads(body)["error"]["message"]
+
+
+def test_https_with_a_certificate_from_the_config(served, tmp_path):
+    import ssl
+
+    _, root = served
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    cfg = tmp_path / "server.toml"
+    cfg.write_text(f'tls_cert = "{cert}"\ntls_key = "{key}"\n')
+    proc, base = start_server(root, tmp_path / "tls.log", "--config", str(cfg))
+    try:
+        assert base.startswith("https://")
+        ctx = ssl.create_default_context(cafile=str(cert))
+        with urllib.request.urlopen(f"{base}/api/query/ersst?where=sst%3E33", context=ctx, timeout=30) as r:
+            assert json.loads(r.read())["count"] > 0
+        with pytest.raises(urllib.error.URLError):  # a client that does not trust the certificate
+            urllib.request.urlopen(f"{base}/health", timeout=30)
+        plain = base.replace("https://", "http://")
+        with pytest.raises((urllib.error.URLError, ConnectionError, http_client_errors())):
+            urllib.request.urlopen(f"{plain}/health", timeout=30)
+        with urllib.request.urlopen(f"{base}/health", context=ctx, timeout=30) as r:
+            assert r.status == 200  # still serving after the failed handshakes
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def http_client_errors():
+    import http.client
+
+    return http.client.HTTPException

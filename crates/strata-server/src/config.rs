@@ -53,6 +53,9 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// By dataset name.
     pub datasets: BTreeMap<String, DatasetConfig>,
+    /// HTTPS: the certificate chain and the private key, PEM files (both, or neither).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 }
 
 /// The file's form: every field optional.
@@ -66,6 +69,8 @@ struct FileConfig {
     limits: Limits,
     #[serde(default)]
     datasets: BTreeMap<String, DatasetConfig>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -80,6 +85,8 @@ impl ServerConfig {
             quiet: false,
             limits: Limits::default(),
             datasets: BTreeMap::new(),
+            tls_cert: None,
+            tls_key: None,
         }
     }
 
@@ -113,6 +120,11 @@ impl ServerConfig {
             }
         }
         self.datasets = file.datasets;
+        if file.tls_cert.is_some() != file.tls_key.is_some() {
+            return Err("TLS needs both tls_cert and tls_key".into());
+        }
+        self.tls_cert = file.tls_cert.map(|p| base.join(p));
+        self.tls_key = file.tls_key.map(|p| base.join(p));
         Ok(())
     }
 

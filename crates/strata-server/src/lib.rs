@@ -29,6 +29,7 @@ mod pieces;
 mod quicklook;
 mod request;
 mod schema;
+mod tls;
 
 pub use config::{DatasetConfig, Limits, ServerConfig};
 pub use error::ApiError;
@@ -82,10 +83,16 @@ fn router(state: State) -> Router {
 
 /// A server bound to its address, not yet answering: lets the caller learn the port
 /// (with `port = 0`) before serving.
-#[derive(Debug)]
 pub struct Bound {
     listener: tokio::net::TcpListener,
     state: State,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bound").field("listener", &self.listener).field("tls", &self.tls.is_some()).finish()
+    }
 }
 
 impl Bound {
@@ -98,6 +105,9 @@ impl Bound {
     pub async fn serve(self) -> std::io::Result<()> {
         let state = self.state.clone();
         let app = router(self.state);
+        if let Some(acceptor) = self.tls {
+            return tls::serve(self.listener, app, acceptor, shutdown(state.clone()), state).await;
+        }
         let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
         axum::serve(self.listener, app).with_graceful_shutdown(shutdown(state)).await
     }
@@ -106,6 +116,11 @@ impl Bound {
 /// Opens the catalog and the session, and binds the listener.
 pub async fn bind(config: ServerConfig) -> Result<Bound, ApiError> {
     let catalog = Catalog::new(&config.root)?;
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(c), Some(k)) => Some(tls::acceptor(c, k)?),
+        (None, None) => None,
+        _ => return Err(ApiError::startup("TLS needs both tls_cert and tls_key")),
+    };
     let session = Session::open_default().map_err(ApiError::from)?;
     let addr = format!("{}:{}", config.host, config.port);
     let listener = tokio::net::TcpListener::bind(&addr)
@@ -120,12 +135,12 @@ pub async fn bind(config: ServerConfig) -> Result<Bound, ApiError> {
         stop: tokio::sync::Notify::new(),
         in_flight: Default::default(),
     });
-    Ok(Bound { listener, state })
+    Ok(Bound { listener, state, tls })
 }
 
 /// Binds and serves on a runtime of its own (the command-line entry point). `ready` is told
-/// the bound address once the server listens.
-pub fn run(config: ServerConfig, ready: impl FnOnce(std::net::SocketAddr)) -> Result<(), ApiError> {
+/// the server's base URL (`http://127.0.0.1:PORT/`, or `https://...`) once it listens.
+pub fn run(config: ServerConfig, ready: impl FnOnce(String)) -> Result<(), ApiError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("strata-serve")
@@ -134,7 +149,7 @@ pub fn run(config: ServerConfig, ready: impl FnOnce(std::net::SocketAddr)) -> Re
     runtime.block_on(async move {
         let bound = bind(config).await?;
         let addr = bound.local_addr().map_err(|e| ApiError::startup(e.to_string()))?;
-        ready(addr);
+        ready(format!("{}://{addr}/", if bound.tls.is_some() { "https" } else { "http" }));
         bound.serve().await.map_err(|e| ApiError::startup(format!("server stopped: {e}")))
     })
 }

@@ -10,7 +10,7 @@ usage: strata-serve [DIR] [--config FILE] [--host H] [--port P] [--max-requests 
                     [--max-seconds S] [--quiet]
 
   DIR               directory holding stores (or one store); or `root` in the config file
-  --config FILE     server.toml: root, host, port, [limits], [datasets.NAME] token
+  --config FILE     server.toml: root, host, port, tls_cert/tls_key, [limits], [datasets.NAME] token
   --host H          address to listen on (default 127.0.0.1: this machine only)
   --port P          port (default 8470; 0 picks a free one, printed at start)
   --max-requests N  stop after answering N requests
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(config, |addr| eprintln!("strata serve: listening on http://{addr}/")) {
+    match run(config, |url| eprintln!("strata serve: listening on {url}")) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("strata-serve: {e}");
