@@ -578,3 +578,47 @@ def http_client_errors():
     import http.client
 
     return http.client.HTTPException
+
+
+def get_with_trailers(url: str) -> tuple[int, bytes, dict]:
+    """A GET asking for trailers (h11 over a socket: urllib drops them)."""
+    import socket
+
+    import h11
+
+    u = urllib.parse.urlsplit(url)
+    conn = h11.Connection(h11.CLIENT)
+    target = u.path + (f"?{u.query}" if u.query else "")
+    headers = [("Host", u.netloc), ("TE", "trailers"), ("Connection", "close")]
+    with socket.create_connection((u.hostname, u.port), timeout=60) as sock:
+        sock.sendall(conn.send(h11.Request(method="GET", target=target, headers=headers)))
+        sock.sendall(conn.send(h11.EndOfMessage()))
+        status, body = 0, bytearray()
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                conn.receive_data(sock.recv(1 << 16))
+            elif isinstance(ev, h11.Response):
+                status = ev.status_code
+            elif isinstance(ev, h11.Data):
+                body += ev.data
+            elif isinstance(ev, h11.EndOfMessage):
+                return status, bytes(body), {k.decode(): v.decode() for k, v in ev.headers}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/dap/ersst.dods?sst[0:20][0:88][0:179]",
+        "/api/query/ersst?where=sst%3E29&output=points",
+        "/api/sql/ersst?q=SELECT%20lat%2C%20count(*)%20AS%20n%20FROM%20ersst%20GROUP%20BY%20lat&format=csv",
+        "/api/subset/ersst?vars=sst&isel=time=0:30",
+    ],
+)
+def test_each_streamed_response_ends_with_its_digest(served, path):
+    import google_crc32c
+
+    base, _ = served
+    status, body, trailers = get_with_trailers(base + path)
+    assert status == 200 and len(body) > 1000
+    assert int(trailers["x-strata-crc32c"], 16) == google_crc32c.value(body)

@@ -585,6 +585,10 @@ pub(crate) async fn subset(
     Params(req): Params<SubsetRequest>,
 ) -> Result<Response, ApiError> {
     let (parts, part) = (req.parts, req.part);
+    let wants_trailers = headers
+        .get(header::TE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")));
     let (reader, layout) = blocking({
         let state = state.clone();
         move || {
@@ -618,7 +622,10 @@ pub(crate) async fn subset(
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-netcdf"));
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(hi - lo));
+    // A client asking for trailers gets the digest (chunked); others get the exact length.
+    if !wants_trailers {
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(hi - lo));
+    }
     if status == StatusCode::PARTIAL_CONTENT {
         if let Ok(v) = HeaderValue::from_str(&format!("bytes {lo}-{}/{total}", hi - 1)) {
             h.insert(header::CONTENT_RANGE, v);

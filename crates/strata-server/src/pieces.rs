@@ -63,7 +63,11 @@ pub(crate) fn boxes(sel: &[DimSelection], elem: usize, target: usize) -> Vec<Vec
 /// A response body fed by `produce` on a blocking thread: each call of `send` hands one
 /// chunk over, waiting while two are queued; it returns false once the client has gone, and
 /// the producer should stop. An error after the first byte can only cut the response short
-/// (the status is already sent): it is logged, and the body ends early.
+/// (the status is already sent): it is logged, and the body ends early, without its trailer.
+///
+/// A complete body ends with the trailer `x-strata-crc32c`, the CRC-32C of every byte sent
+/// (as sent, after any content encoding): a client that asked for trailers (`TE: trailers`)
+/// checks what it received.
 pub(crate) fn streamed<F>(produce: F) -> Body
 where
     F: FnOnce(&mut dyn FnMut(Bytes) -> bool) -> Result<(), crate::ApiError> + Send + 'static,
@@ -76,7 +80,50 @@ where
             let _ = tx.blocking_send(Err(std::io::Error::other(e.message)));
         }
     });
-    Body::from_stream(tokio_stream_from(rx))
+    Body::new(Digested { rx, crc: 0, done: false })
+}
+
+/// The trailer naming a body's CRC-32C.
+pub(crate) const DIGEST_TRAILER: &str = "x-strata-crc32c";
+
+struct Digested {
+    rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
+    crc: u32,
+    done: bool,
+}
+
+impl http_body::Body for Digested {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+        use std::task::Poll;
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(b))) => {
+                self.crc = crc32c::crc32c_append(self.crc, &b);
+                Poll::Ready(Some(Ok(http_body::Frame::data(b))))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                self.done = true;
+                Poll::Ready(Some(Err(e)))
+            }
+            Poll::Ready(None) => {
+                self.done = true;
+                let mut trailers = axum::http::HeaderMap::new();
+                if let Ok(v) = axum::http::HeaderValue::from_str(&format!("{:08x}", self.crc)) {
+                    trailers.insert(DIGEST_TRAILER, v);
+                }
+                Poll::Ready(Some(Ok(http_body::Frame::trailers(trailers))))
+            }
+        }
+    }
 }
 
 /// How a response body is encoded on the wire.
@@ -148,12 +195,6 @@ where
         }
         Ok(())
     })
-}
-
-fn tokio_stream_from<T: Send + 'static>(
-    mut rx: tokio::sync::mpsc::Receiver<T>,
-) -> impl futures::Stream<Item = T> + Send + 'static {
-    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use axum::extract::{ConnectInfo, Request, State as AxState};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
+use http_body::Body as _;
 use std::net::{IpAddr, SocketAddr};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
@@ -80,6 +81,33 @@ fn authorized(state: &State, path: &str, headers: &HeaderMap) -> Result<(), Box<
     Err(Box::new(r))
 }
 
+/// A body that holds its request's slot until it is dropped (frames, trailers included,
+/// pass through unchanged).
+struct Held {
+    body: Body,
+    _guard: InFlight,
+}
+
+impl http_body::Body for Held {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, axum::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// Counts a client's request in flight until the guard, moved into the response body, drops.
 struct InFlight {
     state: State,
@@ -107,6 +135,11 @@ pub(crate) async fn account(
     let started = Instant::now();
     let method = req.method().clone();
     let uri = req.uri().clone();
+    let wants_trailers = req
+        .headers()
+        .get(header::TE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")));
     let response = match admit(&state, peer.ip(), &req) {
         Err(r) => *r,
         Ok(guard) => {
@@ -116,12 +149,15 @@ pub(crate) async fn account(
                 Ok(Ok(r)) => {
                     // The body streams after this returns: the client's slot is held until
                     // the body is done.
-                    let (parts, body) = r.into_parts();
-                    let stream = body.into_data_stream().map(move |chunk| {
-                        let _held = &guard;
-                        chunk
-                    });
-                    Response::from_parts(parts, Body::from_stream(stream))
+                    let (mut parts, body) = r.into_parts();
+                    // Streamed bodies end with their digest (crate::pieces): announce it.
+                    if wants_trailers
+                        && !parts.headers.contains_key(header::CONTENT_LENGTH)
+                        && body.size_hint().exact().is_none()
+                    {
+                        parts.headers.insert(header::TRAILER, HeaderValue::from_static(crate::pieces::DIGEST_TRAILER));
+                    }
+                    Response::from_parts(parts, Body::new(Held { body, _guard: guard }))
                 }
                 Ok(Err(panic)) => {
                     let what = panic
