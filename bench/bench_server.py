@@ -566,8 +566,10 @@ def report(r) -> str:
     if errors:
         lines += [
             "",
-            "pydap's server failed every hyperslab here: its NetCDF handler raises `cannot reshape array of size "
-            "N into shape (684, 89, 180)` and the response ends short of its Content-Length, so netCDF-C prints "
+            "pydap's server failed every hyperslab here (also pydap 3.5.3, and with netCDF4 1.6.5 and NumPy 1.26): "
+            "its NetCDF handler reshapes a subset to the variable's whole shape, a known open bug (pydap/pydap#130 "
+            "since 2017, #184, #217), raising `cannot reshape array of size N into shape (684, 89, 180)`; the "
+            "response ends short of its Content-Length, so netCDF-C prints "
             "`DAP DATADDS packet is apparently too short` and returns values that are not the file's ("
             + "; ".join(f"`{e}`" for e in errors[:3])
             + ")"
