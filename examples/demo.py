@@ -121,6 +121,9 @@ def main() -> int:
             points = ["--output", "points", "--max-print", "10"]
             run([strata_cli, "query", str(binned), var.name, "--where", where, *points])
 
+    step("serve the stores over HTTP and OPeNDAP, subset at the server")
+    serve_demo(strata_cli, store, var)
+
     step("the same store through xarray (lazy)")
     xds = strata.open(store).to_xarray()
     print(xds)
@@ -128,6 +131,45 @@ def main() -> int:
     run([strata_cli, "log", str(store)])
     print(f"\nstore written to {store}")
     return 0
+
+
+def serve_demo(strata_cli: str, store: pathlib.Path, var) -> None:
+    """`strata serve` on a free loopback port (it stops by itself after a minute), read by
+    netCDF's own DAP client and by strata.remote."""
+    import re
+
+    import netCDF4
+
+    log = OUT / "serve.log"
+    with open(log, "w") as err:
+        cmd = [strata_cli, "serve", str(OUT), "--port", "0", "--max-seconds", "60", "--quiet"]
+        print("$ " + " ".join(cmd), flush=True)
+        proc = subprocess.Popen(cmd, stderr=err)
+    try:
+        m = None
+        for _ in range(200):
+            m = re.search(r"https?://127\.0\.0\.1:\d+", log.read_text())
+            if m or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not m:
+            print(f"the server did not start: {log.read_text()}")
+            return
+        base, name = m.group(0), store.name
+        print(f"listening on {base}/  (web page at {base}/, DAP2 at {base}/dap/{name})")
+        t0 = time.perf_counter()
+        with netCDF4.Dataset(f"{base}/dap/{name}") as nc:
+            key = tuple(slice(0, min(3, n)) for n in nc[var.name].shape)
+            got = nc[var.name][key]
+        print(
+            f"netCDF4 over DAP2: {var.name}{[f'0:{k.stop}' for k in key]} -> shape {got.shape} "
+            f"({(time.perf_counter() - t0) * 1e3:.0f} ms)"
+        )
+        remote = strata.remote.open(f"{base}/{name}")
+        print(f"strata.remote: {len(remote.variables)} variables, dims {remote.dims}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 if __name__ == "__main__":
