@@ -171,6 +171,13 @@ def test_query_count_and_points_equal_numpy(served, source):
     np.testing.assert_array_equal(table["time"].to_numpy(), np.datetime64("1960-01-01", "us") + days)
     np.testing.assert_array_equal(table["lat"].to_numpy(), source["lat"][5:80][la])
 
+    # The same rows as Parquet (a row group per piece).
+    import pyarrow.parquet as pq
+
+    status, headers, pq_body = get(f"{base}/api/query/ersst?{q}&format=parquet")
+    assert status == 200 and headers["content-type"] == "application/vnd.apache.parquet"
+    assert pq.read_table(io.BytesIO(pq_body)).equals(table)
+
     # Compressed on the wire when the client accepts it.
     status, headers, packed = get(f"{base}/api/query/ersst?{q}", headers={"Accept-Encoding": "zstd"})
     assert status == 200 and headers["content-encoding"] == "zstd" and len(packed) < len(body) / 2
