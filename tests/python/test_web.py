@@ -87,3 +87,22 @@ def test_web_page_runs_a_query(page_server, browser):
     browser.find_element(By.ID, "where").send_keys("sst >")
     browser.find_element(By.ID, "run").click()
     wait.until(lambda d: d.find_element(By.ID, "error").text)
+
+
+def test_dap_html_form_builds_a_constraint(page_server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{page_server}/dap/ersst.html")
+    browser.find_element(By.CSS_SELECTOR, "input[data-var='sst']").click()
+    for dim, value in (("time", "3:1:3"), ("lat", "40:1:41"), ("lon", "0:2:8")):
+        box = browser.find_element(By.CSS_SELECTOR, f"tr:first-child input[data-dim='{dim}']")
+        box.clear()
+        box.send_keys(value)
+    browser.find_element(By.ID, "ascii").click()
+    WebDriverWait(browser, 30).until(lambda d: "sst[1][2][5]" in d.find_element(By.TAG_NAME, "body").text)
+    rows = [r for r in browser.find_element(By.TAG_NAME, "body").text.splitlines() if r.startswith("[0][")]
+    got = np.array([[float(x) for x in r.split(", ")[1:]] for r in rows], dtype=np.float32)
+    with netCDF4.Dataset(DATA / ERSST) as nc:
+        nc.set_auto_mask(False)
+        np.testing.assert_array_equal(got, nc["sst"][3, 40:42, 0:9:2])

@@ -46,6 +46,7 @@ enum Kind {
     Das,
     Dods,
     Ascii,
+    Html,
 }
 
 pub(crate) async fn handle(
@@ -73,9 +74,11 @@ async fn answer(state: State, path: &str, query: &str) -> Result<Response, ApiEr
         Some((n, "das")) => (n, Kind::Das),
         Some((n, "dods")) => (n, Kind::Dods),
         Some((n, "ascii" | "asc")) => (n, Kind::Ascii),
+        Some((n, "html")) => (n, Kind::Html),
         _ => {
             return Err(ApiError::not_found(format!(
-                "'{path}': ask for NAME.dds, NAME.das, NAME.dods or NAME.ascii (GET /api/datasets lists the names)"
+                "'{path}': ask for NAME.dds, NAME.das, NAME.dods, NAME.ascii or NAME.html (GET /api/datasets lists \
+                 the names)"
             )))
         }
     };
@@ -89,6 +92,13 @@ async fn answer(state: State, path: &str, query: &str) -> Result<Response, ApiEr
     let served = served_variables(m);
     if kind == Kind::Das {
         return Ok(text_response(text::das(m, &served), "dods-das"));
+    }
+    if kind == Kind::Html {
+        let mut r = (StatusCode::OK, text::html_form(dataset, m, &served)).into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+        r.headers_mut().insert("content-description", HeaderValue::from_static("dods-form"));
+        server_headers(&mut r);
+        return Ok(r);
     }
     let ce = strata_dap::parse(query).map_err(ApiError::bad_request)?;
     let parts = plan(m, &served, &ce)?;
@@ -124,12 +134,12 @@ async fn answer(state: State, path: &str, query: &str) -> Result<Response, ApiEr
             server_headers(&mut r);
             Ok(r)
         }
-        Kind::Das => unreachable_das(),
+        Kind::Das | Kind::Html => unreachable_das(),
     }
 }
 
 fn unreachable_das() -> Result<Response, ApiError> {
-    Err(ApiError::internal("DAS answered above"))
+    Err(ApiError::internal("DAS and HTML are answered above"))
 }
 
 fn server_headers(r: &mut Response) {

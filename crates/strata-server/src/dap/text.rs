@@ -100,6 +100,65 @@ pub(crate) fn das(m: &Manifest, served: &[String]) -> String {
     s
 }
 
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// DAP2's `.html` form: the variables with their dimensions, a hyperslab box per
+/// dimension and a value selection box; it builds the constraint and opens the `.ascii` or
+/// `.dods` answer.
+pub(crate) fn html_form(dataset: &str, m: &Manifest, served: &[String]) -> String {
+    let mut rows = String::new();
+    for name in served {
+        let Ok((_, v)) = m.variable(name) else { continue };
+        let shape = m.shape(v);
+        let mut boxes = String::new();
+        for (d, n) in v.dims.iter().zip(&shape) {
+            let _ = write!(
+                boxes,
+                "[<input size=10 data-dim=\"{}\" value=\"0:1:{}\" title=\"{} (0..{})\">]",
+                html_escape(d),
+                n.saturating_sub(1),
+                html_escape(d),
+                n.saturating_sub(1)
+            );
+        }
+        let long = v.attrs.iter().find(|a| a.name == "long_name").and_then(|a| match &a.value {
+            AttrValue::String(s) => Some(s.clone()),
+            _ => None,
+        });
+        let _ = writeln!(
+            rows,
+            "<tr><td><label><input type=checkbox data-var=\"{}\"> <code>{}</code></label></td><td>{}</td>\
+             <td>{}</td></tr>",
+            html_escape(&ident(name)),
+            html_escape(name),
+            boxes,
+            html_escape(&long.unwrap_or_default())
+        );
+    }
+    format!(
+        "<!doctype html><html><head><meta charset=utf-8><title>{title} (DAP2)</title>\
+         <style>body{{font:14px system-ui,sans-serif;margin:20px}}td{{padding:2px 8px}}code,input{{font-family:monospace}}</style>\
+         </head><body><h2>{title}</h2><p>OPeNDAP DAP2 access: choose variables and hyperslabs \
+         (<code>start:stride:stop</code>, stop included), optionally a value selection \
+         (<code>sst&gt;25</code>: elements where it does not hold come back as the fill value).</p>\
+         <table>{rows}</table><p>selection <input id=sel size=30 placeholder=\"sst>25\"></p>\
+         <p><code id=ce></code></p><button id=ascii>get ASCII</button> <button id=dods>get binary (.dods)</button>\
+         <script>\
+         function ce(){{const p=[];document.querySelectorAll('input[data-var]').forEach(c=>{{if(!c.checked)return;\
+         const r=c.closest('tr');let s=c.dataset.var;r.querySelectorAll('input[data-dim]').forEach(i=>s+='['+i.value+']');p.push(s)}});\
+         const sel=document.getElementById('sel').value.trim();return p.join(',')+(sel?'&'+sel:'')}}\
+         document.querySelectorAll('input').forEach(i=>i.oninput=()=>document.getElementById('ce').textContent='?'+ce());\
+         document.getElementById('ascii').onclick=()=>location.href='{base}.ascii?'+encodeURIComponent(ce()).replace(/%2C/g,',').replace(/%5B/g,'[').replace(/%5D/g,']').replace(/%3A/g,':');\
+         document.getElementById('dods').onclick=()=>location.href='{base}.dods?'+encodeURIComponent(ce());\
+         </script></body></html>",
+        title = html_escape(dataset),
+        rows = rows,
+        base = html_escape(&ident(dataset)),
+    )
+}
+
 pub(crate) fn error(code: u16, message: &str) -> String {
     format!("Error {{\n    code = {code};\n    message = {};\n}};\n", quoted(message))
 }
