@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -629,3 +630,91 @@ def test_each_streamed_response_ends_with_its_digest(served, path):
     status, body, trailers = get_with_trailers(base + path)
     assert status == 200 and len(body) > 1000
     assert int(trailers["x-strata-crc32c"], 16) == google_crc32c.value(body)
+
+
+def _peak_rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line.split()[1] for line in f if line.startswith("VmHWM:"))) * 1024
+
+
+def test_server_memory_is_bounded_by_pieces_not_result_size(source, tmp_path):
+    """A 350 MB answer streams through a server whose peak memory grows less than half that."""
+    root = tmp_path / "big"
+    root.mkdir()
+    x4 = np.concatenate([source["sst"]] * 8)
+    strata.write_arrays(root / "x4", {"sst": (("time", "lat", "lon"), x4)}, record_dim="time")
+    proc, base = start_server(root, tmp_path / "big.log")
+    try:
+        assert get(f"{base}/dap/x4.dds")[0] == 200
+        before = _peak_rss(proc.pid)
+        for route in ("/dap/x4.dods?sst", "/api/subset/x4?vars=sst"):
+            total = 0
+            with urllib.request.urlopen(base + route, timeout=300) as r:
+                while chunk := r.read(1 << 20):
+                    total += len(chunk)
+            assert total > x4.nbytes
+        grown = _peak_rss(proc.pid) - before
+        print(f"server peak grew {grown / 2**20:.0f} MiB")
+        # Pieces of 4 MiB, two queued, plus the reader's 64 MiB cache of decoded segments:
+        # about 100 MiB here whatever the answer's size.
+        assert grown < x4.nbytes / 2, f"server grew {grown / 2**20:.0f} MiB for a {x4.nbytes / 2**20:.0f} MiB answer"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_appends_while_serving_show_whole_versions(served, tmp_path):
+    """The server answers from the newest committed version: during appends every answer is
+    one whole version (its time length is a version's, never in between)."""
+    import threading
+
+    base, root = served
+    src = tmp_path / "part.nc"
+    with netCDF4.Dataset(DATA / ERSST) as nc, netCDF4.Dataset(src, "w", format="NETCDF4") as out:
+        nc.set_auto_mask(False)
+        for d in ("lat", "lon"):
+            out.createDimension(d, nc.dimensions[d].size)
+            out.createVariable(d, nc[d].dtype, (d,))[:] = nc[d][:]
+        out.createDimension("time", None)
+        t = out.createVariable("time", nc["time"].dtype, ("time",))
+        t.units = nc["time"].units
+        t.calendar = getattr(nc["time"], "calendar", "standard")
+        v = out.createVariable("sst", "f4", ("time", "lat", "lon"), fill_value=np.float32(-999))
+        v.units = "degree_Celsius"
+        for a in ("pointwidth", "valid_min", "valid_max", "long_name", "standard_name"):
+            if a in nc["sst"].ncattrs():
+                v.setncattr(a, nc["sst"].getncattr(a))
+        last = nc["time"][-1]
+        t[:] = last + 31 * np.arange(1, 13)
+        v[:] = nc["sst"][-12:]
+    copy = root / "ocean" / "grow"
+    shutil.copytree(root / "ersst", copy)
+    try:
+        lengths, stop, failures = set(), threading.Event(), []
+
+        def poll():
+            while not stop.is_set():
+                status, _, body = get(f"{base}/dap/ocean/grow.dds")
+                if status != 200:
+                    failures.append((status, body))
+                    return
+                lengths.add(int(re.search(r"time = (\d+)\]", body.decode()).group(1)))
+
+        t = threading.Thread(target=poll)
+        t.start()
+        for _ in range(3):
+            strata.append_file(src, copy)
+            src_t = netCDF4.Dataset(src, "a")
+            src_t["time"][:] = src_t["time"][:] + 31 * 12
+            src_t.close()
+        stop.set()
+        t.join()
+        assert not failures, failures
+        assert len(lengths) >= 2 and lengths <= {684, 696, 708, 720}, lengths
+        assert get_len(base) == 720
+    finally:
+        shutil.rmtree(copy)
+
+
+def get_len(base: str) -> int:
+    return int(re.search(r"time = (\d+)\]", get(f"{base}/dap/ocean/grow.dds")[2].decode()).group(1))
