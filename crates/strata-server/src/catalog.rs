@@ -20,8 +20,42 @@ const MAX_OPEN: usize = 32;
 #[derive(Debug)]
 pub(crate) struct Catalog {
     root: PathBuf,
-    open: Mutex<HashMap<String, (u64, Arc<StoreReader>)>>,
-    sql: Mutex<HashMap<String, (u64, Arc<SqlSession>)>>,
+    open: Mutex<Recent<Arc<StoreReader>>>,
+    sql: Mutex<Recent<Arc<SqlSession>>>,
+}
+
+/// Objects opened per dataset version, at most `capacity`, the least recently used dropped
+/// first (a dropped object stays alive while a request still holds it).
+#[derive(Debug)]
+struct Recent<T> {
+    capacity: usize,
+    tick: u64,
+    entries: HashMap<String, (u64, T, u64)>,
+}
+
+impl<T: Clone> Recent<T> {
+    fn new(capacity: usize) -> Self {
+        Recent { capacity: capacity.max(1), tick: 0, entries: HashMap::new() }
+    }
+
+    /// The object of `name` at `version`, if open.
+    fn get(&mut self, name: &str, version: u64) -> Option<T> {
+        self.tick += 1;
+        let tick = self.tick;
+        let e = self.entries.get_mut(name).filter(|e| e.0 == version)?;
+        e.2 = tick;
+        Some(e.1.clone())
+    }
+
+    fn insert(&mut self, name: &str, version: u64, value: T) {
+        self.tick += 1;
+        if self.entries.len() >= self.capacity && !self.entries.contains_key(name) {
+            if let Some(oldest) = self.entries.iter().min_by_key(|(_, e)| e.2).map(|(k, _)| k.clone()) {
+                self.entries.remove(&oldest);
+            }
+        }
+        self.entries.insert(name.to_string(), (version, value, self.tick));
+    }
 }
 
 fn is_store_dir(p: &Path) -> bool {
@@ -35,7 +69,7 @@ impl Catalog {
         if !root.is_dir() {
             return Err(ApiError::startup(format!("cannot serve '{}': not a directory", root.display())));
         }
-        Ok(Catalog { root, open: Mutex::new(HashMap::new()), sql: Mutex::new(HashMap::new()) })
+        Ok(Catalog { root, open: Mutex::new(Recent::new(MAX_OPEN)), sql: Mutex::new(Recent::new(MAX_OPEN / 4)) })
     }
 
     /// Every store's name, sorted. The root itself, when it is a store, is named by its
@@ -81,19 +115,11 @@ impl Catalog {
         let dir = self.resolve(name)?;
         let store = Store::local(&dir.to_string_lossy());
         let version = store.latest_version()?;
-        if let Some((v, r)) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
-            if *v == version {
-                return Ok(r.clone());
-            }
+        if let Some(r) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, version) {
+            return Ok(r);
         }
         let reader = Arc::new(StoreReader::open(store, Some(version))?);
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if open.len() >= MAX_OPEN && !open.contains_key(name) {
-            if let Some(k) = open.keys().next().cloned() {
-                open.remove(&k);
-            }
-        }
-        open.insert(name.to_string(), (version, reader.clone()));
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(name, version, reader.clone());
         Ok(reader)
     }
 }
@@ -104,20 +130,12 @@ impl Catalog {
         let dir = self.resolve(name)?;
         let path = dir.to_string_lossy().into_owned();
         let version = Store::local(&path).latest_version()?;
-        if let Some((v, s)) = self.sql.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
-            if *v == version {
-                return Ok(s.clone());
-            }
+        if let Some(s) = self.sql.lock().unwrap_or_else(|p| p.into_inner()).get(name, version) {
+            return Ok(s);
         }
         let options = SqlOptions { session, target_partitions: Some(2), ..SqlOptions::default() };
         let s = Arc::new(SqlSession::open(&[(path, Some(sql_table(name)))], options)?);
-        let mut open = self.sql.lock().unwrap_or_else(|p| p.into_inner());
-        if open.len() >= MAX_OPEN / 4 && !open.contains_key(name) {
-            if let Some(k) = open.keys().next().cloned() {
-                open.remove(&k);
-            }
-        }
-        open.insert(name.to_string(), (version, s.clone()));
+        self.sql.lock().unwrap_or_else(|p| p.into_inner()).insert(name, version, s.clone());
         Ok(s)
     }
 }
@@ -145,5 +163,21 @@ fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<String>) {
         } else {
             walk(&path, &full, depth + 1, out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_least_recently_used_goes_first() {
+        let mut r = Recent::new(2);
+        r.insert("a", 1, 'a');
+        r.insert("b", 1, 'b');
+        assert_eq!(r.get("a", 1), Some('a'));
+        r.insert("c", 1, 'c'); // b is the least recently used
+        assert_eq!((r.get("a", 1), r.get("b", 1), r.get("c", 1)), (Some('a'), None, Some('c')));
+        assert_eq!(r.get("a", 2), None); // another version is not the same object
     }
 }
