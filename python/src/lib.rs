@@ -620,6 +620,14 @@ fn serve(
         .map_err(|e| exception(ErrorKind::Io, e.message))
 }
 
+/// CRC-32C of `data` continuing from `crc` (the digest the server sends in its
+/// `x-strata-crc32c` trailer).
+#[pyfunction]
+#[pyo3(name = "crc32c", signature = (data, crc=0))]
+fn crc32c_digest(data: &[u8], crc: u32) -> u32 {
+    ::crc32c::crc32c_append(crc, data)
+}
+
 /// The quick look of `var` in the store at `path` as PNG bytes (the server's renderer).
 #[pyfunction]
 #[pyo3(signature = (path, var, isel=None))]
@@ -661,6 +669,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gc, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(quicklook, m)?)?;
+    m.add_function(wrap_pyfunction!(crc32c_digest, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
     Ok(())

@@ -200,6 +200,62 @@ class RemoteDataset:
             params["vars"] = ",".join(variables)
         return params
 
+    def _ranged(self, params: dict, lo: int, hi: int):
+        """Bytes ``[lo, hi)`` of a subset, chunk by chunk, checked against the server's
+        digest: the request asks for trailers (``TE: trailers``), the body comes chunked and
+        its CRC-32C must equal the ``x-strata-crc32c`` trailer. HTTP is spoken with h11
+        (urllib drops trailers)."""
+        import socket
+        import ssl
+
+        import h11
+
+        from . import _core
+
+        u = urllib.parse.urlsplit(self.base)
+        target = f"/api/subset/{urllib.parse.quote(self.name)}?" + urllib.parse.urlencode(
+            {k: v for k, v in params.items() if v is not None}
+        )
+        headers = [("Host", u.netloc), ("Range", f"bytes={lo}-{hi - 1}"), ("TE", "trailers"), ("Connection", "close")]
+        if self.token:
+            headers.append(("Authorization", f"Bearer {self.token}"))
+        port = u.port or (443 if u.scheme == "https" else 80)
+        try:
+            sock = socket.create_connection((u.hostname, port), timeout=self.timeout)
+        except OSError as e:
+            raise errors.StrataIOError(f"cannot reach {self.base}: {e}") from None
+        if u.scheme == "https":
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=u.hostname)
+        conn = h11.Connection(h11.CLIENT)
+        crc, status, error_body = 0, 0, bytearray()
+        with sock:
+            sock.sendall(conn.send(h11.Request(method="GET", target=target, headers=headers)))
+            sock.sendall(conn.send(h11.EndOfMessage()))
+            while True:
+                ev = conn.next_event()
+                if ev is h11.NEED_DATA:
+                    data = sock.recv(1 << 20)
+                    if not data:
+                        raise errors.StrataIOError(f"the server closed the connection during bytes {lo}-{hi - 1}")
+                    conn.receive_data(data)
+                elif isinstance(ev, h11.Response):
+                    status = ev.status_code
+                elif isinstance(ev, h11.Data):
+                    if status >= 400:
+                        error_body += ev.data
+                        continue
+                    crc = _core.crc32c(bytes(ev.data), crc)
+                    yield bytes(ev.data)
+                elif isinstance(ev, h11.EndOfMessage):
+                    break
+        if status >= 400:
+            raise _error_from(status, bytes(error_body))
+        digest = dict(ev.headers).get(b"x-strata-crc32c")
+        if digest is None or int(digest, 16) != crc:
+            raise errors.StrataIOError(
+                f"bytes {lo}-{hi - 1} arrived damaged or incomplete: digest {digest!r}, computed {crc:08x}"
+            )
+
     def subset(self, variables: list[str] | None = None, *, isel: dict | None = None, sel: dict | None = None):
         """The dense subset as an ``xarray.Dataset`` (cut at the server, sent as NetCDF)."""
         import netCDF4
@@ -230,7 +286,8 @@ class RemoteDataset:
         progress: bool = False,
     ) -> int:
         """Writes the dense subset to the NetCDF file ``path`` over ``streams`` connections
-        at once (each a byte range of the same file); returns its size in bytes."""
+        at once (each a byte range of the same file, checked against the server's digest);
+        returns its size in bytes."""
         if streams < 1:
             raise errors.InvalidArgumentError("streams must be at least 1")
         params = self._subset_params(variables, isel, sel)
@@ -253,14 +310,13 @@ class RemoteDataset:
                 if lo >= hi:
                     return
                 try:
-                    with self._request("subset", params=params, headers={"Range": f"bytes={lo}-{hi - 1}"}) as r:
-                        at = lo
-                        while chunk := r.read(1 << 20):
-                            os.pwrite(fd, chunk, at)
-                            at += len(chunk)
-                            if bar is not None:
-                                with lock:
-                                    bar.update(len(chunk))
+                    at = lo
+                    for chunk in self._ranged(params, lo, hi):
+                        os.pwrite(fd, chunk, at)
+                        at += len(chunk)
+                        if bar is not None:
+                            with lock:
+                                bar.update(len(chunk))
                     if at != hi:
                         raise errors.StrataIOError(f"part {i} ended at byte {at}, expected {hi}")
                 except BaseException as e:  # re-raised below, in the caller's thread
@@ -299,11 +355,15 @@ def _open(path: str):
 
 
 def _error(e: urllib.error.HTTPError) -> errors.StrataError:
-    text = e.read().decode("utf-8", "replace")
+    return _error_from(e.code, e.read())
+
+
+def _error_from(code: int, body: bytes) -> errors.StrataError:
+    text = body.decode("utf-8", "replace")
     try:
         err = json.loads(text)["error"]
         kind, message = err["kind"], err["message"]
     except (ValueError, KeyError, TypeError):
-        kind, message = "", text.strip() or str(e)
+        kind, message = "", text.strip() or f"HTTP {code}"
     cls = _KINDS.get(kind, errors.StrataIOError)
-    return cls(f"server answered {e.code}: {message}")
+    return cls(f"server answered {code}: {message}")

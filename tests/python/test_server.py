@@ -718,3 +718,18 @@ def test_appends_while_serving_show_whole_versions(served, tmp_path):
 
 def get_len(base: str) -> int:
     return int(re.search(r"time = (\d+)\]", get(f"{base}/dap/ocean/grow.dds")[2].decode()).group(1))
+
+
+def test_fetch_checks_each_parts_digest(served, tmp_path, monkeypatch):
+    """strata.remote's fetch refuses a part whose bytes do not match the server's digest."""
+    from strata import _core
+
+    base, _ = served
+    ds = strata.remote.open(f"{base}/ersst")
+    out = tmp_path / "ok.nc"
+    ds.fetch(out, ["sst"], isel={"time": slice(0, 20)}, streams=3)
+    real = _core.crc32c
+    monkeypatch.setattr(_core, "crc32c", lambda data, crc=0: real(data, crc) ^ 1)  # a flipped bit
+    with pytest.raises(strata.errors.StrataIOError, match="damaged or incomplete"):
+        ds.fetch(tmp_path / "bad.nc", ["sst"], isel={"time": slice(0, 20)}, streams=3)
+    assert not (tmp_path / "bad.nc").exists()
