@@ -733,3 +733,19 @@ def test_fetch_checks_each_parts_digest(served, tmp_path, monkeypatch):
     with pytest.raises(strata.errors.StrataIOError, match="damaged or incomplete"):
         ds.fetch(tmp_path / "bad.nc", ["sst"], isel={"time": slice(0, 20)}, streams=3)
     assert not (tmp_path / "bad.nc").exists()
+
+
+def test_serving_one_store_directly(served, source, tmp_path):
+    """`strata serve STORE` serves that store alone, named by its folder."""
+    _, root = served
+    proc, base = start_server(root / "ersst", tmp_path / "one.log")
+    try:
+        names = [d["name"] for d in json.loads(get(f"{base}/api/datasets")[2])["datasets"]]
+        assert names == ["ersst"]
+        with netCDF4.Dataset(f"{base}/dap/ersst") as nc:
+            nc.set_auto_mask(False)
+            np.testing.assert_array_equal(nc["sst"][7, 3:9, 100], source["sst"][7, 3:9, 100])
+        assert get(f"{base}/dap/other.dds")[0] == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
