@@ -4,8 +4,16 @@
 
 use strata_core::{DimSelection, Store, StoreReader};
 
+/// The golden stores of this checkout. Cargo sets `CARGO_MANIFEST_DIR` when it runs a test,
+/// and that is read at run time: a test binary reused from a build in another checkout (the
+/// target directory lives outside the clone) must not read that checkout's files.
+fn golden_dir() -> String {
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    format!("{manifest}/../../tests/golden/v1")
+}
+
 fn golden(name: &str) -> Store {
-    let path = format!("{}/../../tests/golden/v1/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/{name}", golden_dir());
     Store::local(&path)
 }
 
@@ -39,7 +47,7 @@ fn golden_v1_stores_decode() {
 /// the decoded values committed beside them.
 #[test]
 fn golden_v1_feature_stores_decode() {
-    let dir = format!("{}/../../tests/golden/v1", env!("CARGO_MANIFEST_DIR"));
+    let dir = golden_dir();
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().to_string();
