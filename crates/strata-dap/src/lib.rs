@@ -146,7 +146,13 @@ fn clause(text: &str) -> Result<Clause, Error> {
     if !valid_name(name) {
         return Err(bad(format!("'{name}' in selection '{text}' is not a variable name")));
     }
-    Ok(Clause { name: plain_name(name)?, op, value })
+    let name = plain_name(name)?;
+    // A name that reads as a number (`x.0.0` is field `0` of `x.0`) would compare two
+    // numbers once written back.
+    if number(&name).is_some() {
+        return Err(bad(format!("selection '{text}' must compare one variable with one number")));
+    }
+    Ok(Clause { name, op, value })
 }
 
 fn flip(op: &'static str) -> &'static str {
