@@ -921,13 +921,16 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="serve every store under a directory over HTTP (JSON, Arrow, SQL) and OPeNDAP DAP2",
         description="Serve every store under DIR, subset at the server: by index, coordinates and values. "
-        "Routes: /health, /api/datasets, /api/schema/NAME, /api/query/NAME, /api/sql/NAME and OPeNDAP DAP2 at "
-        "/dap/NAME (.dds, .das, .dods, .ascii), so netCDF4-python, ncdump and pydap open "
-        "http://HOST:PORT/dap/NAME. Results stream; Ctrl-C stops after the requests in flight. "
-        "docs/server.md has examples.",
+        "A web page at /; JSON, Arrow, Parquet and CSV at /api/datasets, /api/schema/NAME, /api/query/NAME, "
+        "/api/sql/NAME; NetCDF subsets in byte ranges at /api/subset/NAME; PNG quick looks at "
+        "/api/quicklook/NAME; OPeNDAP DAP2 at /dap/NAME (.dds, .das, .dods, .ascii, .html), so "
+        "netCDF4-python, ncdump and pydap open http://HOST:PORT/dap/NAME. Results stream; Ctrl-C stops "
+        "after the requests in flight. docs/server.md has examples.",
     )
     s.add_argument("dir", nargs="?", help="directory holding stores (or one store); or root in --config")
-    s.add_argument("--config", metavar="FILE", help="server.toml: root, host, port, [limits] and per-dataset tokens")
+    s.add_argument(
+        "--config", metavar="FILE", help="server.toml: root, host, port, TLS certificate, [limits], per-dataset tokens"
+    )
     s.add_argument("--host", help="address to listen on (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=int, help="port (default 8470; 0 picks a free one, printed at start)")
     s.add_argument("--max-requests", type=int, metavar="N", help="stop after answering N requests")
