@@ -86,3 +86,19 @@ def label_to_positions(index: pd.Index, label: Any, dim: str, method: str | None
         hits = np.flatnonzero(loc)
         return slice(int(hits[0]), int(hits[-1]) + 1)
     return int(loc)
+
+
+def index_range(k: Any, n: int, dim: str) -> tuple[int, int, int]:
+    """(start, stop, step) of a positional selection along ``dim`` of length ``n``: an
+    integer (negative from the end) selects one position; stop is never before start."""
+    if isinstance(k, int | np.integer):
+        i = int(k) + (n if k < 0 else 0)
+        if not 0 <= i < n:
+            raise InvalidArgumentError(f"index {k} is out of range for '{dim}' of length {n}")
+        k = slice(i, i + 1)
+    if not isinstance(k, slice):
+        raise InvalidArgumentError(f"select '{dim}' with an integer or a slice, not {type(k).__name__}")
+    start, stop, step = k.indices(n)
+    if step < 1:
+        raise InvalidArgumentError(f"the step along '{dim}' must be positive")
+    return start, max(start, stop), step

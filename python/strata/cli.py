@@ -219,6 +219,12 @@ def _label(text: str, index):
         return text
 
 
+def _sel_label(rng: str, index):
+    """A --sel value as the label, or the slice of labels, it selects on ``index``."""
+    lo, hi = _split_labels(rng, index)
+    return _label(lo, index) if hi is None else slice(_label(lo, index), _label(hi, index))
+
+
 def cmd_query(args) -> int:
     from .dataset import open as open_store
 
@@ -274,9 +280,7 @@ def _positions(args, ds, var) -> tuple[dict, dict]:
         if dim in positions:
             raise InvalidArgumentError(f"dimension '{dim}' is given more than once")
         index = ds.coordinate_index(dim)
-        lo, hi = _split_labels(rng, index)
-        label = _label(lo, index) if hi is None else slice(_label(lo, index), _label(hi, index))
-        positions[dim] = label_to_positions(index, label, dim, getattr(args, "method", None))
+        positions[dim] = label_to_positions(index, _sel_label(rng, index), dim, getattr(args, "method", None))
     return positions, by_aux
 
 
@@ -601,9 +605,7 @@ def cmd_fetch(args) -> int:
     sel: dict = {}
     for item in args.sel or []:
         dim, rng = _parse_range(item, "--sel")
-        index = ds.coordinate_index(dim)
-        lo, hi = _split_labels(rng, index)
-        sel[dim] = _label(lo, index) if hi is None else slice(_label(lo, index), _label(hi, index))
+        sel[dim] = _sel_label(rng, ds.coordinate_index(dim))
     variables = [v for v in args.vars.split(",") if v] if args.vars else None
     t0 = time.perf_counter()
     size = ds.fetch(args.output, variables, isel=isel, sel=sel, streams=args.streams, progress=sys.stderr.isatty())

@@ -79,7 +79,7 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
     :class:`~strata._area.Area` selected through auxiliary coordinates (None without any):
     the region is narrowed to its bounding box."""
     from ._area import area, split_selection
-    from ._coords import label_to_positions
+    from ._coords import index_range, label_to_positions
 
     picks: dict[str, Any] = dict(isel or {})
     sel, by_aux = split_selection(ds, dims, sel)
@@ -94,19 +94,9 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
             raise InvalidArgumentError(f"the constraint's variables have no dimension '{dim}' (dims: {dims})")
     starts, stops, steps = [], [], []
     for dim, n in zip(dims, shape, strict=True):
-        k = picks.get(dim, slice(None))
-        if isinstance(k, int | np.integer):
-            i = int(k) + (n if k < 0 else 0)
-            if not 0 <= i < n:
-                raise InvalidArgumentError(f"index {k} is out of range for '{dim}' of length {n}")
-            k = slice(i, i + 1)
-        if not isinstance(k, slice):
-            raise InvalidArgumentError(f"select '{dim}' with an integer or a slice, not {type(k).__name__}")
-        start, stop, step = k.indices(n)
-        if step < 1:
-            raise InvalidArgumentError(f"the step along '{dim}' must be positive")
+        start, stop, step = index_range(picks.get(dim, slice(None)), n, dim)
         starts.append(start)
-        stops.append(max(start, stop))
+        stops.append(stop)
         steps.append(step)
     selected = area(ds, dims, shape, by_aux)
     if selected is not None:

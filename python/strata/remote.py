@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import errors
-from ._coords import coordinate_index, label_to_positions
+from ._coords import coordinate_index, index_range, label_to_positions
 
 _KINDS = {
     "invalid_argument": errors.InvalidArgumentError,
@@ -128,19 +128,8 @@ class RemoteDataset:
         for dim, k in picks.items():
             if dim not in dims:
                 raise errors.InvalidArgumentError(f"no dimension '{dim}' (dims: {list(dims)})")
-            n = dims[dim]
-            if isinstance(k, int | np.integer):
-                i = int(k) + (n if k < 0 else 0)
-                if not 0 <= i < n:
-                    raise errors.InvalidArgumentError(f"index {k} is out of range for '{dim}' of length {n}")
-                items.append(f"{dim}={i}")
-                continue
-            if not isinstance(k, slice):
-                raise errors.InvalidArgumentError(f"select '{dim}' with an integer or a slice, not {type(k).__name__}")
-            start, stop, step = k.indices(n)
-            if step < 1:
-                raise errors.InvalidArgumentError(f"the step along '{dim}' must be positive")
-            items.append(f"{dim}={start}:{max(start, stop)}:{step}")
+            start, stop, step = index_range(k, dims[dim], dim)
+            items.append(f"{dim}={start}:{stop}:{step}")
         return ",".join(items) or None
 
     def query(

@@ -35,6 +35,31 @@ where
     }
 }
 
+/// A request's fields: URL parameters on GET, a JSON body on POST.
+pub(crate) struct Ask<T>(pub T);
+
+impl<T, S> axum::extract::FromRequest<S> for Ask<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        if req.method() == axum::http::Method::POST {
+            let body =
+                axum::body::Bytes::from_request(req, state).await.map_err(|e| ApiError::bad_request(e.body_text()))?;
+            return serde_json::from_slice(&body)
+                .map(Ask)
+                .map_err(|e| ApiError::bad_request(format!("the request body is not this route's JSON: {e}")));
+        }
+        let (mut parts, _) = req.into_parts();
+        let Params(v) =
+            <Params<T> as axum::extract::FromRequestParts<S>>::from_request_parts(&mut parts, state).await?;
+        Ok(Ask(v))
+    }
+}
+
 /// Runs blocking engine work off the async threads.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f).await.map_err(ApiError::internal)?
@@ -143,26 +168,6 @@ pub(crate) struct QueryRequest {
     /// parts of about equal estimated result size, for fetching over several connections.
     pub parts: Option<u64>,
     pub part: Option<u64>,
-}
-
-pub(crate) async fn query_get(
-    state: AxState<State>,
-    name: Path<String>,
-    headers: HeaderMap,
-    Params(req): Params<QueryRequest>,
-) -> Result<Response, ApiError> {
-    run_query(state, name, req, Encoding::negotiate(&headers)).await
-}
-
-pub(crate) async fn query_post(
-    state: AxState<State>,
-    name: Path<String>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
-    let req: QueryRequest = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("the query is not valid JSON: {e}")))?;
-    run_query(state, name, req, Encoding::negotiate(&headers)).await
 }
 
 /// One `isel` item: an index or a range along a named dimension.
@@ -286,12 +291,14 @@ fn engine_query(reader: &StoreReader, req: &QueryRequest) -> Result<(Query, Vec<
     Ok((query, dims, shape))
 }
 
-async fn run_query(
+/// The engine's query (GET with URL parameters, or POST with a JSON body).
+pub(crate) async fn query(
     AxState(state): AxState<State>,
     Path(name): Path<String>,
-    req: QueryRequest,
-    encoding: Encoding,
+    headers: HeaderMap,
+    Ask(req): Ask<QueryRequest>,
 ) -> Result<Response, ApiError> {
+    let encoding = Encoding::negotiate(&headers);
     let format = Format::parse(req.format.as_deref())?;
     let limit = req.limit;
     let split = match (req.parts, req.part) {
@@ -483,32 +490,14 @@ pub(crate) struct SqlRequest {
     pub format: Option<String>,
 }
 
-pub(crate) async fn sql_get(
-    state: AxState<State>,
-    name: Path<String>,
-    headers: HeaderMap,
-    Params(req): Params<SqlRequest>,
-) -> Result<Response, ApiError> {
-    run_sql(state, name, req, Encoding::negotiate(&headers)).await
-}
-
-pub(crate) async fn sql_post(
-    state: AxState<State>,
-    name: Path<String>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
-    let req: SqlRequest = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("expected {{\"q\": \"SELECT ...\"}}: {e}")))?;
-    run_sql(state, name, req, Encoding::negotiate(&headers)).await
-}
-
-async fn run_sql(
+/// Read-only SQL (GET with URL parameters, or POST with a JSON body).
+pub(crate) async fn sql(
     AxState(state): AxState<State>,
     Path(name): Path<String>,
-    req: SqlRequest,
-    encoding: Encoding,
+    headers: HeaderMap,
+    Ask(req): Ask<SqlRequest>,
 ) -> Result<Response, ApiError> {
+    let encoding = Encoding::negotiate(&headers);
     let format = Format::parse(req.format.as_deref())?;
     let stream = blocking({
         let state = state.clone();
@@ -585,10 +574,7 @@ pub(crate) async fn subset(
     Params(req): Params<SubsetRequest>,
 ) -> Result<Response, ApiError> {
     let (parts, part) = (req.parts, req.part);
-    let wants_trailers = headers
-        .get(header::TE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")));
+    let wants_trailers = crate::pieces::wants_trailers(&headers);
     let (reader, layout) = blocking({
         let state = state.clone();
         move || {

@@ -86,6 +86,14 @@ where
 /// The trailer naming a body's CRC-32C.
 pub(crate) const DIGEST_TRAILER: &str = "x-strata-crc32c";
 
+/// Whether a request accepts trailers (`TE: trailers`): only then are they sent.
+pub(crate) fn wants_trailers(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::TE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")))
+}
+
 struct Digested {
     rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
     crc: u32,

@@ -135,11 +135,7 @@ pub(crate) async fn account(
     let started = Instant::now();
     let method = req.method().clone();
     let uri = req.uri().clone();
-    let wants_trailers = req
-        .headers()
-        .get(header::TE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")));
+    let wants_trailers = crate::pieces::wants_trailers(req.headers());
     let response = match admit(&state, peer.ip(), &req) {
         Err(r) => *r,
         Ok(guard) => {

@@ -24,7 +24,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use std::sync::Arc;
-use strata_core::manifest::AttrValue;
 use strata_core::{DType, DimSelection, Manifest, Output, Query, StoreReader};
 use text::Shape;
 use types::DapType;
@@ -169,19 +168,7 @@ fn served_variables(m: &Manifest) -> Vec<String> {
 /// The fill written where a selection does not hold, as one stored element.
 fn fill_of(m: &Manifest, name: &str) -> Result<Vec<u8>, ApiError> {
     let (_, var) = m.variable(name)?;
-    let attr = |key: &str| {
-        var.attrs.iter().find(|a| a.name == key).and_then(|a| match &a.value {
-            AttrValue::F32(v) => v.first().map(|&x| f64::from(x)),
-            AttrValue::F64(v) => v.first().copied(),
-            AttrValue::I8(v) | AttrValue::I16(v) | AttrValue::I32(v) | AttrValue::I64(v) => {
-                v.first().map(|&x| x as f64)
-            }
-            AttrValue::U8(v) | AttrValue::U16(v) | AttrValue::U32(v) | AttrValue::U64(v) => {
-                v.first().map(|&x| x as f64)
-            }
-            _ => None,
-        })
-    };
+    let attr = |key: &str| var.attrs.iter().find(|a| a.name == key).and_then(|a| a.value.as_f64s().first().copied());
     let fill = attr("_FillValue").or_else(|| attr("missing_value")).or(var.dtype.is_float().then_some(f64::NAN));
     fill.and_then(|f| types::element(var.dtype, f)).ok_or_else(|| {
         ApiError::bad_request(format!(
