@@ -11,10 +11,12 @@ from ._core import FORMAT_VERSION, __version__
 from .analyze import VariableAnalysis, analyze
 from .dataset import Dataset, Variable, open
 from .errors import (
+    AccessError,
     CompatibilityError,
     ConflictError,
     CorruptionError,
     InvalidArgumentError,
+    LimitError,
     NotFoundError,
     StrataError,
     StrataIOError,
@@ -36,12 +38,14 @@ def __getattr__(name: str):
 
 __all__ = [
     "FORMAT_VERSION",
+    "AccessError",
     "CompatibilityError",
     "ConflictError",
     "CorruptionError",
     "Dataset",
     "ImportReport",
     "InvalidArgumentError",
+    "LimitError",
     "NotFoundError",
     "SqlSession",
     "StrataError",
