@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::sync::{Arc, Mutex};
 use strata_core::reader::DimSelection;
+use strata_core::stream::StreamWriter;
 use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
 
@@ -173,11 +174,11 @@ fn versions_json(py: Python<'_>, path: &str) -> PyResult<String> {
 /// Writes a new store, or new slabs of an existing one, then commits a version.
 #[pyclass(frozen, module = "strata._core")]
 struct Writer {
-    inner: Mutex<Option<StoreWriter>>,
+    inner: Mutex<Option<StreamWriter>>,
 }
 
 impl Writer {
-    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut StoreWriter) -> strata_core::Result<T> + Send) -> PyResult<T>
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut StreamWriter) -> strata_core::Result<T> + Send) -> PyResult<T>
     where
         T: Send,
     {
@@ -197,7 +198,7 @@ impl Writer {
         let schema: DatasetSchema = json_arg(schema_json, "schema")?;
         let options: WriterOptions = json_arg(options_json, "writer options")?;
         let w = py.detach(|| StoreWriter::create(Store::local(path), schema, &options)).map_err(to_py)?;
-        Ok(Self { inner: Mutex::new(Some(w)) })
+        Ok(Self { inner: Mutex::new(Some(StreamWriter::new(w))) })
     }
 
     /// `options_json` may give `variable_codecs` (chains for new slabs) and `plans`.
@@ -206,19 +207,26 @@ impl Writer {
     fn open_append(py: Python<'_>, path: &str, options_json: &str) -> PyResult<Self> {
         let options: WriterOptions = json_arg(options_json, "append options")?;
         let w = py.detach(|| StoreWriter::open_append_with(Store::local(path), &options)).map_err(to_py)?;
-        Ok(Self { inner: Mutex::new(Some(w)) })
+        Ok(Self { inner: Mutex::new(Some(StreamWriter::new(w))) })
     }
 
     fn manifest_json(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |w| Ok(String::from_utf8(w.manifest().to_json()).unwrap_or_default()))
+        self.with(py, |w| Ok(String::from_utf8(w.writer().manifest().to_json()).unwrap_or_default()))
     }
 
     fn slab_records(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |w| Ok(w.slab_records()))
+        self.with(py, |w| Ok(w.writer().slab_records()))
     }
 
     fn record_count(&self, py: Python<'_>) -> PyResult<u64> {
         self.with(py, |w| Ok(w.record_count()))
+    }
+
+    /// Attributes (the manifest's typed form, as JSON) of the store or of variable `var`.
+    #[pyo3(signature = (var, attrs_json))]
+    fn set_attributes(&self, py: Python<'_>, var: Option<&str>, attrs_json: &str) -> PyResult<()> {
+        let attrs: Vec<strata_core::manifest::Attribute> = json_arg(attrs_json, "attributes")?;
+        self.with(py, |w| w.set_attributes(var, attrs))
     }
 
     fn put_static(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
@@ -227,16 +235,23 @@ impl Writer {
     }
 
     fn begin_slab(&self, py: Python<'_>, records: u64) -> PyResult<()> {
-        self.with(py, |w| w.begin_slab(records))
+        self.with(py, |w| w.direct()?.begin_slab(records))
     }
 
     fn put_records(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
         let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
-        self.with(py, |w| w.put_records(name, bytes))
+        self.with(py, |w| w.direct()?.put_records(name, bytes))
     }
 
     fn finish_slab(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |w| w.finish_slab())
+        self.with(py, |w| w.direct()?.finish_slab())
+    }
+
+    /// Whole records of one record variable, as a simulation produces them; full slabs are
+    /// laid out, compressed and written as they complete.
+    fn append(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        self.with(py, |w| w.append(name, bytes))
     }
 
     fn commit(&self, py: Python<'_>, message: &str) -> PyResult<u64> {

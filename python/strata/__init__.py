@@ -24,7 +24,7 @@ from .errors import (
 from .importer import ImportReport, append_file, import_file
 from .query import parse_where, session
 from .sql import SqlSession, sql
-from .writer import write_arrays
+from .writer import Writer, write_arrays
 
 
 def __getattr__(name: str):
@@ -52,6 +52,7 @@ __all__ = [
     "StrataIOError",
     "Variable",
     "VariableAnalysis",
+    "Writer",
     "__version__",
     "analyze",
     "append_file",

@@ -1,4 +1,5 @@
-"""Writing NumPy arrays straight into a store (no NetCDF file in between)."""
+"""Writing NumPy arrays straight into a store (no NetCDF file in between): whole arrays
+(:func:`write_arrays`) or records as a simulation produces them (:class:`Writer`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from . import _attrs, _core
 from ._slabs import le_bytes, write_record_slabs, writer_options
 from ._sources import strata_dtype
+from .dataset import numpy_dtype
 from .errors import InvalidArgumentError
 
 
@@ -27,10 +29,11 @@ def write_arrays(
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
     slab_records: int | None = None,
-    layout: str = "S",
+    layout: str | None = None,
     byte_groups: dict[str, list[int]] | None = None,
     bins: int | None = None,
     binning: str | None = None,
+    config: str | os.PathLike | None = None,
 ) -> int:
     """Creates a store from arrays: ``{"sst": (("time", "lat", "lon"), array, {"units": "degC"})}``.
 
@@ -39,7 +42,8 @@ def write_arrays(
     or ``"auto"``: the engine plans each variable as :func:`strata.import_file` does, for
     ``objective`` and ``error_bound``, so the same arrays get the same plans. ``layout`` and
     ``byte_groups`` are as for :func:`strata.import_file` (under level M, float byte-group
-    segments get ``zstd:3`` unless a chain is given). Returns the committed version (1).
+    segments get ``zstd:3`` unless a chain is given). ``config`` is a layout file (see
+    :class:`Writer`). Returns the committed version (1).
     """
     path = os.fspath(path)
     sizes: dict[str, int] = {}
@@ -73,14 +77,9 @@ def write_arrays(
             for name, dims, arr, var_attrs, dtype in prepared
         ],
     }
-    auto = codec == "auto"
-    options = writer_options(
-        None if auto else codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning
+    options = _options(
+        codec, objective, error_bound, chunks, subchunks, slab_records, layout, byte_groups, bins, binning, config
     )
-    if auto:
-        options["request"] = {"kind": "auto", "objective": objective, "error_bound": error_bound}
-    elif error_bound is not None:
-        raise InvalidArgumentError("error_bound needs codec='auto' (or give a lossy chain such as 'sz:abs=0.01')")
     writer = _core.Writer.create(path, json.dumps(schema), json.dumps(options))
     records = {n: (a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)}
     for name, _, arr, _, dtype in prepared:
@@ -89,3 +88,196 @@ def write_arrays(
     if records:
         write_record_slabs(writer, records, sizes[record_dim])
     return writer.commit("write_arrays")
+
+
+def _options(
+    codec, objective, error_bound, chunks, subchunks, slab_records, layout, byte_groups, bins, binning, config
+) -> dict:
+    """The Rust writer's options; what is None is left to a layout file, then to defaults."""
+    auto = codec == "auto"
+    options = writer_options(
+        None if auto else codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning
+    )
+    if auto:
+        options["request"] = {"kind": "auto", "objective": objective or "balanced", "error_bound": error_bound}
+    elif error_bound is not None:
+        raise InvalidArgumentError("error_bound needs codec='auto' (or give a lossy chain such as 'sz:abs=0.01')")
+    if config is not None:
+        options["config"] = os.fspath(config)
+    return options
+
+
+def _variable_spec(name: str, spec) -> tuple[str, tuple[str, ...], dict]:
+    """``(dtype, dims)``, ``(dtype, dims, attrs)`` or ``{"dtype", "dims", "attrs"}``."""
+    if isinstance(spec, Mapping):
+        dtype, dims, attrs = spec.get("dtype"), spec.get("dims"), spec.get("attrs", {})
+    elif isinstance(spec, tuple | list) and len(spec) in (2, 3):
+        dtype, dims, attrs = spec[0], spec[1], (spec[2] if len(spec) == 3 else {})
+    else:
+        raise InvalidArgumentError(f"variable '{name}' must be (dtype, dims) or (dtype, dims, attrs)")
+    if dtype is None or dims is None:
+        raise InvalidArgumentError(f"variable '{name}' needs a dtype and dims")
+    if isinstance(dims, str):
+        dims = (dims,)
+    return strata_dtype(np.dtype(dtype), name), tuple(dims), dict(attrs or {})
+
+
+class Writer:
+    """Writes a store as a simulation produces it: define the dimensions and variables,
+    :meth:`append` time steps (or blocks of them) as they come, :meth:`commit`.
+
+    >>> import numpy as np, strata
+    >>> w = strata.Writer.create(
+    ...     "run.strata",
+    ...     dims={"time": None, "lat": 90, "lon": 180},
+    ...     variables={"time": ("f8", "time", {"units": "days since 2000-01-01"}),
+    ...                "lat": ("f4", "lat"), "lon": ("f4", "lon"),
+    ...                "sst": ("f4", ("time", "lat", "lon"), {"units": "degC"})},
+    ...     codec="auto")                                    # doctest: +SKIP
+    >>> w.write("lat", np.linspace(-89, 89, 90)); w.write("lon", np.arange(180) * 2.0)  # doctest: +SKIP
+    >>> for t in range(365):                               # doctest: +SKIP
+    ...     w.append(time=t, sst=model_step(t))
+    >>> w.commit()                                         # doctest: +SKIP
+
+    Slabs are laid out (``layout``: value bins, byte groups, Hilbert order) and compressed
+    in memory as they fill, and written once: memory holds about two slabs per variable.
+    Nothing is visible to readers until :meth:`commit`; a writer that dies leaves the last
+    committed version as it was (``strata gc`` removes what it wrote). As a context manager
+    it commits when the block ends normally and commits nothing when it raises.
+
+    A dimension of size ``None`` is the record dimension (at most one). ``records`` is how
+    many records you expect (it helps to choose chunk shapes; it is not a limit). Layout
+    and codec options are those of :func:`strata.import_file`; any left unset come from the
+    layout file ``config`` or the one ``STRATA_CONFIG`` names (docs/writing.md).
+    """
+
+    def __init__(self, core, message: str):
+        self._w = core
+        self._message = message
+        manifest = json.loads(core.manifest_json())
+        self._record_dim = manifest.get("record_dim")
+        self._vars = {v["name"]: v for v in manifest["variables"]}
+        self._sizes = {d["name"]: d["size"] for d in manifest["dims"]}
+        self._committed: int | None = None
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike,
+        dims: Mapping[str, int | None],
+        variables: Mapping[str, Any],
+        *,
+        attrs: Mapping[str, Any] | None = None,
+        records: int | None = None,
+        codec: str | None = None,
+        objective: str | None = None,
+        error_bound: str | None = None,
+        chunks: dict[str, int] | str | None = None,
+        subchunks: dict[str, int] | str | None = None,
+        slab_records: int | None = None,
+        layout: str | None = None,
+        byte_groups: dict[str, list[int]] | None = None,
+        bins: int | None = None,
+        binning: str | None = None,
+        config: str | os.PathLike | None = None,
+        message: str = "Writer",
+    ) -> Writer:
+        record = [d for d, n in dims.items() if n is None]
+        if len(record) > 1:
+            raise InvalidArgumentError(f"only one dimension can be the record dimension (size None), not {record}")
+        record_dim = record[0] if record else None
+        specs = {name: _variable_spec(name, spec) for name, spec in variables.items()}
+        for name, (dtype, vdims, _) in specs.items():
+            if dtype == "string":
+                raise InvalidArgumentError(f"'{name}' holds strings: strata.write_arrays stores string variables")
+            for d in vdims:
+                if d not in dims:
+                    raise InvalidArgumentError(f"variable '{name}' names dimension '{d}', which is not defined")
+            if record_dim in vdims[1:]:
+                raise InvalidArgumentError(f"variable '{name}': the record dimension '{record_dim}' must come first")
+        if records is not None and records < 0:
+            raise InvalidArgumentError("records must be at least 0")
+        schema = {
+            "dims": [
+                {"name": d, "size": int(records or 0) if n is None else int(n), "unlimited": n is None}
+                for d, n in dims.items()
+            ],
+            "record_dim": record_dim,
+            "attrs": _attrs.encode_all(dict(attrs or {})),
+            "variables": [
+                {"name": name, "dtype": dtype, "dims": list(vdims), "attrs": _attrs.encode_all(vattrs)}
+                for name, (dtype, vdims, vattrs) in specs.items()
+            ],
+        }
+        options = _options(
+            codec, objective, error_bound, chunks, subchunks, slab_records, layout, byte_groups, bins, binning, config
+        )
+        return cls(_core.Writer.create(os.fspath(path), json.dumps(schema), json.dumps(options)), message)
+
+    @classmethod
+    def append_to(cls, path: str | os.PathLike, *, message: str = "Writer.append_to") -> Writer:
+        """New records after the newest version of an existing store (same variables)."""
+        return cls(_core.Writer.open_append(os.fspath(path)), message)
+
+    @property
+    def record_count(self) -> int:
+        """Records appended so far, including those of earlier versions."""
+        return self._w.record_count()
+
+    def _dtype(self, name: str) -> str:
+        if name not in self._vars:
+            raise InvalidArgumentError(f"no variable '{name}' (variables: {', '.join(self._vars)})")
+        return self._vars[name]["dtype"]
+
+    def _cast(self, name: str, value) -> np.ndarray:
+        dtype = self._dtype(name)
+        arr = np.asarray(value)
+        target = numpy_dtype(dtype)
+        if arr.dtype != target and not np.can_cast(arr.dtype, target, "same_kind"):
+            raise InvalidArgumentError(f"'{name}' is {dtype}; values of type {arr.dtype} would not fit")
+        return arr.astype(target, copy=False)
+
+    def write(self, name: str, value) -> None:
+        """A variable without the record dimension, whole."""
+        arr = self._cast(name, value)
+        var = self._vars[name]
+        shape = tuple(self._sizes[d] for d in var["dims"])
+        if arr.shape != shape:
+            raise InvalidArgumentError(f"'{name}' has shape {shape}, got {arr.shape}")
+        self._w.put_static(name, le_bytes(arr, var["dtype"]))
+
+    def append(self, arrays: Mapping[str, Any] | None = None, /, **more) -> None:
+        """One record (an array without the record axis) or several (with it, first) of each
+        record variable: ``w.append(time=t, sst=field)``. Each record variable must get the
+        same number of records before :meth:`commit`."""
+        for name, value in {**(arrays or {}), **more}.items():
+            arr = self._cast(name, value)
+            var = self._vars[name]
+            if not var["dims"] or var["dims"][0] != self._record_dim:
+                raise InvalidArgumentError(f"'{name}' has no record dimension: write it with Writer.write")
+            inner = tuple(self._sizes[d] for d in var["dims"][1:])
+            if arr.shape == inner:
+                arr = arr[np.newaxis]
+            if arr.shape[1:] != inner:
+                raise InvalidArgumentError(
+                    f"'{name}' takes records of shape {inner} (or blocks of shape (n, *{inner})); got {arr.shape}"
+                )
+            self._w.append(name, le_bytes(arr, var["dtype"]))
+
+    def set_attrs(self, name: str | None = None, /, **attrs) -> None:
+        """Attributes of the store (``name`` None) or of a variable, set or replaced."""
+        if name is not None:
+            self._dtype(name)
+        self._w.set_attributes(name, json.dumps(_attrs.encode_all(attrs)))
+
+    def commit(self, message: str | None = None) -> int:
+        """Writes what waits and publishes a new version; returns its number."""
+        self._committed = self._w.commit(message or self._message)
+        return self._committed
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None and self._committed is None:
+            self.commit()

@@ -28,7 +28,9 @@ pub mod segment;
 pub mod session;
 pub mod storage;
 pub mod store;
+pub mod stream;
 pub mod verify;
+pub mod write_config;
 pub mod writer;
 
 pub use dtype::DType;

@@ -18,6 +18,7 @@ use crate::precision;
 use crate::sampling::{self, REFINE_SAMPLES};
 use crate::segment::{layout_key, SegmentEntry, SegmentKey};
 use crate::store::{now_ms, random_suffix, Store};
+use crate::write_config::WriteConfig;
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -95,6 +96,34 @@ pub struct WriterOptions {
     /// switch new slabs to a clearly better one (see [`codec_plan::recheck`]).
     #[serde(default)]
     pub recheck: bool,
+    /// A request per variable name (a chain, or `auto` with its own objective and bound),
+    /// from a configuration file; `variable_codecs` wins over it.
+    #[serde(default)]
+    pub variable_requests: BTreeMap<String, CodecRequest>,
+    /// Chunk and sub-chunk lengths per variable name, then per dimension name (over `chunks`).
+    #[serde(default)]
+    pub variable_chunks: BTreeMap<String, BTreeMap<String, u64>>,
+    #[serde(default)]
+    pub variable_subchunks: BTreeMap<String, BTreeMap<String, u64>>,
+    /// A configuration file ([`WriteConfig`]) filling what these options leave unset; when
+    /// absent, the file `STRATA_CONFIG` names, if any.
+    #[serde(default)]
+    pub config: Option<String>,
+}
+
+impl WriterOptions {
+    /// These options with the configuration file's settings filled in (see [`WriteConfig`]).
+    pub fn resolved(&self) -> Result<WriterOptions> {
+        let config = match &self.config {
+            Some(path) => Some(WriteConfig::load(std::path::Path::new(path))?),
+            None => WriteConfig::from_env()?,
+        };
+        let mut out = self.clone();
+        if let Some(c) = config {
+            c.apply(&mut out)?;
+        }
+        Ok(out)
+    }
 }
 
 /// A plan still to make, from the first data a variable receives in this writer.
@@ -225,6 +254,7 @@ fn build_chain(layout: &Layout, var: &Variable) -> Result<Option<(u8, CodecChain
 impl StoreWriter {
     /// Starts a new store. Nothing is visible until [`commit`](Self::commit).
     pub fn create(store: Store, schema: DatasetSchema, options: &WriterOptions) -> Result<Self> {
+        let options = &options.resolved()?;
         let name = store.name();
         if name.trim().is_empty() {
             return Err(Error::InvalidArgument("a new store needs a path".into()));
@@ -292,9 +322,12 @@ impl StoreWriter {
             Some(text) => registry::parse_chain(text)?,
             None => registry::default_chain(),
         };
-        for name in options.variable_codecs.keys().chain(options.plans.keys()) {
+        let named = options.variable_codecs.keys().chain(options.plans.keys()).chain(options.variable_requests.keys());
+        for name in named.chain(options.variable_chunks.keys()).chain(options.variable_subchunks.keys()) {
             if !schema.variables.iter().any(|v| &v.name == name) {
-                return Err(Error::InvalidArgument(format!("codec or plan given for unknown variable '{name}'")));
+                return Err(Error::InvalidArgument(format!(
+                    "codec, chunks or plan given for unknown variable '{name}'"
+                )));
             }
         }
         // Each variable's chain, validated up front for the variable's type.
@@ -302,12 +335,22 @@ impl StoreWriter {
         let mut planned = BTreeMap::new();
         for v in &schema.variables {
             let split = precision::splits(&layout, v.dtype);
-            let specs = match options.variable_codecs.get(&v.name) {
-                Some(text) => registry::parse_chain(text)?,
+            let own = match options.variable_requests.get(&v.name) {
+                Some(CodecRequest::Auto { objective, error_bound }) => {
+                    let bound = error_bound.as_deref().map(codec_plan::parse_error_bound).transpose()?;
+                    Some((None, Some((*objective, bound))))
+                }
+                Some(CodecRequest::Chain { chain }) => Some((Some(chain.clone()), None)),
+                None => None,
+            };
+            let own_chain = options.variable_codecs.get(&v.name).cloned().or(own.as_ref().and_then(|o| o.0.clone()));
+            let var_auto = own.map_or(auto.clone(), |o| o.1);
+            let specs = match own_chain {
+                Some(text) => registry::parse_chain(&text)?,
                 // Byte-group segments are not values: value-level plans do not apply.
                 None if split && explicit.is_none() => registry::parse_chain(precision::BYTE_GROUP_CHAIN)?,
                 None => {
-                    if let (Some((objective, bound)), Some(_)) = (&auto, v.dtype.num_type()) {
+                    if let (Some((objective, bound)), Some(_)) = (&var_auto, v.dtype.num_type()) {
                         let error_bound = bound.clone();
                         planned.insert(v.name.clone(), PendingPlan::Plan { objective: *objective, error_bound });
                     }
@@ -323,12 +366,19 @@ impl StoreWriter {
             chain_of.insert(v.name.clone(), specs);
         }
         let dim_size = |name: &str| schema.dims.iter().find(|d| d.name == name).map(|d| d.size);
-        for (name, _) in options.chunks.iter().chain(&options.subchunks) {
+        let per_var = options.variable_chunks.values().chain(options.variable_subchunks.values());
+        for (name, _) in options.chunks.iter().chain(&options.subchunks).chain(per_var.clone().flatten()) {
             if dim_size(name).is_none() {
                 return Err(Error::InvalidArgument(format!("--chunks/--subchunks name unknown dimension '{name}'")));
             }
         }
-        if options.chunks.values().chain(options.subchunks.values()).any(|&v| v == 0) {
+        if options
+            .chunks
+            .values()
+            .chain(options.subchunks.values())
+            .chain(per_var.flat_map(|m| m.values()))
+            .any(|&v| v == 0)
+        {
             return Err(Error::InvalidArgument("chunk and sub-chunk lengths must be at least 1".into()));
         }
         let record_dim = schema.record_dim.clone();
@@ -373,15 +423,17 @@ impl StoreWriter {
                 extent[0] = records_hint.clamp(1, slab_records);
             }
             let es = v.dtype.size() as u64;
+            let own_chunks = options.variable_chunks.get(&v.name);
+            let own_subchunks = options.variable_subchunks.get(&v.name);
             let mut chunk = auto_shape(&extent, es, options.chunk_bytes.unwrap_or(DEFAULT_CHUNK_BYTES));
             for (d, name) in v.dims.iter().enumerate() {
-                if let Some(&c) = options.chunks.get(name) {
+                if let Some(&c) = own_chunks.and_then(|m| m.get(name)).or(options.chunks.get(name)) {
                     chunk[d] = c.min(extent[d].max(1));
                 }
             }
             let mut sub = auto_shape(&chunk, es, options.subchunk_bytes.unwrap_or(default_sub));
             for (d, name) in v.dims.iter().enumerate() {
-                if let Some(&s) = options.subchunks.get(name) {
+                if let Some(&s) = own_subchunks.and_then(|m| m.get(name)).or(options.subchunks.get(name)) {
                     sub[d] = s.min(chunk[d]);
                 }
             }
@@ -571,6 +623,25 @@ impl StoreWriter {
         }
         var.plan = Some(plan);
         self.chains[idx] = build_chain(&self.draft.layout, &self.draft.variables[idx])?;
+        Ok(())
+    }
+
+    /// Sets attributes of the store (`var` None) or of a variable before the commit,
+    /// replacing those of the same name (netCDF programs set them at any time).
+    pub fn set_attributes(&mut self, var: Option<&str>, attrs: Vec<Attribute>) -> Result<()> {
+        let list = match var {
+            None => &mut self.draft.attrs,
+            Some(name) => {
+                let idx = self.draft.variable(name)?.0;
+                &mut self.draft.variables[idx].attrs
+            }
+        };
+        for a in attrs {
+            match list.iter_mut().find(|b| b.name == a.name) {
+                Some(b) => *b = a,
+                None => list.push(a),
+            }
+        }
         Ok(())
     }
 

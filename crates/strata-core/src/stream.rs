@@ -1,0 +1,215 @@
+//! Records as a simulation produces them: a time step (or a few) of each variable at a
+//! time, gathered into slabs. A slab is laid out (bins, byte groups, Hilbert order) and
+//! compressed in memory and written once it is full, so nothing is written twice and at
+//! most about two slabs per variable are held in memory.
+
+use crate::error::{Error, Result};
+use crate::writer::StoreWriter;
+use std::collections::BTreeMap;
+
+/// A variable's records not yet in a slab.
+#[derive(Debug, Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    records: u64,
+}
+
+/// Wraps a [`StoreWriter`]: [`append`](Self::append) takes whole records of one variable in
+/// any count; slabs are cut at the store's slab length as soon as every record variable has
+/// that many records waiting.
+#[derive(Debug)]
+pub struct StreamWriter {
+    writer: StoreWriter,
+    /// By record variable name: bytes per record, what waits.
+    pending: BTreeMap<String, (usize, Pending)>,
+}
+
+impl StreamWriter {
+    pub fn new(writer: StoreWriter) -> Self {
+        let m = writer.manifest();
+        let pending = m
+            .variables
+            .iter()
+            .filter(|v| m.is_record_var(v) && v.chunking.is_some())
+            .map(|v| {
+                let per_record = m.shape(v)[1..].iter().product::<u64>() as usize * v.dtype.size();
+                (v.name.clone(), (per_record, Pending::default()))
+            })
+            .collect();
+        Self { writer, pending }
+    }
+
+    /// The writer underneath, for whole slabs written directly (an importer's way); refused
+    /// while appended records wait, as they come first.
+    pub fn direct(&mut self) -> Result<&mut StoreWriter> {
+        if self.pending.values().any(|(_, p)| p.records > 0) {
+            return Err(Error::InvalidArgument("appended records wait for their slab: commit them first".into()));
+        }
+        Ok(&mut self.writer)
+    }
+
+    /// Sets store or variable attributes (see [`StoreWriter::set_attributes`]).
+    pub fn set_attributes(&mut self, var: Option<&str>, attrs: Vec<crate::manifest::Attribute>) -> Result<()> {
+        self.writer.set_attributes(var, attrs)
+    }
+
+    pub fn writer(&self) -> &StoreWriter {
+        &self.writer
+    }
+
+    /// Writes a variable without the record dimension, whole (see [`StoreWriter::put_static`]).
+    pub fn put_static(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        self.writer.put_static(name, data)
+    }
+
+    /// Records committed so far plus those waiting (what the record dimension will have).
+    pub fn record_count(&self) -> u64 {
+        self.writer.record_count() + self.pending.values().map(|(_, p)| p.records).min().unwrap_or(0)
+    }
+
+    /// Takes `data`, whole records of record variable `name` (C order, little-endian), and
+    /// writes every slab that is complete.
+    pub fn append(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        let slab = self.writer.slab_records();
+        let floor = self.pending.values().map(|(_, p)| p.records).min().unwrap_or(0);
+        let Some((per_record, pending)) = self.pending.get_mut(name) else {
+            let known = self.writer.manifest().variable(name)?.1;
+            let why =
+                if known.chunking.is_none() { "is a string variable" } else { "does not have the record dimension" };
+            return Err(Error::InvalidArgument(format!("'{name}' {why}: only record variables are appended")));
+        };
+        let per_record = *per_record;
+        if per_record == 0 || !data.len().is_multiple_of(per_record) {
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' takes whole records of {per_record} bytes; got {} bytes",
+                data.len()
+            )));
+        }
+        let records = (data.len() / per_record) as u64;
+        // Bounded memory: one variable may run at most a slab ahead of the slowest.
+        if pending.records + records > floor + slab.max(records) {
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' would be {} records ahead of another record variable (at most {}): append every \
+                 record variable for each step",
+                pending.records + records - floor,
+                slab.max(records)
+            )));
+        }
+        pending.bytes.extend_from_slice(data);
+        pending.records += records;
+        self.write_ready(false)
+    }
+
+    /// Writes slabs while every record variable has a full one waiting; with `all`, also
+    /// the last, shorter one (the variables must then agree on the count).
+    fn write_ready(&mut self, all: bool) -> Result<()> {
+        let slab = self.writer.slab_records();
+        loop {
+            let counts: Vec<u64> = self.pending.values().map(|(_, p)| p.records).collect();
+            let (Some(&lo), Some(&hi)) = (counts.iter().min(), counts.iter().max()) else { return Ok(()) };
+            if all && lo != hi {
+                let listed: Vec<String> =
+                    self.pending.iter().map(|(n, (_, p))| format!("{n}: {}", p.records)).collect();
+                return Err(Error::InvalidArgument(format!(
+                    "record variables have different numbers of records waiting ({}): append the missing ones \
+                     before committing",
+                    listed.join(", ")
+                )));
+            }
+            let n = if lo >= slab {
+                slab
+            } else if all && lo > 0 {
+                lo
+            } else {
+                return Ok(());
+            };
+            self.writer.begin_slab(n)?;
+            for (name, (per_record, p)) in self.pending.iter_mut() {
+                let cut = n as usize * *per_record;
+                self.writer.put_records(name, &p.bytes[..cut])?;
+                p.bytes.drain(..cut);
+                p.records -= n;
+            }
+            self.writer.finish_slab()?;
+        }
+    }
+
+    /// Writes what waits and publishes a new version; returns its number.
+    pub fn commit(mut self, message: &str) -> Result<u64> {
+        self.write_ready(true)?;
+        self.writer.commit(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Dim;
+    use crate::writer::{DatasetSchema, VariableSchema, WriterOptions};
+    use crate::{DType, DimSelection, Store, StoreReader};
+
+    fn schema() -> DatasetSchema {
+        let dim = |name: &str, size| Dim { name: name.into(), size, unlimited: name == "t" };
+        let var = |name: &str, dims: &[&str]| VariableSchema {
+            name: name.into(),
+            dtype: DType::F32,
+            dims: dims.iter().map(|d| d.to_string()).collect(),
+            attrs: vec![],
+            inline_strings: None,
+        };
+        DatasetSchema {
+            dims: vec![dim("t", 0), dim("y", 6), dim("x", 5)],
+            record_dim: Some("t".into()),
+            attrs: vec![],
+            variables: vec![var("a", &["t", "y", "x"]), var("b", &["t", "x"])],
+        }
+    }
+
+    fn le(values: impl Iterator<Item = f32>) -> Vec<u8> {
+        values.flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn steps_become_slabs_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s").to_string_lossy().into_owned();
+        let options = WriterOptions { slab_records: Some(4), ..Default::default() };
+        let w = StoreWriter::create(Store::local(&path), schema(), &options).unwrap();
+        let mut w = StreamWriter::new(w);
+        for t in 0..10u32 {
+            w.append("a", &le((0..30).map(|i| (t * 100 + i) as f32))).unwrap();
+            w.append("b", &le((0..5).map(|i| (t * 10 + i) as f32))).unwrap();
+        }
+        assert_eq!(w.record_count(), 10);
+        assert_eq!(w.commit("steps").unwrap(), 1);
+        let r = StoreReader::open(Store::local(&path), None).unwrap();
+        let m = r.manifest();
+        assert_eq!(m.slabs.len(), 3); // 4 + 4 + 2
+        assert_eq!(m.dim("t").unwrap().size, 10);
+        let sel: Vec<DimSelection> = [10, 6, 5].map(|n| DimSelection { start: 0, stop: n, step: 1 }).to_vec();
+        let mut bytes = vec![0u8; 10 * 30 * 4];
+        r.read_into("a", &sel, &mut bytes).unwrap();
+        let got: Vec<f32> = bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        let want: Vec<f32> = (0..10u32).flat_map(|t| (0..30).map(move |i| (t * 100 + i) as f32)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn wrong_sizes_and_uneven_variables_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = WriterOptions { slab_records: Some(2), ..Default::default() };
+        let w = StoreWriter::create(Store::local(&format!("{}/s", dir.path().display())), schema(), &options).unwrap();
+        let mut w = StreamWriter::new(w);
+        let err = w.append("a", &[0u8; 7]).unwrap_err().to_string();
+        assert!(err.contains("whole records of 120 bytes"), "{err}");
+        assert!(w.append("nope", &[]).is_err());
+        // Running ahead is bounded: two slabs of `a` and none of `b` is too much.
+        w.append("a", &le((0..60).map(|i| i as f32))).unwrap();
+        let err = w.append("a", &le((0..30).map(|i| i as f32))).unwrap_err().to_string();
+        assert!(err.contains("ahead"), "{err}");
+        w.append("b", &le((0..5).map(|i| i as f32))).unwrap();
+        let err = w.commit("uneven").unwrap_err().to_string();
+        assert!(err.contains("a: 2, b: 1"), "{err}");
+        assert!(!Store::local(&format!("{}/s", dir.path().display())).exists().unwrap());
+    }
+}
