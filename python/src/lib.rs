@@ -247,6 +247,15 @@ impl Writer {
         self.with(py, |w| w.direct()?.finish_slab())
     }
 
+    /// Lets a variable run `records` ahead of the others beyond a slab (None: no bound).
+    #[pyo3(signature = (records))]
+    fn allow_ahead(&self, py: Python<'_>, records: Option<u64>) -> PyResult<()> {
+        self.with(py, |w| {
+            w.allow_ahead(records);
+            Ok(())
+        })
+    }
+
     /// Whole records of one record variable, as a simulation produces them; full slabs are
     /// laid out, compressed and written as they complete.
     fn append(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {

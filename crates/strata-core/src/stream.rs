@@ -22,6 +22,8 @@ pub struct StreamWriter {
     writer: StoreWriter,
     /// By record variable name: bytes per record, what waits.
     pending: BTreeMap<String, (usize, Pending)>,
+    /// How many records one variable may wait for the others beyond a slab (None: no bound).
+    ahead: Option<u64>,
 }
 
 impl StreamWriter {
@@ -36,7 +38,13 @@ impl StreamWriter {
                 (v.name.clone(), (per_record, Pending::default()))
             })
             .collect();
-        Self { writer, pending }
+        Self { writer, pending, ahead: Some(0) }
+    }
+
+    /// Lets variables run ahead of the others by `records` more than a slab (None: any
+    /// number, held in memory: for programs that write one variable whole, then the next).
+    pub fn allow_ahead(&mut self, records: Option<u64>) {
+        self.ahead = records;
     }
 
     /// The writer underneath, for whole slabs written directly (an importer's way); refused
@@ -87,13 +95,15 @@ impl StreamWriter {
         }
         let records = (data.len() / per_record) as u64;
         // Bounded memory: one variable may run at most a slab ahead of the slowest.
-        if pending.records + records > floor + slab.max(records) {
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' would be {} records ahead of another record variable (at most {}): append every \
-                 record variable for each step",
-                pending.records + records - floor,
-                slab.max(records)
-            )));
+        if let Some(extra) = self.ahead {
+            let most = slab.max(records) + extra;
+            if pending.records + records > floor + most {
+                return Err(Error::InvalidArgument(format!(
+                    "'{name}' would be {} records ahead of another record variable (at most {most}): append \
+                     every record variable for each step",
+                    pending.records + records - floor,
+                )));
+            }
         }
         pending.bytes.extend_from_slice(data);
         pending.records += records;

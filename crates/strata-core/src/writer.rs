@@ -420,7 +420,8 @@ impl StoreWriter {
             }
             let mut extent = elem_shape(v);
             if is_record(v) {
-                extent[0] = records_hint.clamp(1, slab_records);
+                // Unknown (a stream): plan for a full slab.
+                extent[0] = if records_hint == 0 { slab_records } else { records_hint.min(slab_records) };
             }
             let es = v.dtype.size() as u64;
             let own_chunks = options.variable_chunks.get(&v.name);
