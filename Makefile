@@ -24,15 +24,17 @@ help:
 
 # System packages from Debian, only if missing: a C compiler (zstd-sys), cmake and libclang
 # (zfp-sys builds the bundled zfp and generates its bindings), venv support, and netCDF's
-# ncdump (a real DAP2 client the server's tests use), and chromium with its driver (the web
-# page's test drives it headless; no browser is downloaded).
+# ncdump (a real DAP2 client the server's tests use), chromium with its driver (the web
+# page's test drives it headless; no browser is downloaded), and Open MPI (the parallel
+# writers' tests run under mpirun; mpi4py's wheel loads Debian's libmpi).
 sysdeps:
 	@command -v cc >/dev/null && command -v cmake >/dev/null && ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 \
 	  && command -v ncdump >/dev/null && command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+	  && command -v mpirun >/dev/null && ls /usr/lib/*/libmpi.so >/dev/null 2>&1 \
 	  && $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || { \
 	  echo "installing system packages"; \
 	  apt-get update -qq && apt-get install -y -qq build-essential cmake libclang-dev python3-venv netcdf-bin \
-	    chromium chromium-driver >/dev/null; }
+	    chromium chromium-driver openmpi-bin libopenmpi-dev >/dev/null; }
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) is required" >&2; exit 1; }
 
 $(VENV_STAMP): requirements-dev.lock | sysdeps

@@ -15,6 +15,7 @@ use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
 
 mod engine;
+mod parallel;
 
 fn to_py(e: Error) -> PyErr {
     exception(e.kind(), e.to_string())
@@ -670,6 +671,8 @@ fn quicklook(py: Python<'_>, path: &str, var: &str, isel: Option<&str>) -> PyRes
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<Writer>()?;
+    m.add_class::<parallel::Coordinator>()?;
+    m.add_class::<parallel::PartWriter>()?;
     m.add_class::<SqlSession>()?;
     m.add_class::<SqlStream>()?;
     m.add_function(wrap_pyfunction!(versions_json, m)?)?;

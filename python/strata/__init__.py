@@ -28,12 +28,23 @@ from .writer import Writer, write_arrays
 
 
 def __getattr__(name: str):
-    # strata.remote imports the HTTP client only when used (the command line starts faster).
-    if name == "remote":
-        import importlib
+    # strata.remote imports the HTTP client, and to_strata Dask, only when used (the
+    # command line starts faster).
+    import importlib
 
-        return importlib.import_module(".remote", __name__)
+    if name in ("remote", "parallel", "netcdf"):
+        return importlib.import_module(f".{name}", __name__)
+    if name == "to_strata":
+        module = importlib.import_module("._dask", __name__)
+        module.register_accessor()
+        return module.to_strata
     raise AttributeError(f"module 'strata' has no attribute '{name}'")
+
+
+if "xarray" in __import__("sys").modules:  # ds.strata.to_store(...) where xarray is in use
+    from ._dask import register_accessor as _register
+
+    _register()
 
 
 __all__ = [
@@ -62,5 +73,6 @@ __all__ = [
     "parse_where",
     "session",
     "sql",
+    "to_strata",
     "write_arrays",
 ]

@@ -107,6 +107,55 @@ def _options(
     return options
 
 
+def stream_schema(dims: Mapping[str, int | None], variables: Mapping[str, Any], attrs=None, records=None) -> dict:
+    """The Rust writer's schema for dims (``None``: the record dimension) and variables
+    given as ``(dtype, dims[, attrs])``; shared by every writer that takes records."""
+    record = [d for d, n in dims.items() if n is None]
+    if len(record) > 1:
+        raise InvalidArgumentError(f"only one dimension can be the record dimension (size None), not {record}")
+    record_dim = record[0] if record else None
+    specs = {name: _variable_spec(name, spec) for name, spec in variables.items()}
+    for name, (dtype, vdims, _) in specs.items():
+        if dtype == "string":
+            raise InvalidArgumentError(f"'{name}' holds strings: strata.write_arrays stores string variables")
+        for d in vdims:
+            if d not in dims:
+                raise InvalidArgumentError(f"variable '{name}' names dimension '{d}', which is not defined")
+        if record_dim in vdims[1:]:
+            raise InvalidArgumentError(f"variable '{name}': the record dimension '{record_dim}' must come first")
+    if records is not None and records < 0:
+        raise InvalidArgumentError("records must be at least 0")
+    return {
+        "dims": [
+            {"name": d, "size": int(records or 0) if n is None else int(n), "unlimited": n is None}
+            for d, n in dims.items()
+        ],
+        "record_dim": record_dim,
+        "attrs": _attrs.encode_all(dict(attrs or {})),
+        "variables": [
+            {"name": name, "dtype": dtype, "dims": list(vdims), "attrs": _attrs.encode_all(vattrs)}
+            for name, (dtype, vdims, vattrs) in specs.items()
+        ],
+    }
+
+
+def writer_options_of(**kw) -> dict:
+    """The Rust writer's options from :class:`Writer`'s keyword arguments."""
+    return _options(
+        kw.get("codec"),
+        kw.get("objective"),
+        kw.get("error_bound"),
+        kw.get("chunks"),
+        kw.get("subchunks"),
+        kw.get("slab_records"),
+        kw.get("layout"),
+        kw.get("byte_groups"),
+        kw.get("bins"),
+        kw.get("binning"),
+        kw.get("config"),
+    )
+
+
 def _variable_spec(name: str, spec) -> tuple[str, tuple[str, ...], dict]:
     """``(dtype, dims)``, ``(dtype, dims, attrs)`` or ``{"dtype", "dims", "attrs"}``."""
     if isinstance(spec, Mapping):
@@ -182,33 +231,7 @@ class Writer:
         config: str | os.PathLike | None = None,
         message: str = "Writer",
     ) -> Writer:
-        record = [d for d, n in dims.items() if n is None]
-        if len(record) > 1:
-            raise InvalidArgumentError(f"only one dimension can be the record dimension (size None), not {record}")
-        record_dim = record[0] if record else None
-        specs = {name: _variable_spec(name, spec) for name, spec in variables.items()}
-        for name, (dtype, vdims, _) in specs.items():
-            if dtype == "string":
-                raise InvalidArgumentError(f"'{name}' holds strings: strata.write_arrays stores string variables")
-            for d in vdims:
-                if d not in dims:
-                    raise InvalidArgumentError(f"variable '{name}' names dimension '{d}', which is not defined")
-            if record_dim in vdims[1:]:
-                raise InvalidArgumentError(f"variable '{name}': the record dimension '{record_dim}' must come first")
-        if records is not None and records < 0:
-            raise InvalidArgumentError("records must be at least 0")
-        schema = {
-            "dims": [
-                {"name": d, "size": int(records or 0) if n is None else int(n), "unlimited": n is None}
-                for d, n in dims.items()
-            ],
-            "record_dim": record_dim,
-            "attrs": _attrs.encode_all(dict(attrs or {})),
-            "variables": [
-                {"name": name, "dtype": dtype, "dims": list(vdims), "attrs": _attrs.encode_all(vattrs)}
-                for name, (dtype, vdims, vattrs) in specs.items()
-            ],
-        }
+        schema = stream_schema(dims, variables, attrs, records)
         options = _options(
             codec, objective, error_bound, chunks, subchunks, slab_records, layout, byte_groups, bins, binning, config
         )

@@ -100,3 +100,13 @@ class StrataBackendEntrypoint(BackendEntrypoint):
 
     def guess_can_open(self, filename_or_obj) -> bool:
         return str(filename_or_obj).rstrip("/").endswith(".strata") or _is_store(filename_or_obj)
+
+
+def _register_accessor() -> None:
+    from ._dask import register_accessor
+
+    register_accessor()
+
+
+# xarray imports this module when it lists its backends: ds.strata.to_store is there from then on.
+_register_accessor()

@@ -24,7 +24,7 @@ const FLAG_ZSTD: u32 = 2;
 /// Decompressed bitmap sections larger than this are refused as corrupt.
 const MAX_SECTION_BYTES: u64 = 1 << 32;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SlabIndexData {
     pub slab_id: u64,
     pub segments: Vec<SegmentEntry>,

@@ -18,6 +18,7 @@ pub mod histogram;
 pub mod index_file;
 pub mod manifest;
 pub mod mask;
+pub mod parallel;
 pub mod planner;
 pub mod points;
 pub mod precision;

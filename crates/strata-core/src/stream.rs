@@ -14,77 +14,47 @@ struct Pending {
     records: u64,
 }
 
-/// Wraps a [`StoreWriter`]: [`append`](Self::append) takes whole records of one variable in
-/// any count; slabs are cut at the store's slab length as soon as every record variable has
-/// that many records waiting.
+/// Records waiting for their slab, per record variable a writer holds; shared by the
+/// stream writer and the parallel writers.
 #[derive(Debug)]
-pub struct StreamWriter {
-    writer: StoreWriter,
+pub(crate) struct RecordBuffers {
     /// By record variable name: bytes per record, what waits.
     pending: BTreeMap<String, (usize, Pending)>,
     /// How many records one variable may wait for the others beyond a slab (None: no bound).
     ahead: Option<u64>,
 }
 
-impl StreamWriter {
-    pub fn new(writer: StoreWriter) -> Self {
+impl RecordBuffers {
+    pub(crate) fn new(writer: &StoreWriter) -> Self {
         let m = writer.manifest();
-        let pending = m
-            .variables
-            .iter()
-            .filter(|v| m.is_record_var(v) && v.chunking.is_some())
-            .map(|v| {
-                let per_record = m.shape(v)[1..].iter().product::<u64>() as usize * v.dtype.size();
-                (v.name.clone(), (per_record, Pending::default()))
-            })
+        let pending = (0..m.variables.len())
+            .filter_map(|i| Some((m.variables[i].name.clone(), (writer.held_record_bytes(i)?, Pending::default()))))
             .collect();
-        Self { writer, pending, ahead: Some(0) }
+        Self { pending, ahead: Some(0) }
     }
 
-    /// Lets variables run ahead of the others by `records` more than a slab (None: any
-    /// number, held in memory: for programs that write one variable whole, then the next).
-    pub fn allow_ahead(&mut self, records: Option<u64>) {
-        self.ahead = records;
+    /// Records every variable has waiting.
+    pub(crate) fn complete(&self) -> u64 {
+        self.pending.values().map(|(_, p)| p.records).min().unwrap_or(0)
     }
 
-    /// The writer underneath, for whole slabs written directly (an importer's way); refused
-    /// while appended records wait, as they come first.
-    pub fn direct(&mut self) -> Result<&mut StoreWriter> {
-        if self.pending.values().any(|(_, p)| p.records > 0) {
-            return Err(Error::InvalidArgument("appended records wait for their slab: commit them first".into()));
-        }
-        Ok(&mut self.writer)
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pending.values().all(|(_, p)| p.records == 0)
     }
 
-    /// Sets store or variable attributes (see [`StoreWriter::set_attributes`]).
-    pub fn set_attributes(&mut self, var: Option<&str>, attrs: Vec<crate::manifest::Attribute>) -> Result<()> {
-        self.writer.set_attributes(var, attrs)
-    }
-
-    pub fn writer(&self) -> &StoreWriter {
-        &self.writer
-    }
-
-    /// Writes a variable without the record dimension, whole (see [`StoreWriter::put_static`]).
-    pub fn put_static(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        self.writer.put_static(name, data)
-    }
-
-    /// Records committed so far plus those waiting (what the record dimension will have).
-    pub fn record_count(&self) -> u64 {
-        self.writer.record_count() + self.pending.values().map(|(_, p)| p.records).min().unwrap_or(0)
-    }
-
-    /// Takes `data`, whole records of record variable `name` (C order, little-endian), and
-    /// writes every slab that is complete.
-    pub fn append(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        let slab = self.writer.slab_records();
-        let floor = self.pending.values().map(|(_, p)| p.records).min().unwrap_or(0);
+    pub(crate) fn push(&mut self, writer: &StoreWriter, name: &str, data: &[u8]) -> Result<()> {
+        let slab = writer.slab_records();
+        let floor = self.complete();
         let Some((per_record, pending)) = self.pending.get_mut(name) else {
-            let known = self.writer.manifest().variable(name)?.1;
-            let why =
-                if known.chunking.is_none() { "is a string variable" } else { "does not have the record dimension" };
-            return Err(Error::InvalidArgument(format!("'{name}' {why}: only record variables are appended")));
+            let known = writer.manifest().variable(name)?.1;
+            let why = if known.chunking.is_none() {
+                "is a string variable"
+            } else if !writer.manifest().is_record_var(known) {
+                "does not have the record dimension"
+            } else {
+                "lies outside this writer's block"
+            };
+            return Err(Error::InvalidArgument(format!("'{name}' {why}: it is not appended here")));
         };
         let per_record = *per_record;
         if per_record == 0 || !data.len().is_multiple_of(per_record) {
@@ -107,41 +77,106 @@ impl StreamWriter {
         }
         pending.bytes.extend_from_slice(data);
         pending.records += records;
+        Ok(())
+    }
+
+    /// How many records the next slab takes: a full slab when every variable has one, or
+    /// with `all` whatever waits (the variables must then agree on the count); None: none yet.
+    pub(crate) fn next_slab(&self, slab: u64, all: bool) -> Result<Option<u64>> {
+        let counts: Vec<u64> = self.pending.values().map(|(_, p)| p.records).collect();
+        let (Some(&lo), Some(&hi)) = (counts.iter().min(), counts.iter().max()) else { return Ok(None) };
+        if all && lo != hi {
+            let listed: Vec<String> = self.pending.iter().map(|(n, (_, p))| format!("{n}: {}", p.records)).collect();
+            return Err(Error::InvalidArgument(format!(
+                "record variables have different numbers of records waiting ({}): append the missing ones before \
+                 committing",
+                listed.join(", ")
+            )));
+        }
+        Ok(if lo >= slab {
+            Some(slab)
+        } else if all && lo > 0 {
+            Some(lo)
+        } else {
+            None
+        })
+    }
+
+    /// Puts the first `n` waiting records of every variable into `writer`'s open slab.
+    pub(crate) fn cut(&mut self, writer: &mut StoreWriter, n: u64) -> Result<()> {
+        writer.begin_slab(n)?;
+        for (name, (per_record, p)) in self.pending.iter_mut() {
+            let cut = n as usize * *per_record;
+            writer.put_records(name, &p.bytes[..cut])?;
+            p.bytes.drain(..cut);
+            p.records -= n;
+        }
+        Ok(())
+    }
+}
+
+/// Wraps a [`StoreWriter`]: [`append`](Self::append) takes whole records of one variable in
+/// any count; slabs are cut at the store's slab length as soon as every record variable has
+/// that many records waiting.
+#[derive(Debug)]
+pub struct StreamWriter {
+    writer: StoreWriter,
+    buffers: RecordBuffers,
+}
+
+impl StreamWriter {
+    pub fn new(writer: StoreWriter) -> Self {
+        let buffers = RecordBuffers::new(&writer);
+        Self { writer, buffers }
+    }
+
+    /// Lets variables run ahead of the others by `records` more than a slab (None: any
+    /// number, held in memory: for programs that write one variable whole, then the next).
+    pub fn allow_ahead(&mut self, records: Option<u64>) {
+        self.buffers.ahead = records;
+    }
+
+    /// The writer underneath, for whole slabs written directly (an importer's way); refused
+    /// while appended records wait, as they come first.
+    pub fn direct(&mut self) -> Result<&mut StoreWriter> {
+        if !self.buffers.is_empty() {
+            return Err(Error::InvalidArgument("appended records wait for their slab: commit them first".into()));
+        }
+        Ok(&mut self.writer)
+    }
+
+    /// Sets store or variable attributes (see [`StoreWriter::set_attributes`]).
+    pub fn set_attributes(&mut self, var: Option<&str>, attrs: Vec<crate::manifest::Attribute>) -> Result<()> {
+        self.writer.set_attributes(var, attrs)
+    }
+
+    pub fn writer(&self) -> &StoreWriter {
+        &self.writer
+    }
+
+    /// Writes a variable without the record dimension, whole (see [`StoreWriter::put_static`]).
+    pub fn put_static(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        self.writer.put_static(name, data)
+    }
+
+    /// Records committed so far plus those waiting (what the record dimension will have).
+    pub fn record_count(&self) -> u64 {
+        self.writer.record_count() + self.buffers.complete()
+    }
+
+    /// Takes `data`, whole records of record variable `name` (C order, little-endian), and
+    /// writes every slab that is complete.
+    pub fn append(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        self.buffers.push(&self.writer, name, data)?;
         self.write_ready(false)
     }
 
-    /// Writes slabs while every record variable has a full one waiting; with `all`, also
-    /// the last, shorter one (the variables must then agree on the count).
     fn write_ready(&mut self, all: bool) -> Result<()> {
-        let slab = self.writer.slab_records();
-        loop {
-            let counts: Vec<u64> = self.pending.values().map(|(_, p)| p.records).collect();
-            let (Some(&lo), Some(&hi)) = (counts.iter().min(), counts.iter().max()) else { return Ok(()) };
-            if all && lo != hi {
-                let listed: Vec<String> =
-                    self.pending.iter().map(|(n, (_, p))| format!("{n}: {}", p.records)).collect();
-                return Err(Error::InvalidArgument(format!(
-                    "record variables have different numbers of records waiting ({}): append the missing ones \
-                     before committing",
-                    listed.join(", ")
-                )));
-            }
-            let n = if lo >= slab {
-                slab
-            } else if all && lo > 0 {
-                lo
-            } else {
-                return Ok(());
-            };
-            self.writer.begin_slab(n)?;
-            for (name, (per_record, p)) in self.pending.iter_mut() {
-                let cut = n as usize * *per_record;
-                self.writer.put_records(name, &p.bytes[..cut])?;
-                p.bytes.drain(..cut);
-                p.records -= n;
-            }
+        while let Some(n) = self.buffers.next_slab(self.writer.slab_records(), all)? {
+            self.buffers.cut(&mut self.writer, n)?;
             self.writer.finish_slab()?;
         }
+        Ok(())
     }
 
     /// Writes what waits and publishes a new version; returns its number.

@@ -109,6 +109,23 @@ pub struct WriterOptions {
     /// absent, the file `STRATA_CONFIG` names, if any.
     #[serde(default)]
     pub config: Option<String>,
+    /// Parallel writers: where the writers' blocks meet, per dimension name (interior cut
+    /// points). Chunks are cut to fit, so that every chunk lies in one writer's block.
+    #[serde(default)]
+    pub decomposition: BTreeMap<String, Vec<u64>>,
+}
+
+/// The part of the dimensions one parallel writer holds: `[start, stop)` per dimension
+/// name; dimensions not named are whole. The record dimension is never cut (every writer
+/// writes every record of its block).
+pub type Block = BTreeMap<String, [u64; 2]>;
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 impl WriterOptions {
@@ -141,26 +158,36 @@ struct PlanHead {
     error_bound: Option<String>,
 }
 
-struct PendingSegment {
-    key: SegmentKey,
-    codec: u8,
-    bytes: Vec<u8>,
-    raw_length: u64,
-    count: u64,
-    min: f64,
-    max: f64,
+pub(crate) struct PendingSegment {
+    pub(crate) key: SegmentKey,
+    pub(crate) codec: u8,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) raw_length: u64,
+    pub(crate) count: u64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
 }
 
-struct SlabBuilder {
-    id: u64,
-    records: Option<[u64; 2]>,
-    segments: Vec<PendingSegment>,
-    bitmaps: Vec<BinPositions>,
-    bins: Vec<BinSummary>,
+impl std::fmt::Debug for PendingSegment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PendingSegment({:?}, {} bytes)", self.key, self.bytes.len())
+    }
+}
+
+pub(crate) struct SlabBuilder {
+    pub(crate) id: u64,
+    pub(crate) records: Option<[u64; 2]>,
+    pub(crate) segments: Vec<PendingSegment>,
+    pub(crate) bitmaps: Vec<BinPositions>,
+    pub(crate) bins: Vec<BinSummary>,
     done: BTreeSet<usize>,
 }
 
 impl SlabBuilder {
+    pub(crate) fn empty(id: u64, records: Option<[u64; 2]>) -> Self {
+        Self::new(id, records)
+    }
+
     fn new(id: u64, records: Option<[u64; 2]>) -> Self {
         Self { id, records, segments: vec![], bitmaps: vec![], bins: vec![], done: BTreeSet::new() }
     }
@@ -198,6 +225,8 @@ pub struct StoreWriter {
     static_slab: Option<SlabBuilderBox>,
     open_slab: Option<SlabBuilderBox>,
     next_slab_id: u64,
+    /// A parallel writer's block (None: the whole store).
+    block: Option<Block>,
 }
 
 /// Boxed so that `StoreWriter` can derive `Debug` without exposing segment bytes.
@@ -254,7 +283,42 @@ fn build_chain(layout: &Layout, var: &Variable) -> Result<Option<(u8, CodecChain
 impl StoreWriter {
     /// Starts a new store. Nothing is visible until [`commit`](Self::commit).
     pub fn create(store: Store, schema: DatasetSchema, options: &WriterOptions) -> Result<Self> {
-        let options = &options.resolved()?;
+        Self::check_new(&store)?;
+        Self::build(store, schema, &options.resolved()?)
+    }
+
+    /// One of several writers of a new store (see [`crate::parallel`]): the same draft as
+    /// [`create`](Self::create) makes from the same schema and options, writing `block`.
+    pub fn part(store: Store, schema: DatasetSchema, options: &WriterOptions, block: Block) -> Result<Self> {
+        let mut w = Self::build(store, schema, &options.resolved()?)?;
+        for (name, &[start, stop]) in &block {
+            let dim = w.draft.dim(name).ok_or_else(|| {
+                Error::InvalidArgument(format!("the block names dimension '{name}', which the store does not have"))
+            })?;
+            if w.draft.record_dim.as_deref() == Some(name.as_str()) {
+                return Err(Error::InvalidArgument(format!(
+                    "the record dimension '{name}' is not cut between writers: each writes every record of its block"
+                )));
+            }
+            if start >= stop || stop > dim.size {
+                return Err(Error::InvalidArgument(format!(
+                    "block {name}=[{start}, {stop}) is empty or beyond the dimension's {}",
+                    dim.size
+                )));
+            }
+        }
+        if w.bin_rule.as_ref().is_some_and(|r| !matches!(r, BinRule::Edges { .. })) {
+            return Err(Error::InvalidArgument(
+                "parallel writers under level V need bin boundaries given (binning = \"0,5,10\"): bins from a \
+                 slab's values would differ between writers, each of whom sees only its block"
+                    .into(),
+            ));
+        }
+        w.block = Some(block);
+        Ok(w)
+    }
+
+    fn check_new(store: &Store) -> Result<()> {
         let name = store.name();
         if name.trim().is_empty() {
             return Err(Error::InvalidArgument("a new store needs a path".into()));
@@ -284,6 +348,11 @@ impl StoreWriter {
                 "'{name}' is not empty and holds no strata store: write a new store into a new or empty directory"
             )));
         }
+        Ok(())
+    }
+
+    /// The draft manifest and writer state that the schema and (resolved) options give.
+    fn build(store: Store, schema: DatasetSchema, options: &WriterOptions) -> Result<Self> {
         let order = parse_layout(options.layout.as_deref().unwrap_or("S"))?;
         let mut layout = Layout { order, ..Layout::space_only() };
         if layout.order.contains(&Level::M) {
@@ -367,7 +436,8 @@ impl StoreWriter {
         }
         let dim_size = |name: &str| schema.dims.iter().find(|d| d.name == name).map(|d| d.size);
         let per_var = options.variable_chunks.values().chain(options.variable_subchunks.values());
-        for (name, _) in options.chunks.iter().chain(&options.subchunks).chain(per_var.clone().flatten()) {
+        let cut = options.decomposition.keys().map(|k| (k, &0u64));
+        for (name, _) in options.chunks.iter().chain(&options.subchunks).chain(per_var.clone().flatten()).chain(cut) {
             if dim_size(name).is_none() {
                 return Err(Error::InvalidArgument(format!("--chunks/--subchunks name unknown dimension '{name}'")));
             }
@@ -430,6 +500,32 @@ impl StoreWriter {
             for (d, name) in v.dims.iter().enumerate() {
                 if let Some(&c) = own_chunks.and_then(|m| m.get(name)).or(options.chunks.get(name)) {
                     chunk[d] = c.min(extent[d].max(1));
+                }
+            }
+            for (d, name) in v.dims.iter().enumerate() {
+                let Some(cuts) = options.decomposition.get(name) else { continue };
+                if record_dim.as_ref() == Some(name) {
+                    return Err(Error::InvalidArgument(format!(
+                        "the record dimension '{name}' is not cut between writers (each writes every record of its \
+                         block; writers of separate record ranges use the subfiles placement)"
+                    )));
+                }
+                let g = cuts.iter().fold(0, |g, &c| gcd(g, c));
+                if g == 0 || cuts.iter().any(|&c| c == 0 || c >= extent[d]) {
+                    return Err(Error::InvalidArgument(format!(
+                        "decomposition of '{name}' at {cuts:?}: cuts lie strictly inside the dimension (1 to {})",
+                        extent[d].saturating_sub(1)
+                    )));
+                }
+                if g % chunk[d] != 0 {
+                    if own_chunks.and_then(|m| m.get(name)).or(options.chunks.get(name)).is_some() {
+                        return Err(Error::InvalidArgument(format!(
+                            "'{}': chunks of {} along '{name}' do not fit the writers' blocks (cut at {cuts:?})",
+                            v.name, chunk[d]
+                        )));
+                    }
+                    // The largest length that both fits the blocks and is no longer than planned.
+                    chunk[d] = (1..=chunk[d]).rev().find(|c| g % c == 0).unwrap_or(1);
                 }
             }
             let mut sub = auto_shape(&chunk, es, options.subchunk_bytes.unwrap_or(default_sub));
@@ -504,6 +600,7 @@ impl StoreWriter {
             static_slab,
             open_slab: None,
             next_slab_id: 1,
+            block: None,
         })
     }
 
@@ -575,6 +672,7 @@ impl StoreWriter {
             static_slab: None,
             open_slab: None,
             next_slab_id,
+            block: None,
         })
     }
 
@@ -670,10 +768,11 @@ impl StoreWriter {
             return Err(Error::InvalidArgument(format!("'{name}' is a string variable, stored in the manifest")));
         }
         let extent = self.draft.shape(var);
+        let window = self.window(idx, &extent)?;
         if self.static_slab.as_ref().is_some_and(|s| !s.0.done.contains(&idx)) {
-            self.resolve_plan(idx, &extent, data)?;
+            self.resolve_plan(idx, &window.1, data)?;
         }
-        let part = self.encode_part(idx, &extent, data)?;
+        let part = self.encode_part(idx, &extent, &window, data)?;
         let slab = self.static_slab.as_mut().ok_or_else(|| {
             Error::InvalidArgument("static variables can only be written when creating a store".into())
         })?;
@@ -682,6 +781,35 @@ impl StoreWriter {
         }
         slab.0.add(part);
         Ok(())
+    }
+
+    /// The box of `extent` this writer holds for variable `idx`: its origin and shape. A
+    /// parallel writer holds its block; a variable without some cut dimension belongs to
+    /// the writer whose block starts at 0 along it (one writer per chunk), and none else.
+    fn window(&self, idx: usize, extent: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
+        let var = &self.draft.variables[idx];
+        let Some(block) = &self.block else { return Ok((vec![0; extent.len()], extent.to_vec())) };
+        if let Some((dim, _)) = block.iter().find(|(d, r)| !var.dims.contains(d) && r[0] != 0) {
+            return Err(Error::InvalidArgument(format!(
+                "'{}' does not vary along '{dim}': the writer whose block starts at 0 along '{dim}' writes it",
+                var.name
+            )));
+        }
+        let mut origin = vec![0; extent.len()];
+        let mut shape = extent.to_vec();
+        for (d, name) in var.dims.iter().enumerate() {
+            if let Some(&[start, stop]) = block.get(name) {
+                origin[d] = start;
+                shape[d] = stop - start;
+            }
+        }
+        Ok((origin, shape))
+    }
+
+    /// Whether this writer writes variable `idx` (see [`window`](Self::window)).
+    fn holds(&self, idx: usize) -> bool {
+        let var = &self.draft.variables[idx];
+        self.block.as_ref().is_none_or(|b| b.iter().all(|(d, r)| var.dims.contains(d) || r[0] == 0))
     }
 
     /// Opens a slab of `records` records (at most `slab_records`) after the current end.
@@ -719,11 +847,12 @@ impl StoreWriter {
         }
         let mut extent = self.draft.shape(var);
         extent[0] = count;
-        let expected = extent.iter().product::<u64>() * var.dtype.size() as u64;
+        let window = self.window(idx, &extent)?;
+        let expected = window.1.iter().product::<u64>() * var.dtype.size() as u64;
         if data.len() as u64 == expected {
-            self.resolve_plan(idx, &extent, data)?;
+            self.resolve_plan(idx, &window.1, data)?;
         }
-        let part = self.encode_part(idx, &extent, data)?;
+        let part = self.encode_part(idx, &extent, &window, data)?;
         if let Some(slab) = self.open_slab.as_mut() {
             slab.0.done.insert(idx);
             slab.0.add(part);
@@ -733,6 +862,12 @@ impl StoreWriter {
 
     /// Writes the open slab's data and index files. Every record variable must have been put.
     pub fn finish_slab(&mut self) -> Result<()> {
+        let slab = self.close_slab()?;
+        self.write_slab(slab)
+    }
+
+    /// Ends the open slab: every record variable this writer holds must have been put.
+    fn close_slab(&mut self) -> Result<SlabBuilder> {
         let Some(SlabBuilderBox(slab)) = self.open_slab.take() else {
             return Err(Error::InvalidArgument("no slab is open".into()));
         };
@@ -741,20 +876,20 @@ impl StoreWriter {
             .variables
             .iter()
             .enumerate()
-            .filter(|(i, v)| self.draft.is_record_var(v) && !slab.done.contains(i))
+            .filter(|(i, v)| self.draft.is_record_var(v) && v.chunking.is_some() && self.holds(*i))
+            .filter(|(i, _)| !slab.done.contains(i))
             .map(|(_, v)| v.name.as_str())
             .collect();
         if !missing.is_empty() {
             return Err(Error::InvalidArgument(format!("slab is missing record variables: {}", missing.join(", "))));
         }
         let [_, count] = slab.records.unwrap_or([0, 0]);
-        self.write_slab(slab)?;
         if let Some(r) = self.draft.record_dim.clone() {
             if let Some(d) = self.draft.dims.iter_mut().find(|d| d.name == r) {
                 d.size += count;
             }
         }
-        Ok(())
+        Ok(slab)
     }
 
     /// Publishes everything written as a new version and returns its number.
@@ -768,7 +903,8 @@ impl StoreWriter {
                 .variables
                 .iter()
                 .enumerate()
-                .filter(|(i, v)| v.chunking.is_some() && !self.draft.is_record_var(v) && !slab.done.contains(i))
+                .filter(|(i, v)| v.chunking.is_some() && !self.draft.is_record_var(v) && self.holds(*i))
+                .filter(|(i, _)| !slab.done.contains(i))
                 .map(|(_, v)| v.name.as_str())
                 .collect();
             if !missing.is_empty() {
@@ -797,13 +933,20 @@ impl StoreWriter {
 
     /// Cuts one part (a slab of a record variable, or a whole static variable) into
     /// sub-chunks and compresses them in parallel.
-    fn encode_part(&self, idx: usize, extent: &[u64], data: &[u8]) -> Result<EncodedPart> {
+    fn encode_part(
+        &self,
+        idx: usize,
+        extent: &[u64],
+        window: &(Vec<u64>, Vec<u64>),
+        data: &[u8],
+    ) -> Result<EncodedPart> {
         let var = &self.draft.variables[idx];
         let es = var.dtype.size();
-        let expected = extent.iter().product::<u64>() as usize * es;
+        let (origin, held) = window;
+        let expected = held.iter().product::<u64>() as usize * es;
         if data.len() != expected {
             return Err(Error::InvalidArgument(format!(
-                "'{}' needs {expected} bytes for shape {extent:?} of {}, got {}",
+                "'{}' needs {expected} bytes for shape {held:?} of {}, got {}",
                 var.name,
                 var.dtype.name(),
                 data.len()
@@ -833,16 +976,28 @@ impl StoreWriter {
                 for d in 0..ndim {
                     let chunk_lo = cc[d] * chunking.chunk[d];
                     let chunk_hi = (chunk_lo + chunking.chunk[d]).min(extent[d]);
+                    if chunk_lo < origin[d] || chunk_lo >= origin[d] + held[d] {
+                        return None; // another writer's chunk
+                    }
                     let lo = chunk_lo + sc[d] * chunking.subchunk[d];
                     if lo >= chunk_hi {
                         return None; // sub-chunk id beyond a ragged edge chunk
                     }
                     start[d] = lo;
                     len[d] = (lo + chunking.subchunk[d]).min(chunk_hi) - lo;
+                    if chunk_hi > origin[d] + held[d] {
+                        return Some(Err(Error::InvalidArgument(format!(
+                            "'{}': a chunk along dimension {d} crosses the block's edge at {} (blocks must meet at \
+                             the decomposition's cuts)",
+                            var.name,
+                            origin[d] + held[d]
+                        ))));
+                    }
                 }
                 let mut raw = vec![0u8; len.iter().product::<u64>() as usize * es];
                 let ones = vec![1u64; ndim];
-                copy_block(data, extent, &start, &ones, &mut raw, &len, &vec![0; ndim], &len, es);
+                let local: Vec<u64> = start.iter().zip(origin).map(|(s, o)| s - o).collect();
+                copy_block(data, held, &local, &ones, &mut raw, &len, &vec![0; ndim], &len, es);
                 let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
                 // Without level V the sub-chunk is one bin (0) in its spatial shape; with it,
                 // each bin's elements form a 1-D run in position order.
@@ -911,11 +1066,15 @@ impl StoreWriter {
         Ok(part)
     }
 
-    fn write_slab(&mut self, slab: SlabBuilder) -> Result<()> {
-        let SlabBuilder { id, records, mut segments, bitmaps, bins, .. } = slab;
-        // Hilbert rank of every chunk, per variable (chunk grids differ between variables).
+    /// The Hilbert rank of every chunk of the given variables in a slab of `records`
+    /// (chunk grids differ between variables): the S component of the layout order.
+    pub(crate) fn chunk_ranks(
+        &self,
+        records: Option<[u64; 2]>,
+        vars: impl Iterator<Item = u32>,
+    ) -> HashMap<u32, HashMap<u64, u64>> {
         let mut ranks: HashMap<u32, HashMap<u64, u64>> = HashMap::new();
-        for var_idx in segments.iter().map(|s| s.key.var).collect::<BTreeSet<_>>() {
+        for var_idx in vars.collect::<BTreeSet<_>>() {
             let var = &self.draft.variables[var_idx as usize];
             let mut extent = self.draft.shape(var);
             if let (Some([_, count]), true) = (records, self.draft.is_record_var(var)) {
@@ -925,8 +1084,88 @@ impl StoreWriter {
             let order = hilbert::order(&chunk_grid(&extent, &chunking));
             ranks.insert(var_idx, order.into_iter().enumerate().map(|(rank, id)| (id, rank as u64)).collect());
         }
-        let order = self.draft.layout.order.clone();
-        segments.sort_by_key(|s| layout_key(&s.key, ranks[&s.key.var][&s.key.chunk], &order));
+        ranks
+    }
+
+    /// Sorts a slab's segments into the store's layout order.
+    pub(crate) fn sort_segments(&self, records: Option<[u64; 2]>, segments: &mut [PendingSegment]) {
+        let ranks = self.chunk_ranks(records, segments.iter().map(|s| s.key.var));
+        let order = &self.draft.layout.order;
+        segments.sort_by_key(|s| layout_key(&s.key, ranks[&s.key.var][&s.key.chunk], order));
+    }
+
+    pub(crate) fn draft_mut(&mut self) -> &mut Manifest {
+        &mut self.draft
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Ends the open slab and hands it out encoded, for a parallel placement.
+    pub(crate) fn take_slab(&mut self) -> Result<SlabBuilder> {
+        self.close_slab()
+    }
+
+    /// The static variables this writer holds, encoded (None when it holds none).
+    pub(crate) fn take_static(&mut self) -> Result<Option<SlabBuilder>> {
+        let Some(SlabBuilderBox(slab)) = self.static_slab.take() else { return Ok(None) };
+        let missing: Vec<&str> = self
+            .draft
+            .variables
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| v.chunking.is_some() && !self.draft.is_record_var(v) && self.holds(*i))
+            .filter(|(i, _)| !slab.done.contains(i))
+            .map(|(_, v)| v.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::InvalidArgument(format!("variables never written: {}", missing.join(", "))));
+        }
+        Ok((!slab.done.is_empty()).then_some(slab))
+    }
+
+    /// Drops the static slab (a coordinator receives static parts from the writers).
+    pub(crate) fn forget_static(&mut self) {
+        self.static_slab = None;
+    }
+
+    /// Starts record numbering (and slab numbering) at `start`, for a writer of one range.
+    pub(crate) fn start_at(&mut self, start: u64) -> Result<()> {
+        let slab = self.draft.slab_records;
+        if !start.is_multiple_of(slab) {
+            return Err(Error::InvalidArgument(format!(
+                "a writer's records start at a multiple of the slab length ({slab}), not at {start}"
+            )));
+        }
+        if let Some(r) = self.draft.record_dim.clone() {
+            if let Some(d) = self.draft.dims.iter_mut().find(|d| d.name == r) {
+                d.size = start;
+            }
+        }
+        self.next_slab_id = 1 + start / slab;
+        if start > 0 {
+            self.static_slab = None;
+        }
+        Ok(())
+    }
+
+    /// Bytes per record of record variable `idx` within this writer's block (None: the
+    /// writer does not hold it).
+    pub(crate) fn held_record_bytes(&self, idx: usize) -> Option<usize> {
+        let var = &self.draft.variables[idx];
+        if !self.draft.is_record_var(var) || var.chunking.is_none() || !self.holds(idx) {
+            return None;
+        }
+        let mut extent = self.draft.shape(var);
+        extent[0] = 1;
+        let (_, held) = self.window(idx, &extent).ok()?;
+        Some(held.iter().product::<u64>() as usize * var.dtype.size())
+    }
+
+    fn write_slab(&mut self, slab: SlabBuilder) -> Result<()> {
+        let SlabBuilder { id, records, mut segments, bitmaps, bins, .. } = slab;
+        self.sort_segments(records, &mut segments);
 
         let suffix = random_suffix();
         let data_path = format!("data/s{id:06}-{suffix}.sdat");

@@ -33,6 +33,16 @@ pub fn run(storage: &dyn Storage) {
     assert_eq!(storage.read("a/b/data.bin").expect("read"), b"new");
     assert_eq!(storage.read_range("a/b/data.bin", 0, 3).expect("range after replace"), b"new");
 
+    // Positional writes into a shared file, in any order, gaps read as zeros.
+    storage.write_at("p/shared.bin", 10, b"world").expect("write_at");
+    storage.write_at("p/shared.bin", 0, b"hello").expect("write_at at 0");
+    storage.sync("p/shared.bin", 20).expect("sync extends");
+    let shared = storage.read("p/shared.bin").expect("read shared");
+    assert_eq!(shared.len(), 20, "sync extends the file to the length given");
+    assert_eq!(&shared[..15], b"hello\0\0\0\0\0world");
+    assert_eq!(storage.read_range("p/shared.bin", 10, 5).expect("range of shared"), b"world");
+    storage.delete("p/shared.bin").expect("delete shared");
+
     // Exclusive create.
     storage.create_new("m/v1.json", b"one").expect("create_new");
     assert_eq!(kind(storage.create_new("m/v1.json", b"two")), Some(ErrorKind::Conflict), "second create_new");

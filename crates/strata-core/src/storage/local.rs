@@ -147,6 +147,29 @@ impl Storage for LocalStorage {
         }
     }
 
+    fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
+        let target = self.full(path)?;
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(|e| self.map_err(path, e))?;
+        }
+        let f = fs::OpenOptions::new().write(true).create(true).truncate(false).open(&target);
+        f.and_then(|f| f.write_all_at(data, offset)).map_err(|e| self.map_err(path, e))
+    }
+
+    fn sync(&self, path: &str, len: u64) -> Result<()> {
+        let target = self.full(path)?;
+        let f = fs::OpenOptions::new().write(true).create(true).truncate(false).open(&target);
+        f.and_then(|f| {
+            if f.metadata()?.len() < len {
+                f.set_len(len)?;
+            }
+            f.sync_all()
+        })
+        .map_err(|e| self.map_err(path, e))?;
+        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
+        Ok(())
+    }
+
     fn is_empty(&self) -> Result<bool> {
         // One directory entry answers it: listing would walk the whole tree under the root.
         match fs::read_dir(&self.root) {

@@ -63,6 +63,28 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
+    fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
+        check_key(path)?;
+        let mut objects = self.objects_mut();
+        let object = objects.entry(path.to_string()).or_default();
+        let end = offset as usize + data.len();
+        if object.len() < end {
+            object.resize(end, 0);
+        }
+        object[offset as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn sync(&self, path: &str, len: u64) -> Result<()> {
+        check_key(path)?;
+        let mut objects = self.objects_mut();
+        let object = objects.entry(path.to_string()).or_default();
+        if (object.len() as u64) < len {
+            object.resize(len as usize, 0);
+        }
+        Ok(())
+    }
+
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         Ok(self.objects().keys().filter(|k| k.starts_with(prefix)).cloned().collect())
     }

@@ -26,6 +26,14 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()>;
     /// Creates the object atomically only if it does not exist yet; `Conflict` otherwise.
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// Writes `data` at `offset` of a file several writers fill at once (the parallel
+    /// placements), creating it if needed; bytes never written read as zeros. Such a file
+    /// is made durable by [`sync`](Self::sync) and becomes part of a store only when a
+    /// manifest names it.
+    fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()>;
+    /// Makes what [`write_at`](Self::write_at) wrote to `path` durable, the file's length
+    /// included: at least `len` bytes (a file whose tail was never written is extended).
+    fn sync(&self, path: &str, len: u64) -> Result<()>;
     /// Every object whose path starts with `prefix`, sorted.
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
     /// Removes the object; removing a missing object is not an error.

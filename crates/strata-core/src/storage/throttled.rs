@@ -53,6 +53,14 @@ impl Storage for Throttled {
         self.inner.create_new(path, data)
     }
 
+    fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
+        self.inner.write_at(path, offset, data)
+    }
+
+    fn sync(&self, path: &str, len: u64) -> Result<()> {
+        self.inner.sync(path, len)
+    }
+
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         self.inner.list(prefix)
     }
