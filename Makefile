@@ -14,7 +14,7 @@ LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1
 VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke crash
+.PHONY: help sysdeps setup build header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke crash
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
@@ -25,16 +25,17 @@ help:
 # System packages from Debian, only if missing: a C compiler (zstd-sys), cmake and libclang
 # (zfp-sys builds the bundled zfp and generates its bindings), venv support, and netCDF's
 # ncdump (a real DAP2 client the server's tests use), chromium with its driver (the web
-# page's test drives it headless; no browser is downloaded), and Open MPI (the parallel
-# writers' tests run under mpirun; mpi4py's wheel loads Debian's libmpi).
+# page's test drives it headless; no browser is downloaded), Open MPI (the parallel
+# writers' tests run under mpirun; mpi4py's wheel loads Debian's libmpi) and gfortran (the
+# C API's Fortran example is built and run in the tests).
 sysdeps:
 	@command -v cc >/dev/null && command -v cmake >/dev/null && ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 \
 	  && command -v ncdump >/dev/null && command -v chromium >/dev/null && command -v chromedriver >/dev/null \
-	  && command -v mpirun >/dev/null && ls /usr/lib/*/libmpi.so >/dev/null 2>&1 \
+	  && command -v mpirun >/dev/null && ls /usr/lib/*/libmpi.so >/dev/null 2>&1 && command -v gfortran >/dev/null \
 	  && $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || { \
 	  echo "installing system packages"; \
 	  apt-get update -qq && apt-get install -y -qq build-essential cmake libclang-dev python3-venv netcdf-bin \
-	    chromium chromium-driver openmpi-bin libopenmpi-dev >/dev/null; }
+	    chromium chromium-driver openmpi-bin libopenmpi-dev gfortran >/dev/null; }
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) is required" >&2; exit 1; }
 
 $(VENV_STAMP): requirements-dev.lock | sysdeps
@@ -52,6 +53,16 @@ setup: $(VENV_STAMP)
 build: setup
 	@echo "building the extension (release; a cold build compiles DataFusion, several minutes)"
 	$(BIN)/maturin develop --release -m python/Cargo.toml
+	@echo "building libstrata.so, the C API (crates/strata-capi/include/strata.h)"
+	cargo build --release -p strata-capi
+
+# strata.h is generated from crates/strata-capi by cbindgen (`make lint` checks it is current).
+header: cbindgen
+	cbindgen -q --config crates/strata-capi/cbindgen.toml --crate strata-capi \
+	  --output crates/strata-capi/include/strata.h crates/strata-capi
+
+cbindgen:
+	@command -v cbindgen >/dev/null || cargo install -q --locked cbindgen
 
 build-release: build
 
@@ -86,10 +97,13 @@ fmt:
 	$(BIN)/ruff format python tests bench examples
 	$(BIN)/ruff check --fix python tests bench examples
 
-lint: setup check-features
+lint: setup check-features cbindgen
 	cargo fmt --all --check
 	cargo clippy -q --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests bench examples
+	cbindgen -q --verify --config crates/strata-capi/cbindgen.toml --crate strata-capi \
+	  --output crates/strata-capi/include/strata.h crates/strata-capi \
+	  || { echo "strata.h is out of date: run make header" >&2; exit 1; }
 
 deny: setup
 	@command -v cargo-deny >/dev/null || cargo install -q --locked cargo-deny

@@ -96,6 +96,25 @@ pub struct Query {
 }
 
 impl Query {
+    /// `predicate` over every element of the variables it names: the whole region, every
+    /// method allowed, the constrained variables returned with [`Output::Points`].
+    pub fn whole(manifest: &crate::Manifest, predicate: Predicate, output: Output) -> Result<Query> {
+        let names = predicate.variable_names();
+        let first = names.first().ok_or_else(|| Error::InvalidArgument("the constraint names no variable".into()))?;
+        let shape = manifest.shape(manifest.variable(first)?.1);
+        let variables = if output == Output::Points { names.iter().map(|s| s.to_string()).collect() } else { vec![] };
+        Ok(Query {
+            region: shape.iter().map(|&n| DimSelection { start: 0, stop: n, step: 1 }).collect(),
+            predicate,
+            output,
+            variables,
+            level: None,
+            method: None,
+            mask: None,
+            raw: false,
+        })
+    }
+
     /// The query as the reader runs it: constraints on stored values.
     fn stored(&self, reader: &StoreReader) -> Result<Query> {
         let mut q = self.clone();
