@@ -123,6 +123,7 @@ bench: build-release
 	$(BIN)/python bench/bench_values.py
 	$(BIN)/python bench/bench_sql.py
 	$(BIN)/python bench/bench_area.py
+	$(BIN)/python bench/bench_write.py
 	@command -v nginx >/dev/null || apt-get install -y -qq nginx-light >/dev/null
 	$(BIN)/python bench/bench_server.py
 

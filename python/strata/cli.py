@@ -677,10 +677,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--layout",
-        default="S",
+        default=None,
         help="priority order of the layout levels, any permutation of those used: S (space), V (value bins: "
         "value queries answered from the index) and M (precision: floats split into byte groups, so "
-        "reduced-precision reads fetch fewer bytes), e.g. 'V-M-S', 'S-V', 'M-S' (default S)",
+        "reduced-precision reads fetch fewer bytes), e.g. 'V-M-S', 'S-V', 'M-S' (default S, or the layout file "
+        "STRATA_CONFIG names: docs/writing.md)",
     )
     s.add_argument(
         "--bins",

@@ -100,7 +100,7 @@ def import_file(
     codec: str | None = "auto",
     objective: str = "balanced",
     error_bound: str | None = None,
-    layout: str = "S",
+    layout: str | None = None,
     byte_groups: dict[str, list[int]] | list[str] | None = None,
     bins: int | None = None,
     binning: str | None = None,
@@ -126,7 +126,9 @@ def import_file(
     ``layout`` orders the levels by priority: ``"S"`` (space only), ``"S-M"`` or ``"M-S"``
     (level M splits floats into ``byte_groups``, most significant first, so reads at reduced
     precision fetch only the first groups). Under M, float variables are compressed group by
-    group with ``zstd:3`` unless ``codec`` names a chain."""
+    group with ``zstd:3`` unless ``codec`` names a chain. Options left unset (``layout``,
+    ``bins``, chunks...) come from the layout file ``STRATA_CONFIG`` names, if any
+    (docs/writing.md), else the defaults (layout ``"S"``)."""
     source, store = os.fspath(source), os.fspath(store)
     if os.path.exists(os.path.join(store, "HEAD")):
         raise InvalidArgumentError(f"'{store}' already holds a strata store (use 'strata append')")

@@ -259,3 +259,41 @@ def test_streaming_memory_is_bounded_by_slabs(tmp_path):
     growth_mb = int(result.stdout.strip().splitlines()[-1])
     # 800 MB went through; a slab is 16 MB.
     assert growth_mb < 150, f"peak memory grew by {growth_mb} MB while streaming 800 MB"
+
+
+KILLED = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np
+    import strata
+
+    w = strata.Writer.append_to(sys.argv[1])
+    t = 0
+    while True:                     # appends until killed: slabs are written, never committed
+        w.append(v=np.full(1000, t, dtype="f8"))
+        t += 1
+        if t % 50 == 0:
+            print(t, flush=True)
+    """
+)
+
+
+def test_a_writer_killed_mid_stream_leaves_the_last_version(tmp_path):
+    import signal
+
+    path = tmp_path / "s"
+    w = strata.Writer.create(path, dims={"t": None, "x": 1000}, variables={"v": ("f8", ("t", "x"))}, slab_records=10)
+    w.append(v=np.zeros((25, 1000)))
+    assert w.commit() == 1
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], stdout=subprocess.PIPE, text=True)
+    for _ in range(4):  # 200 records appended: 20 slabs written and fsynced
+        proc.stdout.readline()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert len(list((path / "data").iterdir())) > 3  # the dead writer's slabs are on disk
+    ds = strata.open(path)
+    assert ds.version == 1 and ds["v"].shape == (25, 1000)
+    assert strata._core.verify(str(path), None, True)[4] == []
+    with strata.Writer.append_to(path) as w:  # the next writer goes on from version 1
+        w.append(v=np.ones((5, 1000)))
+    assert strata.open(path)["v"].shape == (30, 1000)
