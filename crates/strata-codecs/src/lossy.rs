@@ -128,7 +128,8 @@ pub const MODE_LOSSLESS: u8 = 0;
 fn encode_lossless(codec: &'static str, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
     out.clear();
     out.push(MODE_LOSSLESS);
-    let packed = zstd::bulk::compress(input, 3).map_err(|e| CodecError::Encode { codec, detail: e.to_string() })?;
+    let packed =
+        crate::backend::zstd_compress(input, 3).map_err(|e| CodecError::Encode { codec, detail: e.to_string() })?;
     out.extend_from_slice(&packed);
     Ok(())
 }

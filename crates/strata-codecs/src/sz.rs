@@ -126,8 +126,8 @@ impl BoundedCodec for SzBackend {
             codes.iter().map(|&c| c as u8).chain(codes.iter().map(|&c| (c >> 8) as u8)).collect()
         };
         let zerr = |e: std::io::Error| CodecError::Encode { codec: NAME, detail: e.to_string() };
-        let packed_codes = zstd::bulk::compress(&code_bytes, ZSTD_LEVEL).map_err(zerr)?;
-        let packed_unpred = zstd::bulk::compress(&unpredictable, ZSTD_LEVEL).map_err(zerr)?;
+        let packed_codes = crate::backend::zstd_compress(&code_bytes, ZSTD_LEVEL).map_err(zerr)?;
+        let packed_unpred = crate::backend::zstd_compress(&unpredictable, ZSTD_LEVEL).map_err(zerr)?;
         out.extend_from_slice(&eb.to_le_bytes());
         out.push(if narrow { 1 } else { 2 });
         out.extend_from_slice(&((unpredictable.len() / es) as u32).to_le_bytes());

@@ -179,8 +179,8 @@ impl BoundedCodec for ZfpBackend {
         }
         let count = indices.len() / 4;
         indices.extend_from_slice(&exact);
-        let packed =
-            zstd::bulk::compress(&indices, 3).map_err(|e| CodecError::Encode { codec: NAME, detail: e.to_string() })?;
+        let packed = crate::backend::zstd_compress(&indices, 3)
+            .map_err(|e| CodecError::Encode { codec: NAME, detail: e.to_string() })?;
         out.extend_from_slice(&tol.to_le_bytes());
         out.extend_from_slice(&(written as u32).to_le_bytes());
         out.extend_from_slice(&stream[..written]);

@@ -173,13 +173,35 @@ impl Bins {
     /// positions of its elements and their bytes in position order.
     pub fn split(&self, raw: &[u8], dtype: DType, missing: &[f64]) -> Vec<(u32, RoaringBitmap, Vec<u8>)> {
         let es = dtype.size();
-        let mut ids = Vec::with_capacity(raw.len() / es);
-        dtype.for_each_f64(raw, |v| ids.push(self.bin_of(v, missing)));
-        let mut per_bin: Vec<(Vec<u32>, Vec<u8>)> = vec![(vec![], vec![]); self.missing_bin() as usize + 1];
-        for (pos, &b) in ids.iter().enumerate() {
-            let (positions, bytes) = &mut per_bin[b as usize];
-            positions.push(pos as u32);
-            bytes.extend_from_slice(&raw[pos * es..(pos + 1) * es]);
+        let mut ids = Vec::with_capacity(raw.len() / es.max(1));
+        let plain = missing.is_empty();
+        dtype.for_each_f64(raw, |v| {
+            ids.push(if plain && !v.is_nan() {
+                self.boundaries.partition_point(|&b| b <= v) as u32
+            } else {
+                self.bin_of(v, missing)
+            })
+        });
+        // Counted first, so every bin's buffers are allocated once at their size.
+        let bins = self.missing_bin() as usize + 1;
+        let mut counts = vec![0usize; bins];
+        for &b in &ids {
+            counts[b as usize] += 1;
+        }
+        let mut per_bin: Vec<(Vec<u32>, Vec<u8>)> =
+            counts.iter().map(|&n| (Vec::with_capacity(n), Vec::with_capacity(n * es))).collect();
+        match es {
+            4 => gather::<4>(raw, &ids, &mut per_bin),
+            8 => gather::<8>(raw, &ids, &mut per_bin),
+            2 => gather::<2>(raw, &ids, &mut per_bin),
+            1 => gather::<1>(raw, &ids, &mut per_bin),
+            _ => {
+                for (pos, &b) in ids.iter().enumerate() {
+                    let (positions, bytes) = &mut per_bin[b as usize];
+                    positions.push(pos as u32);
+                    bytes.extend_from_slice(&raw[pos * es..(pos + 1) * es]);
+                }
+            }
         }
         per_bin
             .into_iter()
@@ -191,6 +213,15 @@ impl Bins {
                 (b as u32, bitmap, bytes)
             })
             .collect()
+    }
+}
+
+/// Appends each element of `raw` (`N` bytes each) and its position to its bin's buffers.
+fn gather<const N: usize>(raw: &[u8], ids: &[u32], per_bin: &mut [(Vec<u32>, Vec<u8>)]) {
+    for (pos, (v, &b)) in raw.chunks_exact(N).zip(ids).enumerate() {
+        let (positions, bytes) = &mut per_bin[b as usize];
+        positions.push(pos as u32);
+        bytes.extend_from_slice(v);
     }
 }
 

@@ -1170,38 +1170,54 @@ impl StoreWriter {
         let suffix = random_suffix();
         let data_path = format!("data/s{id:06}-{suffix}.sdat");
         let index_path = format!("index/s{id:06}-{suffix}.sidx");
-        let mut data = data_file::header(id);
+        let header = data_file::header(id);
+        // Segment checksums in parallel; the segments go to the file as they are (no copy
+        // into one buffer).
+        let checksums: Vec<u32> = segments.par_iter().map(|s| crc32c::crc32c(&s.bytes)).collect();
+        let mut offset = header.len() as u64;
         let mut entries = Vec::with_capacity(segments.len());
-        for s in &segments {
+        for (s, &checksum) in segments.iter().zip(&checksums) {
             entries.push(SegmentEntry {
                 key: s.key,
                 codec: s.codec,
-                offset: data.len() as u64,
+                offset,
                 length: s.bytes.len() as u64,
                 raw_length: s.raw_length,
-                checksum: crc32c::crc32c(&s.bytes),
+                checksum,
                 count: s.count,
                 min: s.min,
                 max: s.max,
             });
-            data.extend_from_slice(&s.bytes);
+            offset += s.bytes.len() as u64;
         }
-        drop(segments);
-        let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries, bitmaps, bins });
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(segments.len() + 1);
+        parts.push(&header);
+        parts.extend(segments.iter().map(|s| s.bytes.as_slice()));
         let storage = self.store.storage();
         // Both files are flushed to disk before the commit can name them; written side by
-        // side, their flushes overlap.
-        let (d, i) =
-            rayon::join(|| storage.write_atomic(&data_path, &data), || storage.write_atomic(&index_path, &index));
-        d?;
-        i?;
-        for (path, bytes) in [(&data_path, &data), (&index_path, &index)] {
-            self.draft.files.push(FileEntry {
-                path: path.clone(),
-                size: bytes.len() as u64,
-                crc32c: crc32c::crc32c(bytes),
-            });
-        }
+        // side, their flushes overlap (and the index is encoded while the data is written).
+        let (d, i) = rayon::join(
+            || {
+                // One pass of the hardware CRC (combining per-segment CRCs costs more when
+                // segments are many and small).
+                let crc = parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p));
+                storage.write_atomic_parts(&data_path, &parts).map(|_| crc)
+            },
+            || {
+                let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries, bitmaps, bins });
+                storage.write_atomic(&index_path, &index).map(|_| index)
+            },
+        );
+        let file_crc = d?;
+        let index = i?;
+        drop(parts);
+        drop(segments);
+        self.draft.files.push(FileEntry { path: data_path.clone(), size: offset, crc32c: file_crc });
+        self.draft.files.push(FileEntry {
+            path: index_path.clone(),
+            size: index.len() as u64,
+            crc32c: crc32c::crc32c(&index),
+        });
         self.draft.slabs.push(Slab { id, records, data: data_path, index: index_path });
         Ok(())
     }

@@ -85,14 +85,14 @@ impl LocalStorage {
         target.with_file_name(format!(".{name}.tmp-{}", crate::store::random_suffix()))
     }
 
-    fn write_temp(&self, path: &str, data: &[u8]) -> Result<(PathBuf, PathBuf)> {
+    fn write_temp(&self, path: &str, parts: &[&[u8]]) -> Result<(PathBuf, PathBuf)> {
         let target = self.full(path)?;
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent).map_err(|e| self.map_err(path, e))?;
         }
         let tmp = self.temp_path(&target);
         let mut f = File::create(&tmp).map_err(|e| self.map_err(path, e))?;
-        f.write_all(data).and_then(|_| f.sync_all()).map_err(|e| {
+        parts.iter().try_for_each(|p| f.write_all(p)).and_then(|_| f.sync_all()).map_err(|e| {
             let _ = fs::remove_file(&tmp);
             self.map_err(path, e)
         })?;
@@ -126,7 +126,11 @@ impl Storage for LocalStorage {
     }
 
     fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()> {
-        let (tmp, target) = self.write_temp(path, data)?;
+        self.write_atomic_parts(path, &[data])
+    }
+
+    fn write_atomic_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
+        let (tmp, target) = self.write_temp(path, parts)?;
         fs::rename(&tmp, &target).map_err(|e| {
             let _ = fs::remove_file(&tmp);
             self.map_err(path, e)
@@ -136,7 +140,7 @@ impl Storage for LocalStorage {
     }
 
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()> {
-        let (tmp, target) = self.write_temp(path, data)?;
+        let (tmp, target) = self.write_temp(path, &[data])?;
         // link(2) fails if the target exists: an atomic "create if absent" with full contents.
         let linked = fs::hard_link(&tmp, &target);
         let _ = fs::remove_file(&tmp);

@@ -24,6 +24,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn size(&self, path: &str) -> Result<u64>;
     /// Creates or replaces the object atomically: readers see the old or the new bytes, never a mix.
     fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// [`write_atomic`](Self::write_atomic) of the parts one after the other, without
+    /// joining them in memory first (a slab's segments are written where they were encoded).
+    fn write_atomic_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
+        self.write_atomic(path, &parts.concat())
+    }
     /// Creates the object atomically only if it does not exist yet; `Conflict` otherwise.
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()>;
     /// Writes `data` at `offset` of a file several writers fill at once (the parallel

@@ -49,6 +49,10 @@ impl Storage for Throttled {
         self.inner.write_atomic(path, data)
     }
 
+    fn write_atomic_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
+        self.inner.write_atomic_parts(path, parts)
+    }
+
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()> {
         self.inner.create_new(path, data)
     }
