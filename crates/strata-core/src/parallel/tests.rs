@@ -1,0 +1,266 @@
+//! The parallel protocol run in one thread, writers taking turns; every store is read
+//! back against the values written and verified.
+
+use super::*;
+use crate::manifest::Dim;
+use crate::store::Store;
+use crate::writer::{Block, DatasetSchema, VariableSchema, WriterOptions};
+use crate::{DType, DimSelection, StoreReader};
+use std::collections::BTreeMap;
+
+const T: u64 = 25;
+const NY: u64 = 40;
+const NX: u64 = 60;
+
+fn schema() -> DatasetSchema {
+    let dim = |name: &str, size| Dim { name: name.into(), size, unlimited: name == "t" };
+    let var = |name: &str, dtype, dims: &[&str]| VariableSchema {
+        name: name.into(),
+        dtype,
+        dims: dims.iter().map(|d| d.to_string()).collect(),
+        attrs: vec![],
+        inline_strings: None,
+    };
+    DatasetSchema {
+        dims: vec![dim("t", 0), dim("y", NY), dim("x", NX)],
+        record_dim: Some("t".into()),
+        attrs: vec![],
+        variables: vec![
+            var("time", DType::F64, &["t"]),
+            var("lat", DType::F32, &["y"]),
+            var("mask", DType::I8, &["y", "x"]),
+            var("a", DType::F32, &["t", "y", "x"]),
+            var("b", DType::F64, &["t", "y"]),
+        ],
+    }
+}
+
+fn a(t: u64, y: u64, x: u64) -> f32 {
+    ((t * 7 + y * 3 + x) % 97) as f32 * 0.5 + (y as f32).sin()
+}
+
+fn b(t: u64, y: u64) -> f64 {
+    t as f64 * 100.0 + y as f64 / 3.0
+}
+
+fn le<T: Copy, const N: usize>(v: impl Iterator<Item = T>, bytes: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.flat_map(bytes).collect()
+}
+
+fn part(token: &str, placement: Placement, blocks: Vec<Block>, rank: u32, first_record: u64) -> PartOf {
+    PartOf { token: token.into(), placement, blocks, rank, first_record }
+}
+
+fn blocks() -> Vec<Block> {
+    let mut out = vec![];
+    for y in [[0, 20], [20, NY]] {
+        for x in [[0, 30], [30, NX]] {
+            out.push(Block::from([("y".to_string(), y), ("x".to_string(), x)]));
+        }
+    }
+    out
+}
+
+/// Every writer's block of every variable it holds, for records `r0..r1`.
+fn feed(w: &mut PartWriter, block: &Block, r0: u64, r1: u64) {
+    let [y0, y1] = block.get("y").copied().unwrap_or([0, NY]);
+    let [x0, x1] = block.get("x").copied().unwrap_or([0, NX]);
+    for t in r0..r1 {
+        let av = le((y0..y1).flat_map(|y| (x0..x1).map(move |x| a(t, y, x))), f32::to_le_bytes);
+        w.append("a", &av).unwrap();
+        if x0 == 0 {
+            w.append("b", &le((y0..y1).map(|y| b(t, y)), f64::to_le_bytes)).unwrap();
+        }
+        if x0 == 0 && y0 == 0 {
+            w.append("time", &(t as f64 * 6.0).to_le_bytes()).unwrap();
+        }
+    }
+}
+
+fn feed_static(w: &mut PartWriter, block: &Block) {
+    let [y0, y1] = block.get("y").copied().unwrap_or([0, NY]);
+    let [x0, x1] = block.get("x").copied().unwrap_or([0, NX]);
+    w.put_static("mask", &(y0..y1).flat_map(|y| (x0..x1).map(move |x| ((x + y) % 3) as u8)).collect::<Vec<_>>())
+        .unwrap();
+    if x0 == 0 {
+        w.put_static("lat", &le((y0..y1).map(|y| y as f32 - 20.0), f32::to_le_bytes)).unwrap();
+    }
+}
+
+fn check(path: &str) {
+    let r = StoreReader::open(Store::local(path), None).unwrap();
+    assert_eq!(r.manifest().dim("t").unwrap().size, T);
+    let all = |n: u64| DimSelection { start: 0, stop: n, step: 1 };
+    let mut got = vec![0u8; (T * NY * NX * 4) as usize];
+    r.read_into("a", &[all(T), all(NY), all(NX)], &mut got).unwrap();
+    let want = le((0..T).flat_map(|t| (0..NY).flat_map(move |y| (0..NX).map(move |x| a(t, y, x)))), f32::to_le_bytes);
+    assert!(got == want, "a differs");
+    let mut got = vec![0u8; (T * NY * 8) as usize];
+    r.read_into("b", &[all(T), all(NY)], &mut got).unwrap();
+    assert_eq!(got, le((0..T).flat_map(|t| (0..NY).map(move |y| b(t, y))), f64::to_le_bytes));
+    let mut got = vec![0u8; (NY * NX) as usize];
+    r.read_into("mask", &[all(NY), all(NX)], &mut got).unwrap();
+    assert_eq!(got, (0..NY).flat_map(|y| (0..NX).map(move |x| ((x + y) % 3) as u8)).collect::<Vec<_>>());
+    let mut got = vec![0u8; (T * 8) as usize];
+    r.read_into("time", &[all(T)], &mut got).unwrap();
+    assert_eq!(got, le((0..T).map(|t| t as f64 * 6.0), f64::to_le_bytes));
+    let report = crate::verify::verify(Store::local(path), None, true).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
+fn options(layout: &str, codec: Option<&str>) -> WriterOptions {
+    let mut o = WriterOptions {
+        slab_records: Some(10),
+        layout: Some(layout.into()),
+        codec: codec.map(str::to_string),
+        decomposition: BTreeMap::from([("y".into(), vec![20]), ("x".into(), vec![30])]),
+        ..Default::default()
+    };
+    if layout.contains('V') {
+        o.binning = Some("2,10,20,40".into());
+    }
+    o
+}
+
+/// The protocol run in one thread, writers taking turns (the Python drivers run it on
+/// threads, Dask or MPI).
+fn write_blocks(path: &str, placement: Placement, options: &WriterOptions) {
+    write_blocks_with(path, placement, options, |_| options.clone())
+}
+
+fn write_blocks_with(path: &str, placement: Placement, options: &WriterOptions, own: impl Fn(u32) -> WriterOptions) {
+    let store = || Store::local(path);
+    let blocks = blocks();
+    let mut coord = Coordinator::create(store(), schema(), options, 4, placement).unwrap();
+    let token = coord.token().to_string();
+    let mut writers: Vec<PartWriter> = (0..4)
+        .map(|r| PartWriter::new(store(), schema(), &own(r), part(&token, placement, blocks.clone(), r, 0)).unwrap())
+        .collect();
+    let mut round = |writers: &mut Vec<PartWriter>, last: bool| {
+        let tables: Vec<PartTable> = writers
+            .iter_mut()
+            .map(|w| w.encode(last).unwrap())
+            .map(|t| PartTable::from_bytes(&t.unwrap().to_bytes()).unwrap())
+            .collect();
+        let placements = coord.place(tables).unwrap();
+        for (w, p) in writers.iter_mut().zip(placements) {
+            w.write(&PartPlacement::from_bytes(&p.to_bytes()).unwrap()).unwrap();
+        }
+    };
+    for (w, block) in writers.iter_mut().zip(&blocks) {
+        feed_static(w, block);
+    }
+    round(&mut writers, false); // the static slab
+    for t in 0..T {
+        for (w, block) in writers.iter_mut().zip(&blocks) {
+            feed(w, block, t, t + 1);
+        }
+        if writers[0].ready() {
+            round(&mut writers, false);
+        }
+    }
+    round(&mut writers, true);
+    coord.commit("parallel").unwrap();
+}
+
+#[test]
+fn dense_and_hybrid_blocks_read_back_and_verify() {
+    let hybrid = |fraction, padding| Placement::Hybrid { fraction, padding };
+    // Slots too small for anything, large enough for everything, and in between.
+    for placement in [Placement::Dense, hybrid(0.01, 0.0), hybrid(2.0, 0.0), hybrid(0.3, 0.1)] {
+        for (layout, codec) in [("S", None), ("V-S", Some("shuffle+zstd:1")), ("M-S", None)] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = format!("{}/s", dir.path().display());
+            write_blocks(&path, placement, &options(layout, codec));
+            check(&path);
+            let m = Store::local(&path).manifest(None).unwrap();
+            assert_eq!(m.slabs.len(), 4, "{placement:?} {layout}"); // static + 10 + 10 + 5
+                                                                    // Chunks cut to fit the blocks, which meet at y = 20 and x = 30.
+            let chunk = &m.variables[3].chunking.as_ref().unwrap().chunk;
+            assert!(20 % chunk[1] == 0 && 30 % chunk[2] == 0, "{chunk:?}");
+        }
+    }
+}
+
+#[test]
+fn chains_chosen_by_each_writer_are_merged() {
+    // As auto plans made by each writer from its own block would differ.
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("{}/s", dir.path().display());
+    let o = options("S", None);
+    let own = |rank: u32| WriterOptions { codec: Some(["lz4", "zstd:1"][rank as usize % 2].into()), ..o.clone() };
+    write_blocks_with(&path, Placement::Dense, &o, own);
+    check(&path);
+    let m = Store::local(&path).manifest(None).unwrap();
+    let a = m.variable("a").unwrap().1;
+    assert_eq!(a.codecs.len(), 2, "{:?}", a.codecs);
+}
+
+#[test]
+fn subfile_writers_of_record_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("{}/s", dir.path().display());
+    let store = || Store::local(&path);
+    let mut o = options("S", None);
+    o.decomposition.clear();
+    let mut coord = Coordinator::create(store(), schema(), &o, 3, Placement::Subfiles).unwrap();
+    let token = coord.token().to_string();
+    let mut tables = vec![];
+    // Writer 2 finishes first: order does not matter.
+    for (rank, [r0, r1]) in [(2u32, [20, T]), (0, [0, 10]), (1, [10, 20])] {
+        let mut w =
+            PartWriter::new(store(), schema(), &o, part(&token, Placement::Subfiles, vec![], rank, r0)).unwrap();
+        if r0 == 0 {
+            feed_static(&mut w, &Block::new());
+        }
+        feed(&mut w, &Block::new(), r0, r1);
+        while let Some(t) = w.encode(true).unwrap() {
+            tables.push(PartTable::from_bytes(&t.to_bytes()).unwrap());
+        }
+    }
+    coord.place(tables).unwrap();
+    coord.commit("subfiles").unwrap();
+    check(&path);
+    let m = Store::local(&path).manifest(None).unwrap();
+    assert!(m.slabs.iter().filter(|s| s.records.is_some()).map(|s| &s.data).any(|d| d.contains("-w2")));
+}
+
+#[test]
+fn a_missing_writer_or_range_fails_the_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("{}/s", dir.path().display());
+    let store = || Store::local(&path);
+    let o = options("S", None);
+    let mut coord = Coordinator::create(store(), schema(), &o, 4, Placement::Dense).unwrap();
+    let token = coord.token().to_string();
+    let mut w = PartWriter::new(store(), schema(), &o, part(&token, Placement::Dense, blocks(), 0, 0)).unwrap();
+    feed_static(&mut w, &blocks()[0]);
+    let err = coord.place(vec![w.encode(false).unwrap().unwrap()]).unwrap_err().to_string();
+    assert!(err.contains("all 4 writers"), "{err}");
+    // Blocks that overlap, or leave a gap.
+    let mut overlapping = blocks();
+    overlapping[1].insert("x".into(), [20, NX]);
+    let err = PartWriter::new(store(), schema(), &o, part(&token, Placement::Dense, overlapping, 0, 0)).unwrap_err();
+    assert!(err.to_string().contains("writers 0 and 1 overlap"), "{err}");
+    let mut gap = blocks();
+    gap[1].insert("x".into(), [40, NX]);
+    let err = PartWriter::new(store(), schema(), &o, part(&token, Placement::Dense, gap, 0, 0)).unwrap_err();
+    assert!(err.to_string().contains("must cover all"), "{err}");
+    // Writers whose blocks cross a chunk: refused when the chunks were given.
+    let mut bad = o.clone();
+    bad.chunks.insert("x".into(), 25);
+    let err = Coordinator::create(store(), schema(), &bad, 4, Placement::Dense).unwrap_err().to_string();
+    assert!(err.contains("do not fit the writers' blocks"), "{err}");
+    // Subfile ranges must meet.
+    let mut o = options("S", None);
+    o.decomposition.clear();
+    let mut coord = Coordinator::create(store(), schema(), &o, 2, Placement::Subfiles).unwrap();
+    let token = coord.token().to_string();
+    let mut w = PartWriter::new(store(), schema(), &o, part(&token, Placement::Subfiles, vec![], 1, 10)).unwrap();
+    feed(&mut w, &Block::new(), 10, 20);
+    let t = w.encode(true).unwrap().unwrap();
+    coord.place(vec![t]).unwrap();
+    let err = coord.commit("gap").unwrap_err().to_string();
+    assert!(err.contains("records 0..10 were written by no writer"), "{err}");
+    assert!(!Store::local(&path).exists().unwrap());
+}
