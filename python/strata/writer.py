@@ -238,9 +238,12 @@ class Writer:
         return cls(_core.Writer.create(os.fspath(path), json.dumps(schema), json.dumps(options)), message)
 
     @classmethod
-    def append_to(cls, path: str | os.PathLike, *, message: str = "Writer.append_to") -> Writer:
-        """New records after the newest version of an existing store (same variables)."""
-        return cls(_core.Writer.open_append(os.fspath(path)), message)
+    def append_to(cls, path: str | os.PathLike, *, recheck: bool = True, message: str = "Writer.append_to") -> Writer:
+        """New records after the newest version of an existing store (same variables). With
+        ``recheck`` (the default, as :func:`strata.append_file`) each planned variable's
+        chain is scored again on the first new slab, and new slabs switch to a clearly better
+        one (old slabs keep theirs)."""
+        return cls(_core.Writer.open_append(os.fspath(path), json.dumps({"recheck": recheck})), message)
 
     @property
     def record_count(self) -> int:

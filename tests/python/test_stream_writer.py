@@ -297,3 +297,20 @@ def test_a_writer_killed_mid_stream_leaves_the_last_version(tmp_path):
     with strata.Writer.append_to(path) as w:  # the next writer goes on from version 1
         w.append(v=np.ones((5, 1000)))
     assert strata.open(path)["v"].shape == (30, 1000)
+
+
+def test_append_to_rechecks_the_chain_on_new_data(tmp_path):
+    rng = np.random.default_rng(3)
+    smooth = np.cumsum(rng.normal(size=(80, 200, 100)), axis=2).astype("f8")
+    dims, variables = {"t": None, "y": 200, "x": 100}, {"v": ("f8", ("t", "y", "x"))}
+    with strata.Writer.create(tmp_path / "s", dims=dims, variables=variables, codec="raw", slab_records=40) as w:
+        w.append(v=smooth[:40])
+    with strata.Writer.append_to(tmp_path / "s") as w:  # as strata.append_file: the chain is checked
+        w.append(v=smooth[40:])
+    ds = strata.open(tmp_path / "s")
+    assert ds["v"].codecs[0] == [{"name": "raw"}] and len(ds["v"].codecs) == 2
+    assert ds["v"].plan["previous"] == "raw" and ds["v"].plan["gain"] >= 1.10
+    assert ds["v"][:].tobytes() == smooth.tobytes()  # old slabs raw, new ones the new chain
+    with strata.Writer.append_to(tmp_path / "s", recheck=False) as w:
+        w.append(v=smooth[:40])
+    assert len(strata.open(tmp_path / "s")["v"].codecs) == 2
