@@ -172,43 +172,50 @@ impl Bins {
     /// The elements of a sub-chunk grouped by bin: per non-empty bin (ascending), the
     /// positions of its elements and their bytes in position order.
     pub fn split(&self, raw: &[u8], dtype: DType, missing: &[f64]) -> Vec<(u32, RoaringBitmap, Vec<u8>)> {
-        let es = dtype.size();
-        let mut ids = Vec::with_capacity(raw.len() / es.max(1));
-        let plain = missing.is_empty();
+        let es = dtype.size().max(1);
+        let n = raw.len() / es;
+        let missing_bin = self.missing_bin();
+        let few = self.boundaries.len() <= 32;
+        let mut ids = Vec::with_capacity(n);
         dtype.for_each_f64(raw, |v| {
-            ids.push(if plain && !v.is_nan() {
-                self.boundaries.partition_point(|&b| b <= v) as u32
+            ids.push(if v.is_nan() || (!missing.is_empty() && missing.contains(&v)) {
+                missing_bin
+            } else if few {
+                // A branch-free count beats a binary search over a few boundaries.
+                self.boundaries.iter().map(|&b| (b <= v) as u32).sum()
             } else {
-                self.bin_of(v, missing)
+                self.boundaries.partition_point(|&b| b <= v) as u32
             })
         });
         // Counted first, so every bin's buffers are allocated once at their size.
-        let bins = self.missing_bin() as usize + 1;
+        let bins = missing_bin as usize + 1;
         let mut counts = vec![0usize; bins];
         for &b in &ids {
             counts[b as usize] += 1;
         }
-        let mut per_bin: Vec<(Vec<u32>, Vec<u8>)> =
-            counts.iter().map(|&n| (Vec::with_capacity(n), Vec::with_capacity(n * es))).collect();
+        let mut per_bin: Vec<Vec<u8>> = counts.iter().map(|&c| Vec::with_capacity(c * es)).collect();
+        // Positions as one bitset per bin, turned into bitmaps whole (faster than inserting
+        // positions one by one).
+        let row = n.div_ceil(8);
+        let mut bits = vec![0u8; bins * row];
         match es {
-            4 => gather::<4>(raw, &ids, &mut per_bin),
-            8 => gather::<8>(raw, &ids, &mut per_bin),
-            2 => gather::<2>(raw, &ids, &mut per_bin),
-            1 => gather::<1>(raw, &ids, &mut per_bin),
+            4 => gather::<4>(raw, &ids, &mut per_bin, &mut bits, row),
+            8 => gather::<8>(raw, &ids, &mut per_bin, &mut bits, row),
+            2 => gather::<2>(raw, &ids, &mut per_bin, &mut bits, row),
+            1 => gather::<1>(raw, &ids, &mut per_bin, &mut bits, row),
             _ => {
                 for (pos, &b) in ids.iter().enumerate() {
-                    let (positions, bytes) = &mut per_bin[b as usize];
-                    positions.push(pos as u32);
-                    bytes.extend_from_slice(&raw[pos * es..(pos + 1) * es]);
+                    per_bin[b as usize].extend_from_slice(&raw[pos * es..(pos + 1) * es]);
+                    bits[b as usize * row + pos / 8] |= 1 << (pos % 8);
                 }
             }
         }
         per_bin
             .into_iter()
             .enumerate()
-            .filter(|(_, (p, _))| !p.is_empty())
-            .map(|(b, (positions, bytes))| {
-                let mut bitmap = RoaringBitmap::from_sorted_iter(positions).unwrap_or_default();
+            .filter(|(b, _)| counts[*b] > 0)
+            .map(|(b, bytes)| {
+                let mut bitmap = RoaringBitmap::from_lsb0_bytes(0, &bits[b * row..(b + 1) * row]);
                 bitmap.optimize();
                 (b as u32, bitmap, bytes)
             })
@@ -216,12 +223,12 @@ impl Bins {
     }
 }
 
-/// Appends each element of `raw` (`N` bytes each) and its position to its bin's buffers.
-fn gather<const N: usize>(raw: &[u8], ids: &[u32], per_bin: &mut [(Vec<u32>, Vec<u8>)]) {
+/// Appends each element of `raw` (`N` bytes each) to its bin's bytes and sets its
+/// position in the bin's bitset (`row` bytes per bin).
+fn gather<const N: usize>(raw: &[u8], ids: &[u32], per_bin: &mut [Vec<u8>], bits: &mut [u8], row: usize) {
     for (pos, (v, &b)) in raw.chunks_exact(N).zip(ids).enumerate() {
-        let (positions, bytes) = &mut per_bin[b as usize];
-        positions.push(pos as u32);
-        bytes.extend_from_slice(v);
+        per_bin[b as usize].extend_from_slice(v);
+        bits[b as usize * row + pos / 8] |= 1 << (pos % 8);
     }
 }
 
