@@ -5,16 +5,17 @@ crash may leave.
 
 Each round starts a process that appends a multi-slab file to a store (or, every fourth
 round, garbage-collects it with no grace period, so a kill can land in gc too; or, every
-eighth, imports the file into a new store), waits until it is writing, and kills it after a
-random part of the time a whole run takes. Then:
+eighth, imports the file into a new store; or, every eighth again, writes it into a new
+store with two parallel writers, dense or hybrid), waits until it is writing, and kills it
+after a random part of the time a whole run takes. Then:
 
 - the store opens, at the version before the kill or the one after (a commit is atomic);
 - the versions the kill could touch verify (checksums, index bounds, headers) and read back
   exactly the records they should (every version, every 100 rounds and at the end);
 - `gc` removes the leftovers, leaving only files some version names;
 - every tenth round, a new append succeeds;
-- a killed import leaves a whole store or none: `gc --grace 0` clears its leftovers and
-  the import runs again.
+- a killed import or parallel write leaves a whole store or none: `gc --grace 0` clears
+  its leftovers and the write runs again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,27 @@ CHILD = textwrap.dedent(
         strata.append_file(sys.argv[3], sys.argv[2], allow_unordered=True, retries=0)
     elif sys.argv[1] == "import":
         strata.import_file(sys.argv[3], sys.argv[2], slab_records=2)
+    elif sys.argv[1] in ("dense", "hybrid"):
+        import netCDF4
+        import strata.parallel as sp
+
+        with netCDF4.Dataset(sys.argv[3]) as nc:
+            nc.set_auto_mask(False)
+            t, v = nc["time"][:], nc["v"][:]
+        ny, nx = v.shape[1:]
+        blocks = [{"y": (0, ny // 2)}, {"y": (ny // 2, ny)}]
+
+        def work(w, rank):
+            y0, y1 = blocks[rank]["y"]
+            for i in range(len(t)):
+                step = {"v": v[i, y0:y1]}
+                if rank == 0:
+                    step["time"] = t[i]
+                w.append(step)
+
+        variables = {"time": ("f8", "time", {"units": "days since 2000-01-01"}), "v": ("f8", ("time", "y", "x"))}
+        sp.write_threads(sys.argv[2], {"time": None, "y": ny, "x": nx}, variables, blocks, work,
+                         placement=sys.argv[1], slab_records=2)
     else:
         _core.gc(sys.argv[2], 0.0, False)
     print("done", flush=True)
@@ -93,6 +115,8 @@ def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
         "gc_killed": 0,
         "imports_killed": 0,
         "imports_completed": 0,
+        "parallel_killed": 0,
+        "parallel_completed": 0,
         "appends_after": 0,
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,6 +133,10 @@ def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
         for k in range(kills):
             if k % 8 == 5:
                 _import_round(tmp / f"import{k}.strata", source, rng.uniform(0, whole * 0.6), counts)
+                continue
+            if k % 8 == 1:
+                placement = ("dense", "hybrid")[(k // 8) % 2]
+                _import_round(tmp / f"par{k}.strata", source, rng.uniform(0, whole * 0.6), counts, placement)
                 continue
             before = strata.open(store).version
             kind = "gc" if k % 4 == 3 else "append"
@@ -145,11 +173,13 @@ def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
     return counts
 
 
-def _import_round(target: Path, source: Path, delay: float, counts: dict) -> None:
-    """Kills an import into a new store: afterwards the store is whole, or has no version
-    and `gc --grace 0` clears the leftovers so that the import can be run again."""
+def _import_round(target: Path, source: Path, delay: float, counts: dict, kind: str = "import") -> None:
+    """Kills an import (or a parallel write) into a new store: afterwards the store is
+    whole, or has no version and `gc --grace 0` clears the leftovers so that the write can
+    be run again."""
+    what = "imports" if kind == "import" else "parallel"
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, "import", str(target), str(source)],
+        [sys.executable, "-c", CHILD, kind, str(target), str(source)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -159,10 +189,10 @@ def _import_round(target: Path, source: Path, delay: float, counts: dict) -> Non
     child.wait()
     counts["rounds"] += 1
     if (target / "HEAD").exists():
-        counts["imports_completed"] += 1
+        counts[f"{what}_completed"] += 1
         check(target)
         return
-    counts["imports_killed"] += 1
+    counts[f"{what}_killed"] += 1
     try:
         strata.open(target)
         raise AssertionError("a store without HEAD opened")
@@ -170,8 +200,11 @@ def _import_round(target: Path, source: Path, delay: float, counts: dict) -> Non
         pass
     if target.exists():
         _core.gc(str(target), 0.0, False)
-        assert not [p for p in target.rglob("*") if p.is_file()], "gc left files of the killed import"
-    strata.import_file(source, target, slab_records=2)
+        assert not [p for p in target.rglob("*") if p.is_file()], f"gc left files of the killed {kind}"
+    if kind == "import":
+        strata.import_file(source, target, slab_records=2)
+    else:
+        subprocess.run([sys.executable, "-c", CHILD, kind, str(target), str(source)], check=True, capture_output=True)
     check(target)
 
 
