@@ -212,11 +212,11 @@ impl Writer {
     }
 
     fn manifest_json(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |w| Ok(String::from_utf8(w.writer().manifest().to_json()).unwrap_or_default()))
+        self.with(py, |w| Ok(w.with_writer(|w| String::from_utf8(w.manifest().to_json()).unwrap_or_default())))
     }
 
     fn slab_records(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |w| Ok(w.writer().slab_records()))
+        self.with(py, |w| Ok(w.slab_records()))
     }
 
     fn record_count(&self, py: Python<'_>) -> PyResult<u64> {
@@ -246,6 +246,14 @@ impl Writer {
 
     fn finish_slab(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |w| w.direct()?.finish_slab())
+    }
+
+    /// Whether full slabs are written on the writer's own thread while Python goes on.
+    fn set_overlap(&self, py: Python<'_>, on: bool) -> PyResult<()> {
+        self.with(py, |w| {
+            w.set_overlap(on);
+            Ok(())
+        })
     }
 
     /// Lets a variable run `records` ahead of the others beyond a slab (None: no bound).

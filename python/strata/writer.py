@@ -189,7 +189,9 @@ class Writer:
     >>> w.commit()                                         # doctest: +SKIP
 
     Slabs are laid out (``layout``: value bins, byte groups, Hilbert order) and compressed
-    in memory as they fill, and written once: memory holds about two slabs per variable.
+    in memory as they fill, and written once, on the writer's own thread while your program
+    goes on to the next steps (``overlap=False`` writes them in the calling thread): memory
+    holds about three slabs per variable.
     Nothing is visible to readers until :meth:`commit`; a writer that dies leaves the last
     committed version as it was (``strata gc`` removes what it wrote). As a context manager
     it commits when the block ends normally and commits nothing when it raises.
@@ -200,8 +202,9 @@ class Writer:
     layout file ``config`` or the one ``STRATA_CONFIG`` names (docs/writing.md).
     """
 
-    def __init__(self, core, message: str):
+    def __init__(self, core, message: str, overlap: bool = True):
         self._w = core
+        core.set_overlap(overlap)
         self._message = message
         manifest = json.loads(core.manifest_json())
         self._record_dim = manifest.get("record_dim")
@@ -229,21 +232,24 @@ class Writer:
         bins: int | None = None,
         binning: str | None = None,
         config: str | os.PathLike | None = None,
+        overlap: bool = True,
         message: str = "Writer",
     ) -> Writer:
         schema = stream_schema(dims, variables, attrs, records)
         options = _options(
             codec, objective, error_bound, chunks, subchunks, slab_records, layout, byte_groups, bins, binning, config
         )
-        return cls(_core.Writer.create(os.fspath(path), json.dumps(schema), json.dumps(options)), message)
+        return cls(_core.Writer.create(os.fspath(path), json.dumps(schema), json.dumps(options)), message, overlap)
 
     @classmethod
-    def append_to(cls, path: str | os.PathLike, *, recheck: bool = True, message: str = "Writer.append_to") -> Writer:
+    def append_to(
+        cls, path: str | os.PathLike, *, recheck: bool = True, overlap: bool = True, message: str = "Writer.append_to"
+    ) -> Writer:
         """New records after the newest version of an existing store (same variables). With
         ``recheck`` (the default, as :func:`strata.append_file`) each planned variable's
         chain is scored again on the first new slab, and new slabs switch to a clearly better
         one (old slabs keep theirs)."""
-        return cls(_core.Writer.open_append(os.fspath(path), json.dumps({"recheck": recheck})), message)
+        return cls(_core.Writer.open_append(os.fspath(path), json.dumps({"recheck": recheck})), message, overlap)
 
     @property
     def record_count(self) -> int:

@@ -314,3 +314,21 @@ def test_append_to_rechecks_the_chain_on_new_data(tmp_path):
     with strata.Writer.append_to(tmp_path / "s", recheck=False) as w:
         w.append(v=smooth[:40])
     assert len(strata.open(tmp_path / "s")["v"].codecs) == 2
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_slabs_written_on_the_writers_thread_or_the_callers(tmp_path, overlap):
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(57, 30, 40)).astype("f4")
+    with strata.Writer.create(
+        tmp_path / "s",
+        dims={"t": None, "y": 30, "x": 40},
+        variables={"v": ("f4", ("t", "y", "x"))},
+        slab_records=8,
+        overlap=overlap,
+    ) as w:
+        for step in data:
+            w.append(v=step)
+        assert w.record_count == 57
+    ds = strata.open(tmp_path / "s")
+    assert ds["v"][:].tobytes() == data.tobytes() and len(ds.manifest["slabs"]) == 8

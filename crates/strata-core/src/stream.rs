@@ -1,11 +1,19 @@
 //! Records as a simulation produces them: a time step (or a few) of each variable at a
 //! time, gathered into slabs. A slab is laid out (bins, byte groups, Hilbert order) and
-//! compressed in memory and written once it is full, so nothing is written twice and at
-//! most about two slabs per variable are held in memory.
+//! compressed in memory and written once it is full, so nothing is written twice.
+//!
+//! A full slab is laid out, compressed and written on a thread of the writer's own while
+//! the caller goes on producing the next one (the simulation computes while the last step's
+//! slab is compressed, as ADIOS2's asynchronous engines do). At most one slab is in that
+//! thread's hands: memory holds about three slabs per variable, and a caller faster than
+//! the compression waits for it.
 
 use crate::error::{Error, Result};
 use crate::writer::StoreWriter;
 use std::collections::BTreeMap;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 
 /// A variable's records not yet in a slab.
 #[derive(Debug, Default)]
@@ -42,10 +50,19 @@ impl RecordBuffers {
         self.pending.values().all(|(_, p)| p.records == 0)
     }
 
-    pub(crate) fn push(&mut self, writer: &StoreWriter, name: &str, data: &[u8]) -> Result<()> {
-        let slab = writer.slab_records();
+    /// Takes whole records of `name`; `writer` is asked only to explain a refusal (a
+    /// stream's writer may be busy writing the last slab meanwhile).
+    pub(crate) fn push<'w>(
+        &mut self,
+        slab: u64,
+        writer: impl FnOnce() -> WriterRef<'w>,
+        name: &str,
+        data: &[u8],
+    ) -> Result<()> {
         let floor = self.complete();
         let Some((per_record, pending)) = self.pending.get_mut(name) else {
+            let writer = writer();
+            let writer: &StoreWriter = &writer;
             let known = writer.manifest().variable(name)?.1;
             let why = if known.chunking.is_none() {
                 "is a string variable"
@@ -113,21 +130,92 @@ impl RecordBuffers {
         }
         Ok(())
     }
+
+    /// Takes the first `n` waiting records of every variable out, as one slab's parts.
+    pub(crate) fn take(&mut self, n: u64) -> Vec<(String, Vec<u8>)> {
+        self.pending
+            .iter_mut()
+            .map(|(name, (per_record, p))| {
+                let rest = p.bytes.split_off(n as usize * *per_record);
+                p.records -= n;
+                (name.clone(), std::mem::replace(&mut p.bytes, rest))
+            })
+            .collect()
+    }
+}
+
+/// One slab's records, per variable.
+type SlabParts = (u64, Vec<(String, Vec<u8>)>);
+
+/// The thread that lays out, compresses and writes full slabs.
+#[derive(Debug)]
+struct Background {
+    jobs: SyncSender<SlabParts>,
+    thread: JoinHandle<()>,
+    /// The first error the thread met; it stops there.
+    failed: Arc<Mutex<Option<Error>>>,
+}
+
+fn write_slab(writer: &mut StoreWriter, n: u64, parts: &[(String, Vec<u8>)]) -> Result<()> {
+    writer.begin_slab(n)?;
+    for (name, data) in parts {
+        writer.put_records(name, data)?;
+    }
+    writer.finish_slab()
+}
+
+fn lock(writer: &Mutex<StoreWriter>) -> MutexGuard<'_, StoreWriter> {
+    writer.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A writer to explain a refusal with: borrowed, or locked from a stream.
+pub(crate) enum WriterRef<'a> {
+    Guard(MutexGuard<'a, StoreWriter>),
+    Borrowed(&'a StoreWriter),
+}
+
+impl std::ops::Deref for WriterRef<'_> {
+    type Target = StoreWriter;
+    fn deref(&self) -> &StoreWriter {
+        match self {
+            WriterRef::Guard(g) => g,
+            WriterRef::Borrowed(w) => w,
+        }
+    }
 }
 
 /// Wraps a [`StoreWriter`]: [`append`](Self::append) takes whole records of one variable in
 /// any count; slabs are cut at the store's slab length as soon as every record variable has
-/// that many records waiting.
+/// that many records waiting, and written by a thread of their own.
 #[derive(Debug)]
 pub struct StreamWriter {
-    writer: StoreWriter,
+    writer: Arc<Mutex<StoreWriter>>,
     buffers: RecordBuffers,
+    slab_records: u64,
+    /// Records in the store before this writer, and records handed to slabs since.
+    base: u64,
+    cut: u64,
+    background: Option<Background>,
+    /// Whether full slabs go to the background thread (false: written in the caller's).
+    overlap: bool,
+    /// Why an earlier slab could not be written: nothing more is taken, nothing committed.
+    broken: Option<String>,
 }
 
 impl StreamWriter {
     pub fn new(writer: StoreWriter) -> Self {
         let buffers = RecordBuffers::new(&writer);
-        Self { writer, buffers }
+        let (slab_records, base) = (writer.slab_records(), writer.record_count());
+        Self {
+            writer: Arc::new(Mutex::new(writer)),
+            buffers,
+            slab_records,
+            base,
+            cut: 0,
+            background: None,
+            overlap: true,
+            broken: None,
+        }
     }
 
     /// Lets variables run ahead of the others by `records` more than a slab (None: any
@@ -136,53 +224,141 @@ impl StreamWriter {
         self.buffers.ahead = records;
     }
 
+    /// Whether full slabs are written on the writer's own thread while the caller goes on
+    /// (the default), or in the caller's thread.
+    pub fn set_overlap(&mut self, on: bool) {
+        self.overlap = on;
+    }
+
+    /// Waits for the background thread and reports its error, if any.
+    fn settle(&mut self) -> Result<()> {
+        let Some(Background { jobs, thread, failed }) = self.background.take() else { return Ok(()) };
+        drop(jobs);
+        let outcome = if thread.join().is_err() {
+            Err(Error::io("the writer's slab thread", std::io::Error::other("it panicked (a bug in strata)")))
+        } else {
+            failed.lock().unwrap_or_else(|p| p.into_inner()).take().map_or(Ok(()), Err)
+        };
+        self.note(outcome)
+    }
+
+    /// Remembers a failure: a writer that lost a slab takes nothing more.
+    fn note<T>(&mut self, outcome: Result<T>) -> Result<T> {
+        if let Err(e) = &outcome {
+            self.broken.get_or_insert_with(|| e.to_string());
+        }
+        outcome
+    }
+
+    fn check(&self) -> Result<()> {
+        match &self.broken {
+            Some(why) => Err(Error::InvalidArgument(format!(
+                "an earlier slab could not be written ({why}): this writer takes nothing more and commits nothing"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// The writer underneath, for whole slabs written directly (an importer's way); refused
     /// while appended records wait, as they come first.
     pub fn direct(&mut self) -> Result<&mut StoreWriter> {
+        self.check()?;
         if !self.buffers.is_empty() {
             return Err(Error::InvalidArgument("appended records wait for their slab: commit them first".into()));
         }
-        Ok(&mut self.writer)
+        self.settle()?;
+        let writer = Arc::get_mut(&mut self.writer)
+            .ok_or_else(|| Error::InvalidArgument("the writer is busy on another thread".into()))?;
+        Ok(writer.get_mut().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Sets store or variable attributes (see [`StoreWriter::set_attributes`]).
     pub fn set_attributes(&mut self, var: Option<&str>, attrs: Vec<crate::manifest::Attribute>) -> Result<()> {
-        self.writer.set_attributes(var, attrs)
+        lock(&self.writer).set_attributes(var, attrs)
     }
 
-    pub fn writer(&self) -> &StoreWriter {
-        &self.writer
+    /// Calls `f` with the writer underneath (after the slab being written, if any).
+    pub fn with_writer<T>(&self, f: impl FnOnce(&StoreWriter) -> T) -> T {
+        f(&lock(&self.writer))
+    }
+
+    pub fn slab_records(&self) -> u64 {
+        self.slab_records
     }
 
     /// Writes a variable without the record dimension, whole (see [`StoreWriter::put_static`]).
     pub fn put_static(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        self.writer.put_static(name, data)
+        lock(&self.writer).put_static(name, data)
     }
 
-    /// Records committed so far plus those waiting (what the record dimension will have).
+    /// Records committed so far plus those handed to slabs and those waiting (what the
+    /// record dimension will have).
     pub fn record_count(&self) -> u64 {
-        self.writer.record_count() + self.buffers.complete()
+        self.base + self.cut + self.buffers.complete()
     }
 
     /// Takes `data`, whole records of record variable `name` (C order, little-endian), and
-    /// writes every slab that is complete.
+    /// hands every slab that is complete to the writer's thread.
     pub fn append(&mut self, name: &str, data: &[u8]) -> Result<()> {
-        self.buffers.push(&self.writer, name, data)?;
+        self.check()?;
+        let writer = &self.writer;
+        self.buffers.push(self.slab_records, || WriterRef::Guard(lock(writer)), name, data)?;
         self.write_ready(false)
     }
 
     fn write_ready(&mut self, all: bool) -> Result<()> {
-        while let Some(n) = self.buffers.next_slab(self.writer.slab_records(), all)? {
-            self.buffers.cut(&mut self.writer, n)?;
-            self.writer.finish_slab()?;
+        while let Some(n) = self.buffers.next_slab(self.slab_records, all)? {
+            let parts = self.buffers.take(n);
+            self.cut += n;
+            if !self.overlap {
+                let outcome = write_slab(&mut lock(&self.writer), n, &parts);
+                self.note(outcome)?;
+                continue;
+            }
+            if self.background.as_ref().is_some_and(|b| b.failed.lock().is_ok_and(|f| f.is_some())) {
+                return self.settle();
+            }
+            let background = match self.background.take() {
+                Some(b) => b,
+                None => self.start(),
+            };
+            let sent = background.jobs.send((n, parts));
+            self.background = Some(background);
+            if sent.is_err() {
+                return self.settle();
+            }
         }
         Ok(())
     }
 
+    fn start(&self) -> Background {
+        // A rendezvous: the thread takes a slab only when it is done with the last one, so
+        // at most one slab is in its hands.
+        let (jobs, slabs) = sync_channel::<SlabParts>(0);
+        let failed = Arc::new(Mutex::new(None));
+        let (writer, report) = (self.writer.clone(), failed.clone());
+        let thread = std::thread::spawn(move || {
+            for (n, parts) in slabs {
+                if let Err(e) = write_slab(&mut lock(&writer), n, &parts) {
+                    *report.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    return;
+                }
+            }
+        });
+        Background { jobs, thread, failed }
+    }
+
     /// Writes what waits and publishes a new version; returns its number.
     pub fn commit(mut self, message: &str) -> Result<u64> {
+        self.check()?;
         self.write_ready(true)?;
-        self.writer.commit(message)
+        self.settle()?;
+        self.check()?;
+        let writer = Arc::try_unwrap(self.writer)
+            .map_err(|_| Error::InvalidArgument("the writer is busy on another thread".into()))?
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        writer.commit(message)
     }
 }
 

@@ -7,7 +7,7 @@ use crate::index_file::SlabIndexData;
 use crate::manifest::FileEntry;
 use crate::segment::SegmentEntry;
 use crate::store::Store;
-use crate::stream::RecordBuffers;
+use crate::stream::{RecordBuffers, WriterRef};
 use crate::writer::{Block, DatasetSchema, PendingSegment, SlabBuilder, StoreWriter, WriterOptions};
 use serde::{Deserialize, Serialize};
 
@@ -145,7 +145,8 @@ impl PartWriter {
                 "the encoded slab is not written yet: write its placement first".into(),
             ));
         }
-        self.buffers.push(&self.writer, name, data)
+        let writer = &self.writer;
+        self.buffers.push(writer.slab_records(), || WriterRef::Borrowed(writer), name, data)
     }
 
     /// Whether a full slab waits (call [`encode`](Self::encode) then).
