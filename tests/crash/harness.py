@@ -6,8 +6,9 @@ crash may leave.
 Each round starts a process that appends a multi-slab file to a store (or, every fourth
 round, garbage-collects it with no grace period, so a kill can land in gc too; or, every
 eighth, imports the file into a new store; or, every eighth again, writes it into a new
-store with two parallel writers, dense or hybrid), waits until it is writing, and kills it
-after a random part of the time a whole run takes. Then:
+store with two parallel writers, dense or hybrid; or, every eighth again, appends it step by
+step through strata.Writer, whose slabs are written on a thread of its own), waits until it
+is writing, and kills it after a random part of the time a whole run takes. Then:
 
 - the store opens, at the version before the kill or the one after (a commit is atomic);
 - the versions the kill could touch verify (checksums, index bounds, headers) and read back
@@ -48,6 +49,15 @@ CHILD = textwrap.dedent(
         strata.append_file(sys.argv[3], sys.argv[2], allow_unordered=True, retries=0)
     elif sys.argv[1] == "import":
         strata.import_file(sys.argv[3], sys.argv[2], slab_records=2)
+    elif sys.argv[1] == "stream":
+        import netCDF4
+
+        with netCDF4.Dataset(sys.argv[3]) as nc:
+            nc.set_auto_mask(False)
+            t, v = nc["time"][:], nc["v"][:]
+        with strata.Writer.append_to(sys.argv[2]) as w:  # slabs written on the writer's thread
+            for i in range(len(t)):
+                w.append(time=t[i], v=v[i])
     elif sys.argv[1] in ("dense", "hybrid"):
         import netCDF4
         import strata.parallel as sp
@@ -117,6 +127,7 @@ def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
         "imports_completed": 0,
         "parallel_killed": 0,
         "parallel_completed": 0,
+        "stream_rounds": 0,
         "appends_after": 0,
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,7 +150,7 @@ def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
                 _import_round(tmp / f"par{k}.strata", source, rng.uniform(0, whole * 0.6), counts, placement)
                 continue
             before = strata.open(store).version
-            kind = "gc" if k % 4 == 3 else "append"
+            kind = "gc" if k % 4 == 3 else "stream" if k % 8 == 2 else "append"
             child = subprocess.Popen(
                 [sys.executable, "-c", CHILD, kind, str(store), str(source)],
                 stdout=subprocess.PIPE,
@@ -153,6 +164,7 @@ def run(kills: int, seed: int = 0, quiet: bool = False) -> dict:
             # The versions a kill could touch each round; all of them every 100 rounds.
             after = check(store, None if (k + 1) % 100 == 0 else 2)
             assert after in (before, before + 1), (before, after)
+            counts["stream_rounds"] += kind == "stream"
             if kind == "gc":
                 counts["gc_killed"] += 1
             elif after == before:

@@ -17,3 +17,4 @@ def test_kills_leave_committed_versions_only():
     assert counts["killed_before_commit"] > 0 and counts["gc_killed"] == 6
     assert counts["imports_killed"] + counts["imports_completed"] == 3
     assert counts["parallel_killed"] + counts["parallel_completed"] == 3
+    assert counts["stream_rounds"] == 3
