@@ -369,8 +369,13 @@ class Dataset(_Attributes):
         self.dimensions: dict[str, Dimension] = {}
         self.variables: dict[str, Variable] = {}
         self._attrs: dict[str, Any] = {}
-        if diskless or memory is not None or parallel:
-            raise InvalidArgumentError("strata.netcdf writes stores on disk (no diskless, memory or parallel mode)")
+        if parallel:
+            raise InvalidArgumentError(
+                "strata.netcdf has no parallel mode: MPI ranks write one store with strata.parallel.ParallelWriter "
+                "(docs/writing.md, 'Parallel writers')"
+            )
+        if diskless or memory is not None:
+            raise InvalidArgumentError("strata.netcdf writes stores on disk (no diskless or memory mode)")
         if self._mode not in ("r", "w", "a"):
             raise InvalidArgumentError(f"mode must be 'r', 'w', 'a' or 'r+', not '{mode}'")
         if self._mode == "w":

@@ -105,6 +105,8 @@ def test_what_a_store_cannot_do_is_said(tmp_path):
         snc.Dataset(tmp_path / "s").variables["v"][2] = [0, 0, 0]
     with pytest.raises(strata.InvalidArgumentError, match="exists"):
         snc.Dataset(tmp_path / "s", "w", clobber=False)
+    with pytest.raises(strata.InvalidArgumentError, match="ParallelWriter"):
+        snc.Dataset(tmp_path / "p", "w", parallel=True)
     # A program that fails inside `with` commits nothing.
     with pytest.raises(ZeroDivisionError), snc.Dataset(tmp_path / "f", "w") as ds:
         ds.createDimension("t", None)
