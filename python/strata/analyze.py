@@ -33,7 +33,9 @@ class VariableAnalysis:
 
 def _variables(path: str):
     """(name, stored type, shape, reader) for every numeric variable of a store or a file."""
-    if os.path.isfile(os.path.join(path, "HEAD")):
+    from .dataset import is_store
+
+    if is_store(path):
         from .dataset import open as open_store
 
         ds = open_store(path)

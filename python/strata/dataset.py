@@ -29,6 +29,19 @@ _NUMPY_DTYPES = {
 }
 
 
+def is_store(path) -> bool:
+    """Whether ``path`` is a strata store directory with a committed version: a ``HEAD``,
+    or the first version's manifest (a first commit stopped before its ``HEAD``; the
+    manifest is the commit)."""
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        return False
+    return os.path.isfile(os.path.join(path, "HEAD")) or os.path.isfile(
+        os.path.join(path, "manifests", "v00000001.json")
+    )
+
+
 def numpy_dtype(name: str) -> np.dtype:
     return np.dtype(_NUMPY_DTYPES[name])
 

@@ -19,6 +19,7 @@ import numpy as np
 from . import _attrs, _core
 from ._slabs import le_bytes, write_record_slabs, writer_options
 from ._sources import open_source, source_dtype
+from .dataset import is_store
 from .errors import CompatibilityError, ConflictError, InvalidArgumentError
 
 
@@ -130,7 +131,7 @@ def import_file(
     ``bins``, chunks...) come from the layout file ``STRATA_CONFIG`` names, if any
     (docs/writing.md), else the defaults (layout ``"S"``)."""
     source, store = os.fspath(source), os.fspath(store)
-    if os.path.exists(os.path.join(store, "HEAD")):
+    if is_store(store):
         raise InvalidArgumentError(f"'{store}' already holds a strata store (use 'strata append')")
     t0 = time.perf_counter()
     nc = open_source(source)

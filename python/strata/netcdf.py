@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from .dataset import is_store
 from .dataset import open as _open_store
 from .errors import InvalidArgumentError
 from .writer import Writer
@@ -69,7 +70,7 @@ __version__ = _core.__version__
 
 
 def _is_store(path: str) -> bool:
-    return os.path.isdir(path) and os.path.exists(os.path.join(path, "HEAD"))
+    return is_store(path)
 
 
 def _type_key(dtype: np.dtype) -> str:

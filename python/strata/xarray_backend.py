@@ -12,7 +12,7 @@ import numpy as np
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from .dataset import Dataset, Variable
+from .dataset import Dataset, Variable, is_store
 
 
 class StrataBackendArray(BackendArray):
@@ -31,10 +31,7 @@ class StrataBackendArray(BackendArray):
 
 
 def _is_store(path) -> bool:
-    try:
-        return os.path.isfile(os.path.join(os.fspath(path), "HEAD"))
-    except TypeError:
-        return False
+    return is_store(path)
 
 
 class StrataBackendEntrypoint(BackendEntrypoint):

@@ -30,11 +30,10 @@ pub fn is_store_file(path: &str) -> bool {
     temp || ["data/", "index/", "manifests/"].iter().any(|d| path.starts_with(d))
 }
 
-/// Every file some committed version needs. A directory with no `HEAD` (an import killed
-/// before its first commit) has no versions: all its store files are leftovers.
+/// Every file some committed version needs. A directory with no version (an import killed
+/// before its first commit) has none: all its store files are leftovers.
 fn needed(store: &Store) -> Result<(usize, HashSet<String>)> {
-    let versions =
-        if store.exists()? || !store.storage().list("manifests/")?.is_empty() { store.versions()? } else { vec![] };
+    let versions = if store.exists()? { store.versions()? } else { vec![] };
     let mut keep: HashSet<String> = [HEAD.to_string()].into();
     for &v in &versions {
         keep.insert(crate::store::manifest_path(v));

@@ -58,8 +58,10 @@ impl Store {
         &self.name
     }
 
+    /// Whether the store has a committed version: a `HEAD`, or (a first commit stopped
+    /// between its two steps) the manifest of version 1, which is the commit itself.
     pub fn exists(&self) -> Result<bool> {
-        self.storage.exists(HEAD)
+        Ok(self.storage.exists(HEAD)? || self.storage.exists(&manifest_path(1))?)
     }
 
     /// The newest committed version. `HEAD` is a hint: a manifest committed after it (a
@@ -67,6 +69,14 @@ impl Store {
     pub fn latest_version(&self) -> Result<u64> {
         let head = match self.storage.read(HEAD) {
             Ok(b) => b,
+            // A first commit that stopped after its manifest: the version is committed.
+            Err(Error::NotFound(_)) if self.storage.exists(&manifest_path(1))? => {
+                let mut v = 1;
+                while self.storage.exists(&manifest_path(v + 1))? {
+                    v += 1;
+                }
+                return Ok(v);
+            }
             Err(Error::NotFound(_)) => {
                 return Err(Error::NotFound(format!("'{}' is not a strata store (no HEAD)", self.name)))
             }
@@ -142,5 +152,27 @@ impl Store {
         let head =
             HeadPointer { format: FORMAT_NAME.into(), format_version: FORMAT_VERSION, version: manifest.version };
         self.storage.write_atomic(HEAD, &serde_json::to_vec(&head).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemoryStorage;
+    use crate::writer::{DatasetSchema, StoreWriter, WriterOptions};
+
+    #[test]
+    fn a_first_commit_stopped_before_head_is_committed() {
+        let store = Store::new(Arc::new(MemoryStorage::new()), "s");
+        let schema = DatasetSchema { dims: vec![], record_dim: None, attrs: vec![], variables: vec![] };
+        StoreWriter::create(store.clone(), schema, &WriterOptions::default()).unwrap().commit("v1").unwrap();
+        // The writer stopped between its manifest (the commit) and HEAD (a hint).
+        store.storage().delete(HEAD).unwrap();
+        assert!(store.exists().unwrap());
+        assert_eq!(store.latest_version().unwrap(), 1);
+        assert_eq!(store.versions().unwrap(), vec![1]);
+        let report = crate::gc::collect(&store, std::time::Duration::ZERO, false).unwrap();
+        assert_eq!(report.versions, 1);
+        assert!(report.removed.is_empty(), "{:?}", report.removed);
     }
 }

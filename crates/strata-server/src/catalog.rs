@@ -58,8 +58,11 @@ impl<T: Clone> Recent<T> {
     }
 }
 
+/// A directory with a committed version: a `HEAD`, or the first version's manifest (a first
+/// commit stopped before its `HEAD`; the manifest is the commit).
 fn is_store_dir(p: &Path) -> bool {
-    p.join("HEAD").is_file() && p.join("manifests").is_dir()
+    let first = p.join(strata_core::store::manifest_path(1));
+    (p.join("HEAD").is_file() && p.join("manifests").is_dir()) || first.is_file()
 }
 
 impl Catalog {
