@@ -44,9 +44,8 @@ import numpy as np
 
 from . import _core
 from ._slabs import le_bytes
-from .dataset import numpy_dtype
 from .errors import InvalidArgumentError, StrataError
-from .writer import stream_schema, writer_options_of
+from .writer import as_records, cast_values, stream_schema, writer_options_of
 
 PLACEMENTS = ("dense", "hybrid", "subfiles")
 
@@ -263,15 +262,7 @@ class ParallelWriter:
         return tuple(shape)
 
     def _cast(self, name: str, value) -> np.ndarray:
-        if name not in self._vars:
-            raise InvalidArgumentError(f"no variable '{name}' (variables: {', '.join(self._vars)})")
-        target = numpy_dtype(self._vars[name]["dtype"])
-        arr = np.asarray(value)
-        if arr.dtype != target and not np.can_cast(arr.dtype, target, "same_kind"):
-            raise InvalidArgumentError(
-                f"'{name}' is {self._vars[name]['dtype']}; values of type {arr.dtype} would not fit"
-            )
-        return arr.astype(target, copy=False)
+        return cast_values(self._vars, name, value)
 
     def write(self, name: str, value) -> None:
         """This writer's block of a variable without the record dimension."""
@@ -290,13 +281,15 @@ class ParallelWriter:
         for name, value in {**(arrays or {}), **more}.items():
             arr = self._cast(name, value)
             var = self._vars[name]
-            if not var["dims"] or var["dims"][0] != self._record_dim:
-                raise InvalidArgumentError(f"'{name}' has no record dimension: write it with write()")
             inner = self._shape(name, None)[1:]
-            if arr.shape == inner:
-                arr = arr[np.newaxis]
-            if arr.shape[1:] != inner:
-                raise InvalidArgumentError(f"'{name}': this writer's records have shape {inner}; got {arr.shape}")
+            arr = as_records(
+                var,
+                self._record_dim,
+                arr,
+                inner,
+                "write()",
+                lambda inner, got, name=name: f"'{name}': this writer's records have shape {inner}; got {got}",
+            )
             count = arr.shape[0]
             self._part.append(name, le_bytes(arr, var["dtype"]))
         if self._placement == "subfiles" and count is not None:

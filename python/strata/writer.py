@@ -156,6 +156,30 @@ def writer_options_of(**kw) -> dict:
     )
 
 
+def cast_values(variables: Mapping[str, dict], name: str, value) -> np.ndarray:
+    """``value`` as variable ``name``'s stored type; refused when it would not fit."""
+    if name not in variables:
+        raise InvalidArgumentError(f"no variable '{name}' (variables: {', '.join(variables)})")
+    dtype = variables[name]["dtype"]
+    arr = np.asarray(value)
+    target = numpy_dtype(dtype)
+    if arr.dtype != target and not np.can_cast(arr.dtype, target, "same_kind"):
+        raise InvalidArgumentError(f"'{name}' is {dtype}; values of type {arr.dtype} would not fit")
+    return arr.astype(target, copy=False)
+
+
+def as_records(var: dict, record_dim, arr: np.ndarray, inner: tuple, write_call: str, refusal) -> np.ndarray:
+    """One record (the shape ``inner``) or a block of them (record axis first), as a block;
+    ``refusal(inner, shape)`` says why any other shape is refused."""
+    if not var["dims"] or var["dims"][0] != record_dim:
+        raise InvalidArgumentError(f"'{var['name']}' has no record dimension: write it with {write_call}")
+    if arr.shape == inner:
+        arr = arr[np.newaxis]
+    if arr.shape[1:] != inner:
+        raise InvalidArgumentError(refusal(inner, arr.shape))
+    return arr
+
+
 def _variable_spec(name: str, spec) -> tuple[str, tuple[str, ...], dict]:
     """``(dtype, dims)``, ``(dtype, dims, attrs)`` or ``{"dtype", "dims", "attrs"}``."""
     if isinstance(spec, Mapping):
@@ -262,12 +286,7 @@ class Writer:
         return self._vars[name]["dtype"]
 
     def _cast(self, name: str, value) -> np.ndarray:
-        dtype = self._dtype(name)
-        arr = np.asarray(value)
-        target = numpy_dtype(dtype)
-        if arr.dtype != target and not np.can_cast(arr.dtype, target, "same_kind"):
-            raise InvalidArgumentError(f"'{name}' is {dtype}; values of type {arr.dtype} would not fit")
-        return arr.astype(target, copy=False)
+        return cast_values(self._vars, name, value)
 
     def write(self, name: str, value) -> None:
         """A variable without the record dimension, whole."""
@@ -285,15 +304,17 @@ class Writer:
         for name, value in {**(arrays or {}), **more}.items():
             arr = self._cast(name, value)
             var = self._vars[name]
-            if not var["dims"] or var["dims"][0] != self._record_dim:
-                raise InvalidArgumentError(f"'{name}' has no record dimension: write it with Writer.write")
             inner = tuple(self._sizes[d] for d in var["dims"][1:])
-            if arr.shape == inner:
-                arr = arr[np.newaxis]
-            if arr.shape[1:] != inner:
-                raise InvalidArgumentError(
-                    f"'{name}' takes records of shape {inner} (or blocks of shape (n, *{inner})); got {arr.shape}"
-                )
+            arr = as_records(
+                var,
+                self._record_dim,
+                arr,
+                inner,
+                "Writer.write",
+                lambda inner, got, name=name: (
+                    f"'{name}' takes records of shape {inner} (or blocks of shape (n, *{inner})); got {got}"
+                ),
+            )
             self._w.append(name, le_bytes(arr, var["dtype"]))
 
     def set_attrs(self, name: str | None = None, /, **attrs) -> None:

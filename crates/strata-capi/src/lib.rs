@@ -361,16 +361,7 @@ pub unsafe extern "C" fn strata_write(
     data: *const u8,
     nbytes: usize,
 ) -> StrataStatus {
-    guard(|| {
-        let var = unsafe { text(var, "var") }?;
-        let data = unsafe { bytes(data, nbytes, "data") }?;
-        let w = unsafe { writer(w) }?;
-        let le = to_le(w, var, data)?;
-        match &mut w.stage {
-            Stage::Part(p) => p.put_static(var, &le),
-            _ => w.serial()?.put_static(var, &le),
-        }
-    })
+    unsafe { put(w, var, data, nbytes, false) }
 }
 
 /// Appends whole records of a record variable (a part writer: of its block). A slab is
@@ -382,14 +373,21 @@ pub unsafe extern "C" fn strata_append(
     data: *const u8,
     nbytes: usize,
 ) -> StrataStatus {
+    unsafe { put(w, var, data, nbytes, true) }
+}
+
+/// Values to a serial or part writer: records appended, or a fixed variable written.
+unsafe fn put(w: *mut StrataWriter, var: *const c_char, data: *const u8, nbytes: usize, records: bool) -> StrataStatus {
     guard(|| {
         let var = unsafe { text(var, "var") }?;
         let data = unsafe { bytes(data, nbytes, "data") }?;
         let w = unsafe { writer(w) }?;
         let le = to_le(w, var, data)?;
-        match &mut w.stage {
-            Stage::Part(p) => p.append(var, &le),
-            _ => w.serial()?.append(var, &le),
+        match (&mut w.stage, records) {
+            (Stage::Part(p), true) => p.append(var, &le),
+            (Stage::Part(p), false) => p.put_static(var, &le),
+            (_, true) => w.serial()?.append(var, &le),
+            (_, false) => w.serial()?.put_static(var, &le),
         }
     })
 }

@@ -120,6 +120,25 @@ pub struct WriterOptions {
 /// writes every record of its block).
 pub type Block = BTreeMap<String, [u64; 2]>;
 
+/// Whether the writer of `block` writes `var`: a variable that does not vary along a cut
+/// dimension belongs to the writer whose block starts at 0 along it (one writer per chunk).
+pub(crate) fn block_holds(block: &Block, var: &Variable) -> bool {
+    block.iter().all(|(d, r)| var.dims.contains(d) || r[0] == 0)
+}
+
+/// The box of `extent` (a shape of `var`) that `block` holds: its origin and shape.
+pub(crate) fn block_window(block: &Block, var: &Variable, extent: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let mut origin = vec![0; extent.len()];
+    let mut shape = extent.to_vec();
+    for (d, name) in var.dims.iter().enumerate() {
+        if let Some(&[start, stop]) = block.get(name) {
+            origin[d] = start;
+            shape[d] = stop - start;
+        }
+    }
+    (origin, shape)
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
@@ -795,21 +814,12 @@ impl StoreWriter {
                 var.name
             )));
         }
-        let mut origin = vec![0; extent.len()];
-        let mut shape = extent.to_vec();
-        for (d, name) in var.dims.iter().enumerate() {
-            if let Some(&[start, stop]) = block.get(name) {
-                origin[d] = start;
-                shape[d] = stop - start;
-            }
-        }
-        Ok((origin, shape))
+        Ok(block_window(block, var, extent))
     }
 
-    /// Whether this writer writes variable `idx` (see [`window`](Self::window)).
+    /// Whether this writer writes variable `idx` (see [`block_holds`]).
     fn holds(&self, idx: usize) -> bool {
-        let var = &self.draft.variables[idx];
-        self.block.as_ref().is_none_or(|b| b.iter().all(|(d, r)| var.dims.contains(d) || r[0] == 0))
+        self.block.as_ref().is_none_or(|b| block_holds(b, &self.draft.variables[idx]))
     }
 
     /// Opens a slab of `records` records (at most `slab_records`) after the current end.
@@ -866,8 +876,9 @@ impl StoreWriter {
         self.write_slab(slab)
     }
 
-    /// Ends the open slab: every record variable this writer holds must have been put.
-    fn close_slab(&mut self) -> Result<SlabBuilder> {
+    /// Ends the open slab (and hands it out encoded, for a parallel placement): every
+    /// record variable this writer holds must have been put.
+    pub(crate) fn close_slab(&mut self) -> Result<SlabBuilder> {
         let Some(SlabBuilderBox(slab)) = self.open_slab.take() else {
             return Err(Error::InvalidArgument("no slab is open".into()));
         };
@@ -897,19 +908,7 @@ impl StoreWriter {
         if self.open_slab.is_some() {
             return Err(Error::InvalidArgument("a slab is still open: finish it before committing".into()));
         }
-        if let Some(SlabBuilderBox(slab)) = self.static_slab.take() {
-            let missing: Vec<&str> = self
-                .draft
-                .variables
-                .iter()
-                .enumerate()
-                .filter(|(i, v)| v.chunking.is_some() && !self.draft.is_record_var(v) && self.holds(*i))
-                .filter(|(i, _)| !slab.done.contains(i))
-                .map(|(_, v)| v.name.as_str())
-                .collect();
-            if !missing.is_empty() {
-                return Err(Error::InvalidArgument(format!("variables never written: {}", missing.join(", "))));
-            }
+        if let Some(slab) = self.take_static()? {
             self.write_slab(slab)?;
             // The static slab comes first in the list, as it was created first.
             if let Some(s) = self.draft.slabs.pop() {
@@ -1100,11 +1099,6 @@ impl StoreWriter {
 
     pub(crate) fn store(&self) -> &Store {
         &self.store
-    }
-
-    /// Ends the open slab and hands it out encoded, for a parallel placement.
-    pub(crate) fn take_slab(&mut self) -> Result<SlabBuilder> {
-        self.close_slab()
     }
 
     /// The static variables this writer holds, encoded (None when it holds none).

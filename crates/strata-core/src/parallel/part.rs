@@ -8,7 +8,9 @@ use crate::manifest::FileEntry;
 use crate::segment::SegmentEntry;
 use crate::store::Store;
 use crate::stream::{RecordBuffers, WriterRef};
-use crate::writer::{Block, DatasetSchema, PendingSegment, SlabBuilder, StoreWriter, WriterOptions};
+use crate::writer::{
+    block_holds, block_window, Block, DatasetSchema, PendingSegment, SlabBuilder, StoreWriter, WriterOptions,
+};
 use serde::{Deserialize, Serialize};
 
 /// The raw bytes each writer holds per record slab of `records` records: what hybrid
@@ -21,16 +23,11 @@ fn held_bytes(writer: &StoreWriter, blocks: &[Block], records: u64) -> Vec<u64> 
             m.variables
                 .iter()
                 .filter(|v| v.chunking.is_some() && m.is_record_var(v))
-                .filter(|v| block.iter().all(|(d, r)| v.dims.contains(d) || r[0] == 0))
+                .filter(|v| block_holds(block, v))
                 .map(|v| {
-                    let mut shape = m.shape(v);
-                    shape[0] = records;
-                    for (d, name) in v.dims.iter().enumerate() {
-                        if let Some(&[a, b]) = block.get(name) {
-                            shape[d] = b - a;
-                        }
-                    }
-                    shape.iter().product::<u64>() * v.dtype.size() as u64
+                    let mut extent = m.shape(v);
+                    extent[0] = records;
+                    block_window(block, v, &extent).1.iter().product::<u64>() * v.dtype.size() as u64
                 })
                 .sum()
         })
@@ -179,7 +176,7 @@ impl PartWriter {
             }
             let Some(n) = self.buffers.next_slab(self.writer.slab_records(), last)? else { return Ok(None) };
             self.buffers.cut(&mut self.writer, n)?;
-            self.writer.take_slab()?
+            self.writer.close_slab()?
         };
         self.table_for(slab).map(Some)
     }
