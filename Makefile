@@ -73,9 +73,10 @@ test-rust: setup
 # features (else DataFusion compiles twice): lists what differs, and fails if anything does.
 check-features:
 	@mkdir -p $(CACHE)
-	@cargo tree -p strata-python -e normal,build -f '{p} {f}' --prefix none | sort -u > $(CACHE)/features-ext.txt
+	@cargo tree -p strata-python -e normal,build -f '{p} {f}' --prefix none | sed 's/ (\*)$$//' \
+	  | sort -u > $(CACHE)/features-ext.txt
 	@cargo tree --workspace --exclude strata-python -e normal,build,dev -f '{p} {f}' --prefix none \
-	  | sort -u > $(CACHE)/features-test.txt
+	  | sed 's/ (\*)$$//' | sort -u > $(CACHE)/features-test.txt
 	@cut -d' ' -f1,2 $(CACHE)/features-ext.txt | sort -u > $(CACHE)/crates-ext.txt
 	@cut -d' ' -f1,2 $(CACHE)/features-test.txt | sort -u > $(CACHE)/crates-test.txt
 	@comm -12 $(CACHE)/crates-ext.txt $(CACHE)/crates-test.txt > $(CACHE)/crates-both.txt

@@ -15,6 +15,7 @@ use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
 
 mod engine;
+mod in_place;
 mod parallel;
 
 fn to_py(e: Error) -> PyErr {
@@ -680,6 +681,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<Writer>()?;
     m.add_class::<parallel::Coordinator>()?;
+    m.add_class::<in_place::Indexer>()?;
     m.add_class::<parallel::PartWriter>()?;
     m.add_class::<SqlSession>()?;
     m.add_class::<SqlStream>()?;

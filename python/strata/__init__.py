@@ -22,6 +22,7 @@ from .errors import (
     StrataIOError,
 )
 from .importer import ImportReport, append_file, import_file
+from .in_place import IndexReport, index_file
 from .query import parse_where, session
 from .sql import SqlSession, sql
 from .writer import Writer, write_arrays
@@ -55,6 +56,7 @@ __all__ = [
     "CorruptionError",
     "Dataset",
     "ImportReport",
+    "IndexReport",
     "InvalidArgumentError",
     "LimitError",
     "NotFoundError",
@@ -69,6 +71,7 @@ __all__ = [
     "append_file",
     "errors",
     "import_file",
+    "index_file",
     "open",
     "parse_where",
     "session",

@@ -58,6 +58,18 @@ def cmd_import(args) -> int:
     return 0
 
 
+def cmd_index(args) -> int:
+    from .in_place import index_file
+
+    r = index_file(args.source, args.index, record_dim=args.record_dim, progress=not args.quiet)
+    print(f"indexed {r.source} in place -> {r.index} (version {r.version})")
+    print(
+        f"  {r.variables} variables, {r.chunks} chunks, {r.bytes_read / 1e6:.1f} MB read "
+        f"({r.raw_bytes / 1e6:.1f} MB of values) in {r.seconds:.2f} s; the index takes {r.index_bytes / 1e3:.1f} kB"
+    )
+    return 0
+
+
 def cmd_append(args) -> int:
     from .importer import append_file
 
@@ -707,6 +719,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--slab-records", type=int, help="records per slab (default: about 64 MiB per slab)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_import)
+
+    s = sub.add_parser(
+        "index",
+        help="index a NetCDF-4/HDF5 file in place, to query and serve it without a copy",
+        description="Write an index beside a NetCDF-4/HDF5 file: the place, checksum and value summary "
+        "(count, min, max) of every chunk. The file stays as it is; the index opens like a store "
+        "(strata.open, strata query, strata sql) and 'strata serve' serves it, value queries included. "
+        "Indexing again (after the file changed) makes a new version. Files whose chunks strata cannot "
+        "decode (filters other than deflate, shuffle, fletcher32 and zstd; compact storage; groups; "
+        "NetCDF-3) are refused: 'strata import' copies them into a store.",
+    )
+    s.add_argument("source", help="the NetCDF-4/HDF5 file")
+    s.add_argument("index", nargs="?", help="the index directory, beside the file (default: SOURCE.strata)")
+    s.add_argument("--record-dim", help="dimension records run along (default: the unlimited one)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_index)
 
     s = sub.add_parser(
         "append",

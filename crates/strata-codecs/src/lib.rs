@@ -11,6 +11,7 @@ mod backend;
 mod chain;
 mod error;
 mod fpc;
+mod hdf5;
 mod lossy;
 pub mod plan;
 pub mod registry;
@@ -24,6 +25,7 @@ pub use backend::{Backend, ByteColumnsBackend, Lz4Backend, PcoBackend, RawBacken
 pub use chain::CodecChain;
 pub use error::{CodecError, Result};
 pub use fpc::FpcBackend;
+pub use hdf5::{FillBackend, Hdf5Backend, Hdf5Filter};
 pub use lossy::{holds_bound, BoundSpec};
 pub use spec::{Capabilities, CodecSpec, ElementContext, ErrorBound, NumType, Speed};
 pub use sz::SzBackend;

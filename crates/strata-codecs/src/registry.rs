@@ -4,6 +4,7 @@ use crate::backend::{Backend, ByteColumnsBackend, Lz4Backend, PcoBackend, RawBac
 use crate::chain::CodecChain;
 use crate::error::{CodecError, Result};
 use crate::fpc::FpcBackend;
+use crate::hdf5::{parse_hex, FillBackend, Hdf5Backend, Hdf5Filter};
 use crate::lossy::BoundSpec;
 use crate::spec::{CodecSpec, ElementContext};
 use crate::sz::SzBackend;
@@ -24,6 +25,8 @@ pub const KNOWN: &[(&str, &str, Option<&str>)] = &[
     ("sz", "backend (lossy)", None),
     ("zfp", "backend (lossy)", None),
     ("raw", "backend", None),
+    ("hdf5", "backend (decode only)", None),
+    ("fill", "backend (decode only)", None),
 ];
 
 /// Backends that model the values themselves: they must see the elements as they are, so
@@ -124,8 +127,57 @@ pub fn backend(spec: &CodecSpec, ctx: ElementContext) -> Result<Box<dyn Backend>
             reject_unknown_keys(spec, &["abs", "rel"])?;
             Ok(Box::new(ZfpBackend { bound: BoundSpec::from_spec(spec)?, dtype: ctx.dtype }))
         }
+        "hdf5" => {
+            reject_unknown_keys(spec, &["filters", "chunk", "order"])?;
+            hdf5_backend(spec, ctx)
+        }
+        "fill" => {
+            reject_unknown_keys(spec, &["value"])?;
+            let text = spec
+                .configuration
+                .get("value")
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| CodecError::InvalidSpec("fill needs its value as hex".into()))?;
+            Ok(Box::new(FillBackend { value: parse_hex(text, ctx.element_size())? }))
+        }
         other => Err(unknown(other, "backend")),
     }
+}
+
+/// `hdf5`'s options: `filters` (names, pipeline order), `chunk` (the stored chunk shape),
+/// `order` (`"big"` or `"little"`, the default).
+fn hdf5_backend(spec: &CodecSpec, ctx: ElementContext) -> Result<Box<dyn Backend>> {
+    let bad = |what: &str| CodecError::InvalidSpec(format!("hdf5 {what}"));
+    let filters = match spec.configuration.get("filters") {
+        None => vec![],
+        Some(v) => v
+            .as_array()
+            .ok_or_else(|| bad("filters must be a list of names"))?
+            .iter()
+            .map(|f| f.as_str().ok_or_else(|| bad("filters must be a list of names")).and_then(Hdf5Filter::parse))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    let chunk = match spec.configuration.get("chunk") {
+        None => None,
+        Some(v) => Some(
+            v.as_array()
+                .ok_or_else(|| bad("chunk must be a list of lengths"))?
+                .iter()
+                .map(|x| {
+                    x.as_u64()
+                        .filter(|&n| n > 0)
+                        .map(|n| n as usize)
+                        .ok_or_else(|| bad("chunk lengths must be positive"))
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
+    let big_endian = match spec.configuration.get("order").map(|v| v.as_str()) {
+        None | Some(Some("little")) => false,
+        Some(Some("big")) => true,
+        _ => return Err(bad("order must be \"big\" or \"little\"")),
+    };
+    Ok(Box::new(Hdf5Backend { filters, chunk, big_endian, element_size: ctx.element_size() }))
 }
 
 fn unknown(name: &str, kind: &str) -> CodecError {

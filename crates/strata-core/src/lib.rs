@@ -15,6 +15,7 @@ pub mod gc;
 pub mod grid;
 mod hilbert;
 pub mod histogram;
+pub mod in_place;
 pub mod index_file;
 pub mod manifest;
 pub mod mask;

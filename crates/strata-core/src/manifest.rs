@@ -240,6 +240,27 @@ pub struct FileEntry {
     pub path: String,
     pub size: u64,
     pub crc32c: u32,
+    /// A file indexed in place (`strata index`): another program's file, beside the store
+    /// (its path is relative to the directory holding the store), whose chunks are the
+    /// segments of the slabs that name it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub external: bool,
+    /// For a file indexed in place: its modification time when indexed (nanoseconds since
+    /// the Unix epoch), where the storage knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_ns: Option<u64>,
+}
+
+impl FileEntry {
+    pub fn new(path: impl Into<String>, bytes: &[u8]) -> Self {
+        Self {
+            path: path.into(),
+            size: bytes.len() as u64,
+            crc32c: crc32c::crc32c(bytes),
+            external: false,
+            modified_ns: None,
+        }
+    }
 }
 
 impl AttrValue {
@@ -331,6 +352,11 @@ impl Manifest {
         var.dims.iter().map(|d| self.dim(d).map_or(0, |d| d.size)).collect()
     }
 
+    /// The file this store indexes in place, if it is such a store.
+    pub fn source(&self) -> Option<&FileEntry> {
+        self.files.iter().find(|f| f.external)
+    }
+
     pub fn is_record_var(&self, var: &Variable) -> bool {
         self.record_dim.as_ref().is_some_and(|r| var.dims.first() == Some(r))
     }
@@ -408,6 +434,12 @@ impl Manifest {
             }
         }
         let files: HashSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
+        for f in self.files.iter().filter(|f| f.external) {
+            crate::storage::check_key(&f.path)?;
+            if self.slabs.iter().any(|s| s.index == f.path) {
+                return bad(format!("file '{}' indexed in place cannot be an index file", f.path));
+            }
+        }
         let mut next_record = 0;
         let mut slab_ids = HashSet::new();
         for s in &self.slabs {

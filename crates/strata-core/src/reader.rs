@@ -232,6 +232,8 @@ pub struct StoreReader {
     overlap: std::sync::atomic::AtomicBool,
     /// Per slab: its data file's header was read and found right (set once, on first use).
     header_checked: Vec<std::sync::OnceLock<()>>,
+    /// Per slab: whether its data file is a file indexed in place (beside the store).
+    in_place: Vec<bool>,
 }
 
 /// A file the manifest names but storage lacks is a damaged store, not a user error.
@@ -333,6 +335,8 @@ impl StoreReader {
             })
             .collect::<Result<Vec<_>>>()?;
         let n_slabs = manifest.slabs.len();
+        let in_place =
+            manifest.slabs.iter().map(|s| manifest.files.iter().any(|f| f.external && f.path == s.data)).collect();
         Ok(Self {
             store,
             manifest,
@@ -342,6 +346,7 @@ impl StoreReader {
             cache: SegmentCache::new(cache_bytes),
             overlap: std::sync::atomic::AtomicBool::new(true),
             header_checked: (0..n_slabs).map(|_| std::sync::OnceLock::new()).collect(),
+            in_place,
         })
     }
 
@@ -395,6 +400,9 @@ impl StoreReader {
             )));
         }
         let data_size = self.manifest.files.iter().find(|f| f.path == slab.data).map(|f| f.size);
+        // A file indexed in place has no strata header; its chunks may start anywhere.
+        let in_place = self.manifest.files.iter().any(|f| f.external && f.path == slab.data);
+        let first = if in_place { 0 } else { crate::data_file::HEADER_LEN };
         let mut segments = HashMap::with_capacity(data.segments.len());
         for s in data.segments {
             if s.key.var as usize >= self.manifest.variables.len() {
@@ -402,8 +410,7 @@ impl StoreReader {
             }
             // Every segment must lie inside its data file, after the header.
             let end = s.offset.checked_add(s.length);
-            let inside =
-                s.offset >= crate::data_file::HEADER_LEN && end.is_some_and(|e| data_size.is_none_or(|n| e <= n));
+            let inside = s.offset >= first && end.is_some_and(|e| data_size.is_none_or(|n| e <= n));
             if !inside {
                 return Err(Error::Corruption(format!(
                     "index file {}: segment {:?} at {}+{} lies outside data file {}",
@@ -674,6 +681,11 @@ impl StoreReader {
         }
         let s = &self.manifest.slabs[slab];
         let path = s.data.as_str();
+        if self.in_place[slab] {
+            self.check_in_place(path)?;
+            let _ = self.header_checked[slab].set(());
+            return Ok(());
+        }
         let h = self
             .store
             .storage()
@@ -684,11 +696,48 @@ impl StoreReader {
         Ok(())
     }
 
+    /// A file indexed in place must still be the file that was indexed: the same size, and
+    /// the same modification time or else (a copy) the same checksum over the whole file.
+    /// Bytes that change without either (damage on disk) are found by each chunk's checksum.
+    fn check_in_place(&self, path: &str) -> Result<()> {
+        let Some(entry) = self.manifest.files.iter().find(|f| f.path == path) else { return Ok(()) };
+        let beside = self.store.beside()?;
+        let size = beside.size(path).map_err(|e| match e {
+            Error::NotFound(_) => Error::Corruption(format!("'{path}', indexed in place, is missing")),
+            other => other,
+        })?;
+        let changed = |why: String| {
+            Error::Corruption(format!("'{path}' has changed since it was indexed ({why}): index it again"))
+        };
+        if size != entry.size {
+            return Err(changed(format!("{size} bytes, the index says {}", entry.size)));
+        }
+        let modified = beside.modified_ns(path)?;
+        if entry.modified_ns.is_some()
+            && modified != entry.modified_ns
+            && crate::in_place::file_crc(&**beside, path, size)? != entry.crc32c
+        {
+            return Err(changed("it was modified and its checksum differs".into()));
+        }
+        Ok(())
+    }
+
+    /// The storage holding slab `slab`'s data file.
+    pub(crate) fn data_storage(&self, slab: usize) -> Result<&Arc<dyn crate::storage::Storage>> {
+        if self.in_place[slab] {
+            self.store.beside()
+        } else {
+            Ok(self.store.storage())
+        }
+    }
+
     fn read_run(&self, &(slab, start, end): &(usize, u64, u64)) -> Result<Vec<u8>> {
         self.check_data_header(slab)?;
         let path = self.manifest.slabs[slab].data.as_str();
-        let bytes =
-            self.store.storage().read_range(path, start, end - start).map_err(|e| missing_is_corruption(e, path))?;
+        let bytes = self
+            .data_storage(slab)?
+            .read_range(path, start, end - start)
+            .map_err(|e| missing_is_corruption(e, path))?;
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
         Ok(bytes)

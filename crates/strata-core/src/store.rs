@@ -39,19 +39,39 @@ pub fn now_ms() -> u64 {
 pub struct Store {
     storage: Arc<dyn Storage>,
     name: String,
+    /// Where files indexed in place are found: the directory holding the store.
+    beside: Option<Arc<dyn Storage>>,
 }
 
 impl Store {
     pub fn new(storage: Arc<dyn Storage>, name: impl Into<String>) -> Self {
-        Self { storage, name: name.into() }
+        Self { storage, name: name.into(), beside: None }
     }
 
     pub fn local(path: &str) -> Self {
-        Self::new(Arc::new(LocalStorage::new(path)), path)
+        let parent = std::path::Path::new(path).parent().filter(|p| !p.as_os_str().is_empty());
+        let beside = LocalStorage::new(parent.unwrap_or(std::path::Path::new(".")));
+        Self::new(Arc::new(LocalStorage::new(path)), path).with_beside(Arc::new(beside))
+    }
+
+    /// Sets the storage of the files this store may index in place (the store's parent).
+    pub fn with_beside(mut self, storage: Arc<dyn Storage>) -> Self {
+        self.beside = Some(storage);
+        self
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
+    }
+
+    /// The storage holding the files this store indexes in place.
+    pub fn beside(&self) -> Result<&Arc<dyn Storage>> {
+        self.beside.as_ref().ok_or_else(|| {
+            Error::Compatibility(format!(
+                "'{}' indexes a file in place: open it from its directory beside that file",
+                self.name
+            ))
+        })
     }
 
     pub fn name(&self) -> &str {

@@ -33,6 +33,10 @@ impl VerifyReport {
     }
 }
 
+/// Data files up to this size are checked in one read; larger ones (files indexed in
+/// place) piece by piece.
+const WHOLE_FILE_LIMIT: u64 = 256 << 20;
+
 fn problem(file: &str, slab: Option<u64>, what: impl Into<String>) -> Problem {
     Problem { file: file.to_string(), slab, variable: None, segment: None, what: what.into() }
 }
@@ -48,21 +52,23 @@ pub fn verify(store: Store, version: Option<u64>, deep: bool) -> Result<VerifyRe
     let mut bad_files = std::collections::BTreeSet::new();
     for f in &manifest.files {
         report.files += 1;
-        match storage.read(&f.path) {
+        let read = if f.external {
+            let beside = store.beside()?;
+            beside.size(&f.path).and_then(|n| Ok((n, crate::in_place::file_crc(&**beside, &f.path, n)?)))
+        } else {
+            storage.read(&f.path).map(|b| (b.len() as u64, crc32c::crc32c(&b)))
+        };
+        match read {
             Err(e) => {
                 report.problems.push(problem(&f.path, None, format!("cannot be read: {e}")));
                 bad_files.insert(f.path.clone());
             }
-            Ok(bytes) => {
-                report.bytes += bytes.len() as u64;
-                if bytes.len() as u64 != f.size {
-                    report.problems.push(problem(
-                        &f.path,
-                        None,
-                        format!("{} bytes, the manifest says {}", bytes.len(), f.size),
-                    ));
+            Ok((size, crc)) => {
+                report.bytes += size;
+                if size != f.size {
+                    report.problems.push(problem(&f.path, None, format!("{size} bytes, the manifest says {}", f.size)));
                     bad_files.insert(f.path.clone());
-                } else if crc32c::crc32c(&bytes) != f.crc32c {
+                } else if crc != f.crc32c {
                     report.problems.push(problem(&f.path, None, "does not match its checksum in the manifest"));
                     bad_files.insert(f.path.clone());
                 }
@@ -87,9 +93,14 @@ pub fn verify(store: Store, version: Option<u64>, deep: bool) -> Result<VerifyRe
             report.segments += index.segments.len() as u64;
             continue; // the whole file's checksum holds: so do its segments'
         }
-        let data = match storage.read(&slab.data) {
-            Ok(d) => d,
-            Err(_) => continue, // reported above
+        // A file indexed in place may be large: its segments are read one by one.
+        let data = if reader.data_storage(pos)?.size(&slab.data).is_ok_and(|n| n > WHOLE_FILE_LIMIT) {
+            None
+        } else {
+            match reader.data_storage(pos)?.read(&slab.data) {
+                Ok(d) => Some(d),
+                Err(_) => continue, // reported above
+            }
         };
         let mut entries: Vec<_> = index.segments.values().collect();
         entries.sort_by_key(|e| e.offset);
@@ -107,11 +118,15 @@ pub fn verify(store: Store, version: Option<u64>, deep: bool) -> Result<VerifyRe
                 what,
             };
             let end = (e.offset + e.length) as usize;
-            let Some(bytes) = data.get(e.offset as usize..end) else {
+            let bytes = match &data {
+                Some(d) => d.get(e.offset as usize..end).map(<[u8]>::to_vec),
+                None => reader.data_storage(pos)?.read_range(&slab.data, e.offset, e.length).ok(),
+            };
+            let Some(bytes) = bytes else {
                 report.problems.push(place("lies past the end of the file".into()));
                 continue;
             };
-            if crc32c::crc32c(bytes) != e.checksum {
+            if crc32c::crc32c(&bytes) != e.checksum {
                 report.problems.push(place("does not match its checksum".into()));
             }
         }

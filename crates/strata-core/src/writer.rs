@@ -636,6 +636,14 @@ impl StoreWriter {
     /// are the store's and cannot change.
     pub fn open_append_with(store: Store, options: &WriterOptions) -> Result<Self> {
         let mut base = store.manifest(None)?;
+        if let Some(source) = base.source() {
+            return Err(Error::InvalidArgument(format!(
+                "'{}' indexes '{}' in place and is read-only: append to the file and index it again, or \
+                 import it (strata import) to append to a store",
+                store.name(),
+                source.path
+            )));
+        }
         for (name, text) in &options.variable_codecs {
             let specs = registry::parse_chain(text)?;
             let pos = base.variable(name)?.0;
@@ -1206,12 +1214,14 @@ impl StoreWriter {
         let index = i?;
         drop(parts);
         drop(segments);
-        self.draft.files.push(FileEntry { path: data_path.clone(), size: offset, crc32c: file_crc });
         self.draft.files.push(FileEntry {
-            path: index_path.clone(),
-            size: index.len() as u64,
-            crc32c: crc32c::crc32c(&index),
+            path: data_path.clone(),
+            size: offset,
+            crc32c: file_crc,
+            external: false,
+            modified_ns: None,
         });
+        self.draft.files.push(FileEntry::new(index_path.clone(), &index));
         self.draft.slabs.push(Slab { id, records, data: data_path, index: index_path });
         Ok(())
     }

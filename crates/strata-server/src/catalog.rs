@@ -122,20 +122,40 @@ impl Catalog {
             return Ok(r);
         }
         let reader = Arc::new(StoreReader::open(store, Some(version))?);
+        self.check_in_place(&dir, reader.manifest())?;
         self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(name, version, reader.clone());
         Ok(reader)
     }
 }
 
 impl Catalog {
+    /// A store that indexes a file in place reads that file beside it: the file, links
+    /// followed, must be inside the root too (a store served as the root itself has its file
+    /// outside, and is refused).
+    fn check_in_place(&self, dir: &Path, manifest: &strata_core::Manifest) -> Result<(), ApiError> {
+        let Some(source) = manifest.source() else { return Ok(()) };
+        let parent = dir.parent().unwrap_or(dir);
+        let inside = parent.join(&source.path).canonicalize().is_ok_and(|p| p.starts_with(&self.root));
+        if !inside {
+            return Err(ApiError::not_found(format!(
+                "this dataset indexes '{}', which is not inside the served directory: serve the directory \
+                 holding both",
+                source.path
+            )));
+        }
+        Ok(())
+    }
+
     /// A SQL session over dataset `name`, its table named by [`sql_table`].
     pub fn sql(&self, name: &str, session: Arc<Session>) -> Result<Arc<SqlSession>, ApiError> {
         let dir = self.resolve(name)?;
         let path = dir.to_string_lossy().into_owned();
-        let version = Store::local(&path).latest_version()?;
+        let store = Store::local(&path);
+        let version = store.latest_version()?;
         if let Some(s) = self.sql.lock().unwrap_or_else(|p| p.into_inner()).get(name, version) {
             return Ok(s);
         }
+        self.check_in_place(&dir, &store.manifest(Some(version))?)?;
         let options = SqlOptions { session, target_partitions: Some(2), ..SqlOptions::default() };
         let s = Arc::new(SqlSession::open(&[(path, Some(sql_table(name)))], options)?);
         self.sql.lock().unwrap_or_else(|p| p.into_inner()).insert(name, version, s.clone());

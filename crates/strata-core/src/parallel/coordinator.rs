@@ -159,8 +159,8 @@ impl Coordinator {
         storage.write_atomic(&index_path, &index)?;
         let fraction = if raw > 0 { (size - HEADER_LEN) as f64 / raw as f64 } else { 1.0 };
         let files = [
-            FileEntry { path: data_path.clone(), size, crc32c: crc },
-            FileEntry { path: index_path.clone(), size: index.len() as u64, crc32c: crc32c::crc32c(&index) },
+            FileEntry { path: data_path.clone(), size, crc32c: crc, external: false, modified_ns: None },
+            FileEntry::new(index_path.clone(), &index),
         ];
         self.add_slab(Slab { id, records, data: data_path.clone(), index: index_path }, files);
         let mut placements: Vec<PartPlacement> = tables
@@ -269,10 +269,7 @@ impl Coordinator {
         let (_, index_path) = paths(t.slab, &self.token, None);
         let bytes = index_file::encode(&index);
         self.writer.store().storage().write_atomic(&index_path, &bytes)?;
-        let files = [
-            own.clone(),
-            FileEntry { path: index_path.clone(), size: bytes.len() as u64, crc32c: crc32c::crc32c(&bytes) },
-        ];
+        let files = [own.clone(), FileEntry::new(index_path.clone(), &bytes)];
         self.add_slab(Slab { id: t.slab, records: t.records, data: own.path.clone(), index: index_path }, files);
         Ok(PartPlacement { version: MESSAGE_VERSION, slab: t.slab, data: own.path, offsets: vec![], fraction: 1.0 })
     }

@@ -246,7 +246,7 @@ impl PartWriter {
         }
         if self.placement == Placement::Subfiles {
             storage.write_atomic(&own_data, &own)?;
-            table.own_file = Some(FileEntry { path: own_data, size: own.len() as u64, crc32c: crc32c::crc32c(&own) });
+            table.own_file = Some(FileEntry::new(own_data, &own));
             return Ok(table);
         }
         if wrote.iter().any(|&w| w) {

@@ -121,6 +121,12 @@ impl Storage for LocalStorage {
         Ok(buf)
     }
 
+    fn modified_ns(&self, path: &str) -> Result<Option<u64>> {
+        let meta = fs::metadata(self.full(path)?).map_err(|e| self.map_err(path, e))?;
+        let since = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        Ok(since.map(|d| d.as_nanos() as u64))
+    }
+
     fn size(&self, path: &str) -> Result<u64> {
         Ok(fs::metadata(self.full(path)?).map_err(|e| self.map_err(path, e))?.len())
     }

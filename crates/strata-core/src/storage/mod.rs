@@ -50,6 +50,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn list_for_gc(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         Ok(self.list(prefix)?.into_iter().map(|path| ObjectInfo { path, size: None, age: None }).collect())
     }
+    /// When the object was last modified, in nanoseconds since the Unix epoch, where the
+    /// storage knows it (None otherwise): how a file indexed in place is seen to change.
+    fn modified_ns(&self, _path: &str) -> Result<Option<u64>> {
+        Ok(None)
+    }
     /// Whether the storage holds anything at all (hidden files included).
     fn is_empty(&self) -> Result<bool> {
         Ok(self.list("")?.is_empty())
