@@ -139,7 +139,8 @@ clean:
 # Fuzz every decoder for FUZZ_SECONDS each (cargo-fuzz; libFuzzer needs nightly-only flags,
 # which RUSTC_BOOTSTRAP enables on the stable toolchain).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := index_file manifest codec_chain lossy_codecs constraint store dap_constraint write_config part_messages
+FUZZ_TARGETS := index_file manifest codec_chain lossy_codecs constraint store dap_constraint write_config part_messages \
+  hdf5_chunk
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
 	cd fuzz && for t in $(FUZZ_TARGETS); do \
