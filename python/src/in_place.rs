@@ -5,6 +5,7 @@
 use crate::{json_arg, to_py};
 use pyo3::prelude::*;
 use std::sync::Mutex;
+use strata_core::bins::BinRule;
 use strata_core::in_place::{InPlaceIndexer, SourceVariable};
 use strata_core::writer::DatasetSchema;
 use strata_core::{Error, Store};
@@ -17,11 +18,24 @@ pub struct Indexer {
 
 #[pymethods]
 impl Indexer {
-    /// Starts an index at `path` (a directory beside `file`) of `file` with `schema_json`.
+    /// Starts an index at `path` (a directory beside `file`) of `file` with `schema_json`;
+    /// `bins` value bins per variable by `binning` (level V), or none when 0.
     #[new]
-    fn new(py: Python<'_>, path: &str, file: &str, schema_json: &str) -> PyResult<Self> {
+    #[pyo3(signature = (path, file, schema_json, bins=0, binning=None))]
+    fn new(
+        py: Python<'_>,
+        path: &str,
+        file: &str,
+        schema_json: &str,
+        bins: u32,
+        binning: Option<&str>,
+    ) -> PyResult<Self> {
         let schema: DatasetSchema = json_arg(schema_json, "schema")?;
-        let ix = py.detach(|| InPlaceIndexer::new(Store::local(path), file, schema)).map_err(to_py)?;
+        let rule = match (bins, binning) {
+            (0, None) => None,
+            (n, rule) => Some(BinRule::parse(rule.unwrap_or("equal-frequency"), n.max(1)).map_err(to_py)?),
+        };
+        let ix = py.detach(|| InPlaceIndexer::new(Store::local(path), file, schema, rule)).map_err(to_py)?;
         Ok(Self { inner: Mutex::new(Some(ix)) })
     }
 

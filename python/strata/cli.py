@@ -61,7 +61,14 @@ def cmd_import(args) -> int:
 def cmd_index(args) -> int:
     from .in_place import index_file
 
-    r = index_file(args.source, args.index, record_dim=args.record_dim, progress=not args.quiet)
+    r = index_file(
+        args.source,
+        args.index,
+        record_dim=args.record_dim,
+        bins=args.bins,
+        binning=args.binning,
+        progress=not args.quiet,
+    )
     print(f"indexed {r.source} in place -> {r.index} (version {r.version})")
     print(
         f"  {r.variables} variables, {r.chunks} chunks, {r.bytes_read / 1e6:.1f} MB read "
@@ -733,6 +740,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("source", help="the NetCDF-4/HDF5 file")
     s.add_argument("index", nargs="?", help="the index directory, beside the file (default: SOURCE.strata)")
     s.add_argument("--record-dim", help="dimension records run along (default: the unlimited one)")
+    s.add_argument(
+        "--binning",
+        metavar="RULE",
+        help="add value bins with their positions per chunk: comma-separated boundaries (a query whose bounds are "
+        "boundaries, e.g. TEMP >= 25, is then answered from the index alone), or equal-frequency / equal-width with "
+        "--bins N; the default keeps a summary (count, min, max) per chunk only",
+    )
+    s.add_argument("--bins", type=int, default=0, metavar="N", help="bins for --binning equal-frequency/equal-width")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_index)
 

@@ -127,14 +127,24 @@ def index_file(
     index: str | os.PathLike | None = None,
     *,
     record_dim: str | None = None,
+    bins: int = 0,
+    binning: str | None = None,
     progress: bool = False,
 ) -> IndexReport:
     """Indexes the NetCDF-4/HDF5 file ``source`` in place, into ``index`` (a new or empty
     directory beside the file; default ``SOURCE.strata``). Indexing a file that has an index
     already makes a new version of it (after the file changed, for example).
 
+    By default the index keeps a summary per chunk (count, minimum, maximum): a value
+    query reads only chunks whose range straddles its bound. ``binning`` (comma-separated
+    boundaries, ``equal-frequency`` or ``equal-width`` with ``bins`` bins) adds value bins:
+    per chunk, each bin's summary and the positions of its elements, so a query whose bounds
+    are boundaries (``TEMP >= 25`` with 25 a boundary) is answered from the index without
+    reading the file. Bins cost a second read of the file when indexing and index space
+    (about 2 MB for ERSST's 44 MB with 7 boundaries).
+
     Open the index like any store (``strata.open(index)``); ``strata serve`` serves it
-    beside stores. Every chunk is read once: indexing costs one read of the file."""
+    beside stores."""
     import h5py
 
     source = os.fspath(source)
@@ -169,9 +179,10 @@ def index_file(
             if tuple(dset.shape) != shapes[v["name"]] and dset.chunks is None:
                 raise CompatibilityError(f"'{v['name']}' has shape {dset.shape} in HDF5 and {shapes[v['name']]}")
             storages.append({"name": v["name"], "storage": _storage(v["name"], dset), "fill": _fill(dset)})
-    indexer = _core.Indexer(index, os.path.basename(source), json.dumps(schema))
+    indexer = _core.Indexer(index, os.path.basename(source), json.dumps(schema), bins, binning)
     chunks = read = raw = 0
-    with _progress(os.path.getsize(source), f"index {os.path.basename(source)}", progress) as bar:
+    passes = 2 if bins or binning else 1
+    with _progress(passes * os.path.getsize(source), f"index {os.path.basename(source)}", progress) as bar:
         for s in storages:
             n, got, r = indexer.add(json.dumps(s))
             chunks, read, raw = chunks + n, read + got, raw + r

@@ -71,6 +71,22 @@ def test_value_queries_and_sql_equal_numpy_and_skip_chunks(tmp_path):
         assert count == int(want.sum())
     # Chunks whose summary excludes the predicate are never read.
     assert stats["empty"] > stats["subchunks"] / 2
+    # With boundaries as bins, a query whose bound is a boundary never reads the file.
+    strata.index_file(path, tmp_path / "binned", binning="-1.5,0,10,20,25,28,30")
+    binned = strata.open(tmp_path / "binned")
+    for where, want in [("sst >= 25", (sst >= 25) & valid), ("sst < 0", (sst < 0) & valid)]:
+        count, stats = binned.query(where, output="count", with_stats=True)
+        assert count == int(want.sum()) and stats["boundary"] == 0 and stats["full"] > 0
+        assert "0 B read" in stats["explain"]
+    count, stats = binned.query("sst > 26.3", output="count", with_stats=True)
+    assert count == int(((sst > 26.3) & valid).sum()) and stats["boundary"] > 0
+    for d in (ds, binned):
+        pos = d.query("sst > 30", isel={"time": slice(100, 200)}, output="positions")
+        t, la, lo = np.nonzero((sst[100:200] > 30) & valid[100:200])
+        np.testing.assert_array_equal(np.asarray(pos[0]), t + 100)
+        np.testing.assert_array_equal(np.asarray(pos[1]), la)
+        np.testing.assert_array_equal(np.asarray(pos[2]), lo)
+        assert_bit_equal(d["sst"][...], sst)
     pos = ds.query("sst > 30", isel={"time": slice(100, 200)}, output="positions")
     t, la, lo = np.nonzero((sst[100:200] > 30) & valid[100:200])
     np.testing.assert_array_equal(np.asarray(pos[0]), t + 100)
@@ -124,6 +140,14 @@ def test_awkward_hdf5_storage_reads_back_exactly(tmp_path):
         v = nc["v"][...]
     assert (v[8:] == -1.5).any()  # the fill of the chunks never written came back
     assert ds.query("v > 290", output="count") == int(((v > 290) & (v != -1.5)).sum())
+    # The same with value bins (chunks never written hold only the fill: the missing bin).
+    binned = strata.open(strata.index_file(path, tmp_path / "binned", binning="275,285").index)
+    with raw_source(path) as nc:
+        for name in ["y", "scale", "v", "count"]:
+            assert_bit_equal(binned[name][...], nc[name][...], name)
+    valid = v[v != -1.5]
+    for where, want in [("v >= 285", valid >= 285), ("v > 290", valid > 290), ("v < 275", valid < 275)]:
+        assert binned.query(where, output="count") == int(want.sum()), where
     manifest = json.loads((tmp_path / "awkward.nc.strata" / "manifests" / "v00000001.json").read_text())
     chains = {v["name"]: [c[0]["name"] for c in v["codecs"]] for v in manifest["variables"] if "codecs" in v}
     assert chains["v"] == ["hdf5", "fill"] and chains["y"] == ["hdf5"]

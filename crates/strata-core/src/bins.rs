@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Most value bins a rule may ask for (bins are u32 in segment keys; this keeps the index small).
 pub const MAX_BINS: u32 = 4096;
 /// Values sampled per slab to place equal-frequency boundaries.
-const QUANTILE_SAMPLE: usize = 1 << 16;
+pub(crate) const QUANTILE_SAMPLE: usize = 1 << 16;
 
 /// The user's binning rule, kept in the manifest (`layout.bins`); each slab resolves it into
 /// boundaries from its own values, so drifting distributions keep balanced bins.
@@ -96,18 +96,9 @@ impl BinRule {
     /// Resolves the rule for one slab of a variable from its values.
     pub fn resolve(&self, dtype: DType, bytes: &[u8], missing: &[f64]) -> Bins {
         let valid = |v: f64| !v.is_nan() && !missing.contains(&v);
-        let boundaries = match self {
-            BinRule::Edges { edges } => edges.clone(),
-            BinRule::EqualWidth { count } => {
-                let s = dtype.summarize(bytes, missing);
-                let (lo, hi) = (s.min, s.max);
-                if s.count == 0 || hi <= lo || !(hi - lo).is_finite() {
-                    vec![]
-                } else {
-                    (1..*count).map(|i| lo + (hi - lo) * f64::from(i) / f64::from(*count)).collect()
-                }
-            }
-            BinRule::EqualFrequency { count } => {
+        self.resolve_with(
+            || dtype.summarize(bytes, missing),
+            || {
                 let n = bytes.len() / dtype.size().max(1);
                 let stride = n.div_ceil(QUANTILE_SAMPLE).max(1);
                 let es = dtype.size();
@@ -119,6 +110,32 @@ impl BinRule {
                         }
                     });
                 }
+                sample
+            },
+        )
+    }
+
+    /// Resolves the rule from what it needs: the valid values' summary (equal-width) or a
+    /// sample of them of about [`QUANTILE_SAMPLE`] values (equal-frequency), each asked for
+    /// only when the rule needs it. A file indexed in place gathers both chunk by chunk.
+    pub fn resolve_with(
+        &self,
+        summary: impl FnOnce() -> crate::dtype::ValueSummary,
+        sample: impl FnOnce() -> Vec<f64>,
+    ) -> Bins {
+        let boundaries = match self {
+            BinRule::Edges { edges } => edges.clone(),
+            BinRule::EqualWidth { count } => {
+                let s = summary();
+                let (lo, hi) = (s.min, s.max);
+                if s.count == 0 || hi <= lo || !(hi - lo).is_finite() {
+                    vec![]
+                } else {
+                    (1..*count).map(|i| lo + (hi - lo) * f64::from(i) / f64::from(*count)).collect()
+                }
+            }
+            BinRule::EqualFrequency { count } => {
+                let mut sample = sample();
                 sample.sort_unstable_by(f64::total_cmp);
                 if sample.is_empty() {
                     vec![]
@@ -235,6 +252,20 @@ fn gather<const N: usize>(raw: &[u8], ids: &[u32], per_bin: &mut [Vec<u8>], bits
 /// Writes a bin's elements (`values`, in position order) to their positions in a sub-chunk.
 /// Positions past the end of `out`, and those beyond the values given, are skipped (a
 /// corrupt index must not panic; the segment checks catch the mismatch).
+/// The values of a sub-chunk (`raw`, elements of `es` bytes) at `positions`, in position
+/// order: a bin's values, from a sub-chunk stored whole.
+pub fn values_at(raw: &[u8], positions: &RoaringBitmap, es: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(positions.len() as usize * es);
+    for p in positions {
+        let at = p as usize * es;
+        let v = raw
+            .get(at..at + es)
+            .ok_or_else(|| Error::Corruption(format!("bin position {p} lies past its sub-chunk")))?;
+        out.extend_from_slice(v);
+    }
+    Ok(out)
+}
+
 pub fn scatter(values: &[u8], positions: &RoaringBitmap, es: usize, out: &mut [u8]) {
     // Every element of a sub-chunk of a V layout goes through here on a full read: fixed
     // widths make each copy one move, and positions come from the bitmap in batches.

@@ -8,11 +8,12 @@
 //! offset of a contiguous variable — and the indexer reads each chunk once to checksum and
 //! summarise it. The file itself is never written.
 
+use crate::bins::{BinRule, BinSummary};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grid::{chunk_grid, ravel, unravel};
-use crate::index_file::{self, SlabIndexData};
-use crate::manifest::{Chunking, FileEntry, Layout, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION};
+use crate::index_file::{self, BinPositions, SlabIndexData};
+use crate::manifest::{Chunking, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION};
 use crate::segment::{SegmentEntry, SegmentKey};
 use crate::storage::Storage;
 use crate::store::{now_ms, random_suffix, Store};
@@ -93,8 +94,13 @@ pub struct InPlaceIndexer {
     file: String,
     size: u64,
     draft: Manifest,
-    /// Per slab id: its segments.
+    /// Per slab id: its segments, and (level V) the positions of each chunk's bins.
     segments: BTreeMap<u64, Vec<SegmentEntry>>,
+    bitmaps: BTreeMap<u64, Vec<BinPositions>>,
+    /// Level V: the binning rule, and each variable's bins (record and static slabs alike
+    /// hold whole variables: one summary per variable).
+    bin_rule: Option<BinRule>,
+    bins: Vec<BinSummary>,
 }
 
 fn incompatible(var: &str, why: impl std::fmt::Display) -> Error {
@@ -122,7 +128,9 @@ impl InPlaceIndexer {
     /// Starts indexing `file` (a plain name, or a relative path below the directory that
     /// holds the store) with the dataset's `schema`. The store may be new, or an index of
     /// the same file that this makes a new version of (after the file changed).
-    pub fn new(store: Store, file: &str, schema: DatasetSchema) -> Result<Self> {
+    /// `bins`: a binning rule for level V (value bins and their positions per chunk, so
+    /// value queries answer whole bins from the index), or None for chunk summaries only.
+    pub fn new(store: Store, file: &str, schema: DatasetSchema, bins: Option<BinRule>) -> Result<Self> {
         crate::storage::check_key(file).map_err(|_| {
             Error::InvalidArgument(format!("'{file}' must be a relative path below the store's directory"))
         })?;
@@ -163,7 +171,7 @@ impl InPlaceIndexer {
                 plan: None,
             })
             .collect();
-        let draft = Manifest {
+        let mut draft = Manifest {
             format: FORMAT_NAME.into(),
             format_version: FORMAT_VERSION,
             version,
@@ -179,7 +187,25 @@ impl InPlaceIndexer {
             slabs: vec![],
             files: vec![],
         };
-        Ok(Self { store, beside, file: file.to_string(), size, draft, segments: BTreeMap::new() })
+        if let Some(rule) = &bins {
+            rule.check()?;
+            draft.layout = Layout {
+                order: vec![Level::V, Level::S],
+                bins: Some(serde_json::to_value(rule).map_err(|e| Error::InvalidArgument(e.to_string()))?),
+                ..Layout::space_only()
+            };
+        }
+        Ok(Self {
+            store,
+            beside,
+            file: file.to_string(),
+            size,
+            draft,
+            segments: BTreeMap::new(),
+            bitmaps: BTreeMap::new(),
+            bin_rule: bins,
+            bins: vec![],
+        })
     }
 
     /// Indexes one variable: every chunk read once, checksummed, decoded and summarised.
@@ -286,54 +312,118 @@ impl InPlaceIndexer {
             .map_err(|e| incompatible(&name, e))?;
         let grid = chunk_grid(&shape, &chunk);
         let missing = var.missing_values();
-        let mut report = Indexed::default();
-        let mut entries = Vec::with_capacity(places.len());
         let all: Vec<(u64, Place)> = places.into_iter().enumerate().map(|(i, p)| (i as u64, p)).collect();
+        // Reads, checks and decodes one chunk: its segment entry (bin 0, whole chunk) and values.
+        let decode = |c: u64, place: Place| -> Result<(SegmentEntry, Vec<u8>)> {
+            let origin: Vec<u64> = unravel(c, &grid).iter().zip(&chunk).map(|(i, k)| i * k).collect();
+            let seg_shape: Vec<usize> = (0..ndim).map(|d| chunk[d].min(shape[d] - origin[d]) as usize).collect();
+            let raw_length = seg_shape.iter().product::<usize>() as u64 * es;
+            let (codec, offset, length) = place.unwrap_or((fill_pos.unwrap_or(0), 0, 0));
+            if offset.checked_add(length).is_none_or(|end| end > self.size) {
+                return Err(Error::Corruption(format!(
+                    "'{}': a chunk of '{name}' at {offset}+{length} lies past the end of the file",
+                    self.file
+                )));
+            }
+            let stored = if length == 0 { vec![] } else { self.beside.read_range(&self.file, offset, length)? };
+            let values = built[codec as usize]
+                .decode(&stored, raw_length as usize, &seg_shape)
+                .map_err(|e| Error::Corruption(format!("'{}': chunk of '{name}' at {offset}: {e}", self.file)))?;
+            let s = dtype.summarize(&values, &missing);
+            let key = SegmentKey { var: idx as u32, chunk: c, subchunk: 0, bin: 0, group: 0 };
+            let checksum = crc32c::crc32c(&stored);
+            let entry = SegmentEntry {
+                key,
+                codec,
+                offset,
+                length,
+                raw_length,
+                checksum,
+                count: s.count,
+                min: s.min,
+                max: s.max,
+            };
+            Ok((entry, values))
+        };
+        // Equal-frequency bins sample about QUANTILE_SAMPLE valid values, chunk by chunk.
+        let total: u64 = shape.iter().product();
+        let stride = total.div_ceil(crate::bins::QUANTILE_SAMPLE as u64).max(1) as usize;
+        let sampling = matches!(self.bin_rule, Some(BinRule::EqualFrequency { .. }));
+        let mut report = Indexed::default();
+        let mut entries = Vec::with_capacity(all.len());
+        let mut sample = Vec::new();
         for batch in all.chunks(BATCH) {
-            let done: Vec<Result<(SegmentEntry, u64)>> = batch
+            let done: Vec<Result<(SegmentEntry, Vec<f64>)>> = batch
                 .par_iter()
                 .map(|&(c, place)| {
-                    let origin: Vec<u64> = unravel(c, &grid).iter().zip(&chunk).map(|(i, k)| i * k).collect();
-                    let seg_shape: Vec<usize> =
-                        (0..ndim).map(|d| chunk[d].min(shape[d] - origin[d]) as usize).collect();
-                    let raw_length = seg_shape.iter().product::<usize>() as u64 * es;
-                    let (codec, offset, length) = place.unwrap_or((fill_pos.unwrap_or(0), 0, 0));
-                    if offset.checked_add(length).is_none_or(|end| end > self.size) {
-                        return Err(Error::Corruption(format!(
-                            "'{}': a chunk of '{name}' at {offset}+{length} lies past the end of the file",
-                            self.file
-                        )));
+                    let (entry, values) = decode(c, place)?;
+                    let mut picked = Vec::new();
+                    if sampling {
+                        let mut i = 0usize;
+                        dtype.for_each_f64(&values, |v| {
+                            if i.is_multiple_of(stride) && !v.is_nan() && !missing.contains(&v) {
+                                picked.push(v);
+                            }
+                            i += 1;
+                        });
                     }
-                    let stored =
-                        if length == 0 { vec![] } else { self.beside.read_range(&self.file, offset, length)? };
-                    let values =
-                        built[codec as usize].decode(&stored, raw_length as usize, &seg_shape).map_err(|e| {
-                            Error::Corruption(format!("'{}': chunk of '{name}' at {offset}: {e}", self.file))
-                        })?;
-                    let s = dtype.summarize(&values, &missing);
-                    let key = SegmentKey { var: idx as u32, chunk: c, subchunk: 0, bin: 0, group: 0 };
-                    let entry = SegmentEntry {
-                        key,
-                        codec,
-                        offset,
-                        length,
-                        raw_length,
-                        checksum: crc32c::crc32c(&stored),
-                        count: s.count,
-                        min: s.min,
-                        max: s.max,
-                    };
-                    Ok((entry, length))
+                    Ok((entry, picked))
                 })
                 .collect();
             for d in done {
-                let (entry, read) = d?;
+                let (entry, picked) = d?;
                 report.chunks += 1;
-                report.bytes_read += read;
+                report.bytes_read += entry.length;
                 report.raw_bytes += entry.raw_length;
                 entries.push(entry);
+                sample.extend(picked);
             }
         }
+        let mut bitmaps = Vec::new();
+        if let Some(rule) = &self.bin_rule {
+            // Level V: bins over the whole variable, then each chunk read again and split:
+            // every bin's entry names the whole chunk, with the bin's own summary.
+            let summary = || {
+                let mut s = crate::dtype::ValueSummary::empty();
+                for e in entries.iter().filter(|e| e.count > 0) {
+                    (s.min, s.max) = if s.count == 0 { (e.min, e.max) } else { (s.min.min(e.min), s.max.max(e.max)) };
+                    s.count += e.count;
+                }
+                s
+            };
+            let bins = rule.resolve_with(summary, || std::mem::take(&mut sample));
+            let mut counts = vec![0u64; bins.missing_bin() as usize + 1];
+            let mut binned = Vec::with_capacity(entries.len());
+            for batch in all.chunks(BATCH) {
+                let done: Vec<Result<Vec<(SegmentEntry, BinPositions)>>> = batch
+                    .par_iter()
+                    .map(|&(c, place)| {
+                        let (whole, values) = decode(c, place)?;
+                        Ok(bins
+                            .split(&values, dtype, &missing)
+                            .into_iter()
+                            .map(|(bin, positions, bytes)| {
+                                let s = dtype.summarize(&bytes, &missing);
+                                let key = SegmentKey { bin, ..whole.key };
+                                let entry = SegmentEntry { key, count: s.count, min: s.min, max: s.max, ..whole };
+                                (entry, BinPositions { var: idx as u32, chunk: c, subchunk: 0, bin, positions })
+                            })
+                            .collect())
+                    })
+                    .collect();
+                for d in done {
+                    for (entry, positions) in d? {
+                        counts[entry.key.bin as usize] += positions.positions.len();
+                        binned.push(entry);
+                        bitmaps.push(positions);
+                    }
+                }
+            }
+            report.bytes_read *= 2;
+            entries = binned;
+            self.bins.push(BinSummary { var: idx as u32, boundaries: bins.boundaries().to_vec(), counts });
+        }
+        self.bitmaps.entry(if record { 1 } else { 0 }).or_default().extend(bitmaps);
         let slab = if record { 1 } else { 0 };
         if record {
             self.draft.slab_records = self.draft.slab_records.max(chunk[0]);
@@ -374,7 +464,10 @@ impl InPlaceIndexer {
             let mut segments = self.segments.remove(&id).unwrap_or_default();
             segments.sort_by_key(|e| (e.key.var, e.key.chunk));
             let path = format!("index/s{id:06}-{}.sidx", random_suffix());
-            let bytes = index_file::encode(&SlabIndexData { slab_id: id, segments, bitmaps: vec![], bins: vec![] });
+            let bitmaps = self.bitmaps.remove(&id).unwrap_or_default();
+            let in_slab: Vec<u32> = segments.iter().map(|e| e.key.var).collect();
+            let bins = self.bins.iter().filter(|b| in_slab.contains(&b.var)).cloned().collect();
+            let bytes = index_file::encode(&SlabIndexData { slab_id: id, segments, bitmaps, bins });
             self.store.storage().write_atomic(&path, &bytes)?;
             self.draft.files.push(FileEntry::new(path.clone(), &bytes));
             written.insert(id, path);
@@ -502,7 +595,7 @@ mod tests {
         let beside: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
         beside.write_atomic("run.nc", &file).unwrap();
         let store = Store::new(Arc::new(MemoryStorage::new()), "run.nc.strata").with_beside(beside.clone());
-        let mut ix = InPlaceIndexer::new(store.clone(), "run.nc", schema).unwrap();
+        let mut ix = InPlaceIndexer::new(store.clone(), "run.nc", schema, None).unwrap();
         for s in sources {
             ix.add(s).unwrap();
         }
@@ -515,6 +608,21 @@ mod tests {
         assert!(!stats.is_empty());
         assert!(crate::verify::verify(store.clone(), None, true).unwrap().is_clean());
         assert!(crate::writer::StoreWriter::open_append(store.clone()).is_err());
+
+        // With value bins: every bin names the whole chunk and reads back the same.
+        let (_, _, _, schema, sources) = file_and_spec();
+        let binned = Store::new(Arc::new(MemoryStorage::new()), "binned").with_beside(beside.clone());
+        let rule = BinRule::EqualFrequency { count: 4 };
+        let mut ix = InPlaceIndexer::new(binned.clone(), "run.nc", schema, Some(rule)).unwrap();
+        for s in sources {
+            assert!(ix.add(s).unwrap().chunks > 0);
+        }
+        ix.commit("index run.nc").unwrap();
+        let reader = StoreReader::open(binned.clone(), None).unwrap();
+        assert_eq!(reader.manifest().layout.order, vec![Level::V, Level::S]);
+        assert_eq!(read_all(&reader, "a", &[6, 7]).unwrap(), a);
+        assert_eq!(read_all(&reader, "b", &[5, 4]).unwrap(), b);
+        assert!(crate::verify::verify(binned, None, true).unwrap().is_clean());
 
         // A byte of a chunk changed: the read touching it fails; the other variable reads.
         let mut damaged = file.clone();

@@ -1137,6 +1137,21 @@ impl StoreReader {
         let fetched = self.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
         let split = groups.map(|g| (g.clone(), g.len()));
         let shape: Vec<usize> = b.len.iter().map(|&l| l as usize).collect();
+        if self.is_in_place(slab) && binned {
+            // Every bin names the file's whole chunk: decode it once, test each boundary
+            // bin's values at its positions.
+            let Some(first) = reads.first() else { return Ok(then(v)) };
+            let whole = self.decode_bin((b.slab, id), first, &shape, split.as_ref(), &fetched)?;
+            let es = var.dtype.size();
+            for r in &reads {
+                let p = self.bin_positions(&index, id, r.bin)?.ok_or_else(|| {
+                    Error::Corruption(format!("slab {}: no positions for bin {} of {id:?}", slab.id, r.bin))
+                })?;
+                let values = crate::bins::values_at(&whole, p, es)?;
+                v.tested.push((Some(p), op.matches_raw(var.dtype, &values, value, &missing)));
+            }
+            return Ok(then(v));
+        }
         for r in &reads {
             let positions = self.bin_positions(&index, id, r.bin)?;
             let seg_shape = match positions {

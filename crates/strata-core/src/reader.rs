@@ -234,6 +234,8 @@ pub struct StoreReader {
     header_checked: Vec<std::sync::OnceLock<()>>,
     /// Per slab: whether its data file is a file indexed in place (beside the store).
     in_place: Vec<bool>,
+    /// The file this store indexes in place, if any.
+    source: Option<String>,
 }
 
 /// A file the manifest names but storage lacks is a damaged store, not a user error.
@@ -335,6 +337,7 @@ impl StoreReader {
             })
             .collect::<Result<Vec<_>>>()?;
         let n_slabs = manifest.slabs.len();
+        let manifest_source = manifest.source().map(|f| f.path.clone());
         let in_place =
             manifest.slabs.iter().map(|s| manifest.files.iter().any(|f| f.external && f.path == s.data)).collect();
         Ok(Self {
@@ -347,6 +350,7 @@ impl StoreReader {
             overlap: std::sync::atomic::AtomicBool::new(true),
             header_checked: (0..n_slabs).map(|_| std::sync::OnceLock::new()).collect(),
             in_place,
+            source: manifest_source,
         })
     }
 
@@ -630,8 +634,10 @@ impl StoreReader {
         } else {
             vec![(0, elements)]
         };
+        let whole = self.is_in_place(slab);
         let mut reads = Vec::with_capacity(bins.len());
         for (bin, n) in bins {
+            let n = if whole { elements } else { n };
             let mut entries = Vec::with_capacity(widths.len());
             for (g, &w) in widths.iter().enumerate() {
                 let key = SegmentKey { var, chunk, subchunk, bin, group: g as u8 };
@@ -720,6 +726,13 @@ impl StoreReader {
             return Err(changed("it was modified and its checksum differs".into()));
         }
         Ok(())
+    }
+
+    /// Whether `slab` lies in a file indexed in place: its segments are whole sub-chunks
+    /// (the file's chunks), and under level V every bin of a sub-chunk names the whole
+    /// sub-chunk, the bin's values being the sub-chunk's at the bin's positions.
+    pub(crate) fn is_in_place(&self, slab: &Slab) -> bool {
+        self.source.as_deref() == Some(slab.data.as_str())
     }
 
     /// The storage holding slab `slab`'s data file.
@@ -849,8 +862,9 @@ impl StoreReader {
         split: Option<&(Vec<usize>, usize)>,
         fetched: &Fetched,
     ) -> Result<Vec<u8>> {
-        if index.bins_of(id).is_none() {
-            if let [r] = reads {
+        if index.bins_of(id).is_none() || self.in_place[slab] {
+            // One segment holds the whole sub-chunk (in place: every bin names it).
+            if let Some(r) = reads.first() {
                 return self.decode_bin((slab, id), r, shape, split, fetched);
             }
         }
