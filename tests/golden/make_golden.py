@@ -115,6 +115,57 @@ def write_features(tmp: pathlib.Path):
         print(f"wrote {out}")
 
 
+IN_PLACE = HERE / "in-place"
+
+
+def write_in_place_source(path):
+    """A NetCDF-4 file whose chunks a store indexes in place: the golden values with temp
+    chunked through fletcher32, shuffle and deflate (records 7..8 written only in their
+    first chunk: the others read as the fill), depth big-endian, coordinates contiguous."""
+    v = golden_values()
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("lat", 13)
+        nc.createDimension("lon", 17)
+        nc.title = "strata golden store, format v1, indexed in place"
+        nc.createVariable("time", "f8", ("time",))[:] = v["time"]
+        nc.createVariable("lat", "f4", ("lat",))[:] = v["lat"]
+        temp = nc.createVariable(
+            "temp",
+            "f4",
+            ("time", "lat", "lon"),
+            zlib=True,
+            shuffle=True,
+            fletcher32=True,
+            chunksizes=(2, 5, 6),
+            fill_value=np.float32(-99),
+        )
+        temp[0:7] = v["temp"][0:7]
+        temp[7:9, 0:5, 0:6] = v["temp"][7:9, 0:5, 0:6]
+        depth = nc.createVariable("depth", ">i2", ("lat", "lon"), endian="big")
+        depth[:] = v["depth"]
+
+
+def in_place_values():
+    """What the golden in-place file holds (temp's unwritten chunks read as -99)."""
+    v = golden_values()
+    temp = np.full_like(v["temp"], -99)
+    temp[0:7] = v["temp"][0:7]
+    temp[7:9, 0:5, 0:6] = v["temp"][7:9, 0:5, 0:6]
+    return {"time": v["time"], "lat": v["lat"], "temp": temp, "depth": v["depth"]}
+
+
+def write_in_place():
+    if IN_PLACE.exists():
+        print(f"keeping existing {IN_PLACE}")
+        return
+    IN_PLACE.mkdir()
+    write_in_place_source(IN_PLACE / "source.nc")
+    strata.index_file(IN_PLACE / "source.nc", IN_PLACE / "source.nc.strata")
+    strata.index_file(IN_PLACE / "source.nc", IN_PLACE / "binned.strata", binning="0,5,10")
+    print(f"wrote {IN_PLACE}")
+
+
 def main():
     HERE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,6 +189,7 @@ def main():
             shutil.copytree(staging, out)
             print(f"wrote {out}")
         write_features(pathlib.Path(tmp))
+    write_in_place()
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 
 pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
-/// (slab id, offset of the sub-chunk's first segment in its data file, precision level
-/// read, 0 for all): unique within one store version.
-pub type SegmentId = (u64, u64, u8);
+/// (slab id, sub-chunk (variable, chunk, sub-chunk), precision level read, 0 for all):
+/// unique within one store version. (Not the segment's offset: in a store that indexes a
+/// file in place, every chunk never written is an empty segment at offset 0.)
+pub type SegmentId = (u64, (u32, u64, u32), u8);
 
 #[derive(Debug, Default)]
 struct State {
@@ -90,18 +91,18 @@ mod tests {
     fn evicts_least_recently_used_and_stays_bounded() {
         let c = SegmentCache::new(800);
         for i in 0..10u64 {
-            c.insert((0, i, 0), Arc::new(vec![i as u8; 100]));
+            c.insert((0, (0, i, 0), 0), Arc::new(vec![i as u8; 100]));
             assert!(c.bytes() <= 800);
         }
-        assert!(c.get((0, 0, 0)).is_none() && c.get((0, 1, 0)).is_none());
-        assert!(c.get((0, 2, 0)).is_some()); // now most recent
-        c.insert((0, 10, 0), Arc::new(vec![0; 100]));
-        assert!(c.get((0, 2, 0)).is_some(), "recently used entries survive");
-        assert!(c.get((0, 3, 0)).is_none(), "the least recently used one went");
-        c.insert((0, 11, 0), Arc::new(vec![0; 200])); // larger than capacity / 8: not kept
-        assert!(c.get((0, 11, 0)).is_none());
+        assert!(c.get((0, (0, 0, 0), 0)).is_none() && c.get((0, (0, 1, 0), 0)).is_none());
+        assert!(c.get((0, (0, 2, 0), 0)).is_some()); // now most recent
+        c.insert((0, (0, 10, 0), 0), Arc::new(vec![0; 100]));
+        assert!(c.get((0, (0, 2, 0), 0)).is_some(), "recently used entries survive");
+        assert!(c.get((0, (0, 3, 0), 0)).is_none(), "the least recently used one went");
+        c.insert((0, (0, 11, 0), 0), Arc::new(vec![0; 200])); // larger than capacity / 8: not kept
+        assert!(c.get((0, (0, 11, 0), 0)).is_none());
         let off = SegmentCache::new(0);
-        off.insert((0, 0, 0), Arc::new(vec![1]));
-        assert!(off.get((0, 0, 0)).is_none());
+        off.insert((0, (0, 0, 0), 0), Arc::new(vec![1]));
+        assert!(off.get((0, (0, 0, 0), 0)).is_none());
     }
 }

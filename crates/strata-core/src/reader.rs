@@ -968,7 +968,7 @@ impl StoreReader {
             };
         };
         let level = split.map_or(0, |(_, k)| *k as u8);
-        let segment_id = |t: &Task| (self.manifest.slabs[t.slab].id, t.reads[0].entries[0].offset, level);
+        let segment_id = |t: &Task| (self.manifest.slabs[t.slab].id, t.id, level);
         // Sub-chunks already decoded are served from the cache; only the rest are read.
         let mut pending = Vec::with_capacity(tasks.len());
         for (i, t) in tasks.iter().enumerate() {
