@@ -48,6 +48,7 @@ pub(crate) async fn serve(
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
                 let Ok((tcp, peer)) = accepted else { continue };
+                let _ = tcp.set_nodelay(true); // as for plain HTTP (lib.rs)
                 let (app, acceptor, quiet) = (app.clone(), acceptor.clone(), state.config.quiet);
                 tasks.spawn(async move {
                     let tls = match acceptor.accept(tcp).await {
