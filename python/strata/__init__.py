@@ -21,6 +21,7 @@ from .errors import (
     StrataError,
     StrataIOError,
 )
+from .export import ExportReport, export_file
 from .importer import ImportReport, append_file, import_file
 from .in_place import IndexReport, index_file
 from .query import parse_where, session
@@ -55,6 +56,7 @@ __all__ = [
     "ConflictError",
     "CorruptionError",
     "Dataset",
+    "ExportReport",
     "ImportReport",
     "IndexReport",
     "InvalidArgumentError",
@@ -70,6 +72,7 @@ __all__ = [
     "analyze",
     "append_file",
     "errors",
+    "export_file",
     "import_file",
     "index_file",
     "open",

@@ -26,11 +26,73 @@ def open_source(path: str):
         raise CompatibilityError(f"'{path}' is not a NetCDF or HDF5 file netCDF4 can read: {err}") from err
     nc.set_auto_maskandscale(False)
     nc.set_auto_chartostring(False)
-    if nc.groups:
-        names = ", ".join(nc.groups)
-        nc.close()
-        raise CompatibilityError(f"'{path}' has groups ({names}); strata imports flat datasets only for now")
-    return nc
+    return FlatGroups(nc) if nc.groups else nc
+
+
+def _path(group) -> str:
+    """A group's path without the leading '/' ('' for the root group)."""
+    return group.path.strip("/")
+
+
+def _flat(prefix: str, name: str) -> str:
+    return f"{prefix}/{name}" if prefix else name
+
+
+class _FlatVariable:
+    """A variable of a nested group under its path name (``ocean/temp``), its dimensions
+    named by the paths of the groups that define them."""
+
+    def __init__(self, var, name: str):
+        self._var = var
+        self.name = name
+        self.dimensions = tuple(_flat(_path(d.group()), d.name) for d in var.get_dims())
+
+    def __getattr__(self, attr):
+        return getattr(self._var, attr)
+
+    def __getitem__(self, key):
+        return self._var[key]
+
+    def __len__(self) -> int:
+        return len(self._var)
+
+
+class FlatGroups:
+    """A NetCDF-4 file with groups seen as one flat dataset: variables and dimensions of a
+    nested group are named by their path (``ocean/temp``, ``ocean/depth``), a group's
+    attributes are global attributes named by path (``ocean/title``). NetCDF names cannot
+    hold '/', so the names are unambiguous, and ``strata export`` makes the groups again."""
+
+    def __init__(self, nc):
+        self._nc = nc
+        self.dimensions: dict = {}
+        self.variables: dict = {}
+        self._attrs: dict = {}
+        self.groups: dict = {}
+        self._walk(nc)
+
+    def _walk(self, group) -> None:
+        prefix = _path(group)
+        for name, d in group.dimensions.items():
+            self.dimensions[_flat(prefix, name)] = d
+        for name, v in group.variables.items():
+            flat = _flat(prefix, name)
+            self.variables[flat] = _FlatVariable(v, flat) if prefix else v
+        for a in group.ncattrs():
+            self._attrs[_flat(prefix, a)] = group.getncattr(a)
+        for sub in group.groups.values():
+            sub.set_auto_maskandscale(False)
+            sub.set_auto_chartostring(False)
+            self._walk(sub)
+
+    def ncattrs(self) -> list[str]:
+        return list(self._attrs)
+
+    def getncattr(self, name: str):
+        return self._attrs[name]
+
+    def close(self) -> None:
+        self._nc.close()
 
 
 def source_dtype(var) -> str:

@@ -77,6 +77,24 @@ def cmd_index(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from .export import export_file
+
+    r = export_file(
+        args.store,
+        args.out,
+        version=args.at,
+        zlib=not args.no_compression,
+        complevel=args.complevel,
+        overwrite=args.force,
+        progress=not args.quiet,
+    )
+    print(f"exported {r.store} (version {r.version}) -> {r.out}: {r.variables} variables, {r.raw_bytes / 1e6:.1f} MB")
+    for w in r.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
+
+
 def cmd_append(args) -> int:
     from .importer import append_file
 
@@ -734,7 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(count, min, max) of every chunk. The file stays as it is; the index opens like a store "
         "(strata.open, strata query, strata sql) and 'strata serve' serves it, value queries included. "
         "Indexing again (after the file changed) makes a new version. Files whose chunks strata cannot "
-        "decode (filters other than deflate, shuffle, fletcher32 and zstd; compact storage; groups; "
+        "decode (filters other than deflate, shuffle, fletcher32 and zstd; compact storage; "
         "NetCDF-3) are refused: 'strata import' copies them into a store.",
     )
     s.add_argument("source", help="the NetCDF-4/HDF5 file")
@@ -750,6 +768,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--bins", type=int, default=0, metavar="N", help="bins for --binning equal-frequency/equal-width")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser(
+        "export",
+        help="write a store (one version) back to a NetCDF-4 file",
+        description="Write every dimension, variable, value and attribute of a store to a NetCDF-4 file, as "
+        "imported: values bit for bit in their stored type, attributes in their types, unlimited dimensions "
+        "unlimited. Compressed with zlib and shuffle in the store's chunk shapes unless --no-compression. "
+        "Written under a temporary name and renamed when complete.",
+    )
+    s.add_argument("store", help="the store")
+    s.add_argument("out", help="the NetCDF-4 file to write")
+    s.add_argument("--at", type=int, metavar="VERSION", help="export this version (default: the newest)")
+    s.add_argument("--complevel", type=int, default=4, help="zlib level 1-9 (default 4)")
+    s.add_argument("--no-compression", action="store_true", help="write uncompressed, contiguous variables")
+    s.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_export)
 
     s = sub.add_parser(
         "append",

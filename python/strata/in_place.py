@@ -8,7 +8,7 @@ changed after indexing is detected (size, then each chunk's checksum) and refuse
 
 HDF5's metadata (chunk places, filters) is read with h5py; the engine reads every chunk
 once, decodes it with its own deflate/shuffle/zstd decoders and summarises it. What cannot
-be read in place (other HDF5 filters, compact storage, groups, NetCDF-3 files) is refused
+be read in place (other HDF5 filters, compact storage, NetCDF-3 files) is refused
 with :class:`CompatibilityError`; ``strata import`` copies such files into a store.
 """
 

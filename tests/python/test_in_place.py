@@ -277,3 +277,18 @@ def test_the_server_serves_an_index_beside_stores(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_groups_are_indexed_in_place_under_their_paths(tmp_path):
+    path = tmp_path / "grouped.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("x", 5)
+        ocean = nc.createGroup("ocean")
+        ocean.createDimension("depth", 3)
+        t = ocean.createVariable("temp", "f4", ("depth", "x"), zlib=True, chunksizes=(2, 5))
+        t[:] = np.arange(15, dtype="f4").reshape(3, 5)
+        ocean.note = "nested"
+    ds = strata.open(strata.index_file(path).index)
+    assert ds["ocean/temp"].dims == ("ocean/depth", "x") and ds.attrs["ocean/note"] == "nested"
+    assert_bit_equal(ds["ocean/temp"][...], np.arange(15, dtype="f4").reshape(3, 5))
+    assert ds.query('"ocean/temp" >= 7', output="count") == 8
