@@ -111,7 +111,6 @@ def export_file(
 def _write_variable(nc, dims, ds, meta: dict, zlib: bool, complevel: int, bar, warnings: list[str]) -> int:
     name = meta["name"]
     var = ds[name]
-    attrs = {a["name"]: a for a in meta["attrs"]}
     kwargs: dict = {"fill_value": False}  # no fill value the source did not have
     dtype = _numpy_type(meta)
     fill = var.attrs.get("_FillValue")
