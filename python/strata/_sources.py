@@ -96,7 +96,25 @@ class FlatGroups:
 
 
 def source_dtype(var) -> str:
-    """The stored type name of a source variable."""
+    """The stored type name of a source variable. NetCDF-4's user-defined types are refused
+    by name: strata stores numbers, characters and strings, and an enum stored as its
+    integers would lose its names (and not export back as an enum)."""
+    import netCDF4
+
+    kind = getattr(var, "datatype", None)
+    user = {netCDF4.CompoundType: "compound", netCDF4.EnumType: "enum", netCDF4.VLType: "variable-length"}
+    for cls, label in user.items():
+        # NetCDF-4 strings are variable-length too: those strata stores.
+        if isinstance(kind, cls) and not (label == "variable-length" and kind.dtype is str):
+            detail = ""
+            if label == "compound":
+                detail = f" (fields {', '.join(kind.dtype.names or ())})"
+            elif label == "enum":
+                detail = f" ({', '.join(kind.enum_dict)})"
+            raise CompatibilityError(
+                f"variable '{var.name}' has the {label} type '{kind.name}'{detail}, which strata cannot store: "
+                "only numbers, characters and strings"
+            )
     return strata_dtype(var.dtype, var.name)
 
 

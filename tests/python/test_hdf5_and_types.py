@@ -88,3 +88,71 @@ def test_write_arrays_round_trips(tmp_path):
     assert len(ds.manifest["slabs"]) == 1 + 4
     with pytest.raises(strata.InvalidArgumentError, match="dimension 'lat' has length 11 and 3"):
         strata.write_arrays(tmp_path / "x.strata", {"a": (("lat",), lat), "b": (("lat",), lat[:3])})
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [("compound", "compound type 'pair' (fields a, b)"), ("enum", "enum type 'cloud'"), ("vlen", "variable-length")],
+)
+def test_user_defined_types_are_refused_by_name(tmp_path, kind, message):
+    path = tmp_path / f"{kind}.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("n", 2)
+        if kind == "compound":
+            t = nc.createCompoundType(np.dtype([("a", "f4"), ("b", "i4")]), "pair")
+            nc.createVariable("v", t, ("n",))[:] = np.zeros(2, dtype=[("a", "f4"), ("b", "i4")])
+        elif kind == "enum":
+            t = nc.createEnumType("u1", "cloud", {"clear": 0, "cloudy": 1})
+            nc.createVariable("v", t, ("n",))[:] = np.array([0, 1], "u1")
+        else:
+            t = nc.createVLType("i4", "ragged")
+            v = nc.createVariable("v", t, ("n",))
+            v[0], v[1] = np.arange(3, dtype="i4"), np.arange(1, dtype="i4")
+    with pytest.raises(strata.CompatibilityError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        strata.import_file(path, tmp_path / "s.strata")
+    assert not (tmp_path / "s.strata").exists() or not any((tmp_path / "s.strata").iterdir())
+
+
+def test_several_unlimited_dimensions_and_non_cf_times_import_exactly(tmp_path):
+    path = tmp_path / "odd.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("obs", None)
+        nc.createDimension("x", 2)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units, t.calendar = "months since 2000-01", "mars"
+        t[:] = [0, 1, 2, 3]
+        nc.createVariable("a", "f4", ("time", "x"))[:] = np.arange(8, dtype="f4").reshape(4, 2)
+        nc.createVariable("b", "i2", ("obs",))[0:7] = np.arange(7, dtype="i2")
+        nc.createVariable("secs", "f8", ("obs",))[0:7] = np.arange(7.0)
+        nc["secs"].units = "seconds"
+    strata.import_file(path, tmp_path / "s.strata")
+    ds = strata.open(tmp_path / "s.strata")
+    assert set(ds.unlimited_dims) == {"time", "obs"}
+    with raw_source(path) as src:
+        for name, v in src.variables.items():
+            assert_bit_equal(ds[name][...], v[...], name)
+            for k in v.ncattrs():
+                assert_attr_equal(ds[name].attrs[k], v.getncattr(k), k)
+    strata.export_file(tmp_path / "s.strata", tmp_path / "back.nc")
+    with raw_source(tmp_path / "back.nc") as back:
+        assert {n for n, d in back.dimensions.items() if d.isunlimited()} == {"time", "obs"}
+        assert_bit_equal(np.asarray(back["b"][...]), np.arange(7, dtype="i2"))
+
+
+def test_a_variable_of_more_than_2_31_elements(tmp_path):
+    """2^31 + 10 bytes (mostly chunks never written, read as the fill value): shape, values
+    and value-query positions past 2^31 are exact."""
+    n = 2**31 + 10
+    path = tmp_path / "big.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("n", n)
+        v = nc.createVariable("b", "u1", ("n",), zlib=True, chunksizes=(1 << 22,), fill_value=np.uint8(7))
+        v[:3] = [1, 2, 3]
+        v[n - 5 :] = np.arange(5, dtype="u1")
+    strata.import_file(path, tmp_path / "big.strata")
+    ds = strata.open(tmp_path / "big.strata")
+    assert ds["b"].shape == (n,)
+    assert ds["b"][:4].tolist() == [1, 2, 3, 7] and ds["b"][-6:].tolist() == [7, 0, 1, 2, 3, 4]
+    assert ds.query("b < 7", output="count") == 8
+    assert np.asarray(ds.query("b < 7", output="positions")[0])[-3:].tolist() == [n - 3, n - 2, n - 1]
