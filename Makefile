@@ -91,17 +91,17 @@ test: test-rust fuzz-smoke test-python
 
 # A short run of every fuzz target, so CI catches decoder panics (make fuzz runs longer).
 fuzz-smoke:
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_RECORD=
 
 fmt:
 	cargo fmt --all
 	$(BIN)/ruff format python tests bench examples
-	$(BIN)/ruff check --fix python tests bench examples
+	$(BIN)/ruff check --fix python tests bench examples fuzz
 
 lint: setup check-features cbindgen
 	cargo fmt --all --check
 	cargo clippy -q --workspace --all-targets -- -D warnings
-	$(BIN)/ruff check python tests bench examples
+	$(BIN)/ruff check python tests bench examples fuzz
 	cbindgen -q --verify --config crates/strata-capi/cbindgen.toml --crate strata-capi \
 	  --output crates/strata-capi/include/strata.h crates/strata-capi \
 	  || { echo "strata.h is out of date: run make header" >&2; exit 1; }
@@ -141,9 +141,15 @@ clean:
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := index_file manifest codec_chain lossy_codecs constraint store dap_constraint write_config part_messages \
   hdf5_chunk
+# `make fuzz` records each target's executions (libFuzzer's "Done N runs") and crashes in
+# FUZZ_RECORD; the CI smoke run records nothing. The corpus in fuzz/corpus carries over.
+FUZZ_RECORD ?= bench/results/fuzz.md
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
+	@mkdir -p $(CACHE)/fuzz-logs
 	cd fuzz && for t in $(FUZZ_TARGETS); do \
 	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
-	    -print_final_stats=0 2>&1 | grep -E "^(Done|==|SUMMARY)|panicked|ERROR" ; \
+	    -print_final_stats=0 2>&1 | tee $(CACHE)/fuzz-logs/$$t.log | grep -E "^(Done|==|SUMMARY)|panicked|ERROR" ; \
 	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
+	@if [ -n "$(FUZZ_RECORD)" ]; then \
+	  $(BIN)/python fuzz/record.py $(CACHE)/fuzz-logs $(FUZZ_RECORD) $(FUZZ_SECONDS) $(FUZZ_TARGETS); fi
