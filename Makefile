@@ -95,7 +95,7 @@ fuzz-smoke:
 
 fmt:
 	cargo fmt --all
-	$(BIN)/ruff format python tests bench examples
+	$(BIN)/ruff format python tests bench examples fuzz
 	$(BIN)/ruff check --fix python tests bench examples fuzz
 
 lint: setup check-features cbindgen
