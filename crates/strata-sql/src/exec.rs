@@ -5,7 +5,7 @@
 //! decoded while the consumer works on the current one, and memory stays bounded whatever
 //! the result's size. Dropping the stream cancels the task at the next batch.
 
-use crate::table::{Column, TableInner};
+use crate::columns::{Column, TableInner};
 use datafusion::arrow::array::{
     downcast_primitive_array, Array, ArrayRef, PrimitiveArray, RecordBatch, RecordBatchOptions, UInt64Array,
 };

@@ -7,6 +7,7 @@
 //! else — aggregates, GROUP BY, ORDER BY, LIMIT, joins — is DataFusion's.
 
 mod cftime;
+mod columns;
 mod exec;
 mod pushdown;
 pub mod table;

@@ -8,7 +8,7 @@
 //! (monotonic coordinates). Otherwise the range is the filter's bounding range and
 //! DataFusion filters again (inexact).
 
-use crate::table::{Column, CoordValues, TableInner};
+use crate::columns::{Column, CoordValues, TableInner};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
 use strata_core::query::{CmpOp, Predicate};

@@ -4,6 +4,8 @@
 //! fill value).
 
 use crate::cftime;
+use crate::columns::{Column, Coord, CoordValues, TableInner};
+pub use crate::columns::{Group, Planning};
 use crate::exec::{ScanRequest, StrataScan};
 use crate::pushdown::{self, Pushdown};
 use async_trait::async_trait;
@@ -13,61 +15,9 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use strata_core::manifest::{AttrValue, Variable};
-use strata_core::query::Method;
-use strata_core::session::Run;
 use strata_core::{DType, DimSelection, Error, Result, StoreReader};
-
-/// How a SQL session's scans choose their method (the engine's session), and what they
-/// report.
-#[derive(Debug)]
-pub struct Planning {
-    pub session: Arc<strata_core::Session>,
-    /// A method forced for every piece (benchmarks and tests); None lets the model choose.
-    pub force: Option<Method>,
-    /// Pieces this SQL session ran.
-    pub log: Mutex<Vec<Run>>,
-}
-
-impl Planning {
-    pub fn new(session: Arc<strata_core::Session>, force: Option<Method>) -> Self {
-        Planning { session, force, log: Mutex::new(Vec::new()) }
-    }
-}
-
-/// What a dimension's column holds.
-#[derive(Debug, Clone)]
-pub(crate) enum CoordValues {
-    /// No coordinate variable: the position along the dimension.
-    Index,
-    /// A numeric 1-D coordinate, compared as f64.
-    Numeric(Vec<f64>),
-    /// CF time decoded to microseconds since the epoch.
-    Time(Vec<i64>),
-}
-
-#[derive(Debug)]
-pub(crate) struct Coord {
-    pub values: CoordValues,
-    /// The column's values along the dimension.
-    pub array: ArrayRef,
-}
-
-/// A group of variables sharing dimensions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Group {
-    pub dims: Vec<String>,
-    pub shape: Vec<u64>,
-    pub variables: Vec<String>,
-}
-
-impl Group {
-    /// The group's table name: its dimensions joined by '_'.
-    pub fn name(&self) -> String {
-        self.dims.join("_")
-    }
-}
 
 /// The variable groups of a store, the one named after the store first: the group with
 /// the most data variables (auxiliary ones — named by another variable's `coordinates`,
@@ -157,25 +107,6 @@ fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     }
     let array = crate::exec::column_array(var.dtype, raw, &[])?;
     Ok(Coord { values: CoordValues::Numeric(values), array })
-}
-
-/// A column of a table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Column {
-    /// The coordinate of dimension `d`.
-    Coord(usize),
-    /// A variable.
-    Var(String),
-}
-
-#[derive(Debug)]
-pub(crate) struct TableInner {
-    pub reader: Arc<StoreReader>,
-    pub group: Group,
-    pub coords: Vec<Coord>,
-    pub columns: Vec<Column>,
-    pub schema: SchemaRef,
-    pub planning: Arc<Planning>,
 }
 
 /// One variable group of a store as a DataFusion table.
