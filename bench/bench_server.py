@@ -19,6 +19,7 @@ and pydap's server (the same files over DAP2). Clients run in the same namespace
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -176,11 +177,39 @@ def inputs():
             v.units = "degree_Celsius"
             for k in range(4):
                 v[k * sst.shape[0] : (k + 1) * sst.shape[0]] = sst
-    # The same NetCDF file indexed in place, served by strata beside the stores.
-    if not (stores / "ersst_in_place" / "HEAD").exists():
-        shutil.copy(ERSST, stores / "ersst_in_place.nc")
-        fresh(stores / "ersst_in_place")
-        strata.index_file(stores / "ersst_in_place.nc", stores / "ersst_in_place")
+    # ERSST as NetCDF-4 model output is usually written: one record per chunk, shuffle +
+    # deflate level 4 (for the DAP2 comparison on a compressed file).
+    deflate = files / "ersst_deflate.nc"
+    if not deflate.exists():
+        with netCDF4.Dataset(deflate, "w") as out:
+            out.createDimension("time", None)
+            out.createDimension("lat", lat.size)
+            out.createDimension("lon", lon.size)
+            out.createVariable("lat", "f4", ("lat",))[:] = lat
+            out.createVariable("lon", "f4", ("lon",))[:] = lon
+            t = out.createVariable("time", "f8", ("time",))
+            t.units = "days since 1960-01-01"
+            t[:] = tm
+            v = out.createVariable(
+                "sst",
+                "f4",
+                ("time", "lat", "lon"),
+                zlib=True,
+                complevel=4,
+                shuffle=True,
+                chunksizes=(1, lat.size, lon.size),
+                fill_value=np.float32(-999),
+            )
+            v[:] = sst
+    # Each file indexed in place too, served by strata beside the stores (a copy there).
+    for name, source in (("ersst_in_place", ERSST), ("ersst_deflate_in_place", deflate)):
+        if not (stores / name / "HEAD").exists():
+            shutil.copy(source, stores / f"{name}.nc")
+            fresh(stores / name)
+            strata.index_file(stores / f"{name}.nc", stores / name)
+    if not (stores / "ersst_deflate" / "HEAD").exists():
+        fresh(stores / "ersst_deflate")
+        strata.import_file(deflate, stores / "ersst_deflate", layout="V-S", bins=16)
     for name in ("ersst", "ersst_x4"):
         if not (stores / name / "HEAD").exists():
             fresh(stores / name)
@@ -248,26 +277,29 @@ def start_servers(files, stores, tmp):
     procs["nginx"] = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(tmp)], stderr=subprocess.DEVNULL)
     nginx_url = f"http://127.0.0.1:{nginx_port}"
     wait_http(f"{nginx_url}/ersst.nc", procs["nginx"], "nginx")
-    pydap_port = free_port()
+    # pydap's server, one per file (bench/pydap_app.py serves the file PYDAP_FILE names).
     gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable))
-    procs["pydap"] = subprocess.Popen(
-        [
-            gunicorn,
-            "--workers",
-            "2",
-            "--bind",
-            f"127.0.0.1:{pydap_port}",
-            "--chdir",
-            str(ROOT / "bench"),
-            "pydap_app:app",
-        ],
-        env={**os.environ, "PYDAP_FILE": str(files / "ersst.nc")},
-        stderr=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-    )
-    pydap_url = f"http://127.0.0.1:{pydap_port}"
-    wait_http(f"{pydap_url}/ersst.nc.dds", procs["pydap"], "pydap")
-    return procs, strata_url, nginx_url, pydap_url
+    pydap_urls = {}
+    for name in ("ersst", "ersst_deflate"):
+        port = free_port()
+        procs[f"pydap {name}"] = subprocess.Popen(
+            [
+                gunicorn,
+                "--workers",
+                "2",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--chdir",
+                str(ROOT / "bench"),
+                "pydap_app:app",
+            ],
+            env={**os.environ, "PYDAP_FILE": str(files / f"{name}.nc")},
+            stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        pydap_urls[name] = f"http://127.0.0.1:{port}/{name}.nc"
+        wait_http(f"{pydap_urls[name]}.dds", procs[f"pydap {name}"], "pydap")
+    return procs, strata_url, nginx_url, pydap_urls
 
 
 # -- the measurements -----------------------------------------------------------------------------
@@ -423,7 +455,7 @@ def first_byte_and_memory(strata_url, pid):
     return out
 
 
-def dap_vs_pydap(strata_url, pydap_url, src):
+def dap_vs_pydap(strata_url, pydap_urls, src):
     """netCDF4-python reading random boxes from strata's DAP2 and from pydap's server."""
     rng = np.random.default_rng(7)
     out = []
@@ -435,12 +467,14 @@ def dap_vs_pydap(strata_url, pydap_url, src):
             t0, a0, o0 = rng.integers(0, 684 - t + 1), rng.integers(0, 89 - la + 1), rng.integers(0, 180 - lo + 1)
             boxes.append((frac, (slice(t0, t0 + t), slice(a0, a0 + la), slice(o0, o0 + lo))))
     for turn in range(TURNS):
-        for frac, key in boxes:
-            row = {"fraction": frac, "turn": turn}
+        for (file, name), (frac, key) in itertools.product(
+            (("as shipped (contiguous)", "ersst"), ("deflate, a record per chunk", "ersst_deflate")), boxes
+        ):
+            row = {"file": file, "fraction": frac, "turn": turn}
             servers = (
-                ("strata", f"{strata_url}/dap/ersst"),
-                ("in_place", f"{strata_url}/dap/ersst_in_place"),
-                ("pydap", f"{pydap_url}/ersst.nc"),
+                ("strata", f"{strata_url}/dap/{name}"),
+                ("in_place", f"{strata_url}/dap/{name}_in_place"),
+                ("pydap", pydap_urls[name]),
             )
             for who, url in servers:
                 t0 = time.perf_counter()
@@ -465,7 +499,7 @@ def main() -> int:
         return reexec_in_namespace()
     files, stores, src = inputs()
     tmp = pathlib_tmp()
-    procs, strata_url, nginx_url, pydap_url = start_servers(files, stores, tmp)
+    procs, strata_url, nginx_url, pydap_urls = start_servers(files, stores, tmp)
     only = os.environ.get("BENCH_ONLY", "subset,streams,first_byte,dap").split(",")
     try:
         results = {
@@ -475,7 +509,7 @@ def main() -> int:
             "first_byte": first_byte_and_memory(strata_url, procs["strata"].pid) if "first_byte" in only else [],
             "subset": subset_vs_file(strata_url, nginx_url, src) if "subset" in only else [],
             "streams": streams(strata_url, tmp) if "streams" in only else [],
-            "dap": dap_vs_pydap(strata_url, pydap_url, src) if "dap" in only else [],
+            "dap": dap_vs_pydap(strata_url, pydap_urls, src) if "dap" in only else [],
         }
     finally:
         shape_link()
@@ -578,20 +612,23 @@ def report(r) -> str:
         "elements; 5 boxes each, the same for every server; 3 turns), unshaped loopback, from: `strata serve` "
         "of the imported store (V-S); `strata serve` of the NetCDF file itself indexed in place (`strata index`); "
         "and pydap 3.5.9's DAP2 server (gunicorn, 2 workers) on the same NetCDF file, read lazily through "
-        "netCDF4 (`bench/pydap_app.py`: pydap's own NetCDF handler fails every hyperslab, reshaping the subset "
+        "netCDF4. Two files: ERSST as shipped (contiguous, uncompressed: pydap's best case) and the same field "
+        "written as model output usually is (a record per chunk, shuffle + deflate 4). pydap reads "
+        "through `bench/pydap_app.py` (pydap's own NetCDF handler fails every hyperslab, reshaping the subset "
         "to the whole variable, pydap/pydap#130). Every answer is compared with the file's values. Times are "
         "medians; *x pydap* is the median of the per-request ratios.",
         "",
-        "| box | strata store s | x pydap | strata, file in place s | x pydap | pydap s "
+        "| file | box | strata store s | x pydap | strata, file in place s | x pydap | pydap s "
         "| answers equal (store / in place / pydap) |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for frac in sorted({x["fraction"] for x in r["dap"]}):
-        xs = [x for x in r["dap"] if x["fraction"] == frac]
+    files = list(dict.fromkeys(x.get("file", "as shipped (contiguous)") for x in r["dap"]))
+    for file, frac in itertools.product(files, sorted({x["fraction"] for x in r["dap"]})):
+        xs = [x for x in r["dap"] if x["fraction"] == frac and x.get("file", files[0]) == file]
         good = {w: sum(x.get(w + "_error", "") is None for x in xs) for w in ("strata", "in_place", "pydap")}
         ratio = {w: med([x["pydap_s"] / x[w + "_s"] for x in xs]) for w in ("strata", "in_place")}
         lines.append(
-            f"| {frac * 100:g}% | {med([x['strata_s'] for x in xs]):.4f} | {ratio['strata']:.1f}x "
+            f"| {file} | {frac * 100:g}% | {med([x['strata_s'] for x in xs]):.4f} | {ratio['strata']:.1f}x "
             f"| {med([x['in_place_s'] for x in xs]):.4f} | {ratio['in_place']:.1f}x "
             f"| {med([x['pydap_s'] for x in xs]):.4f} "
             f"| {good['strata']}/{good['in_place']}/{good['pydap']} of {len(xs)} |"
