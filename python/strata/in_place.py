@@ -145,7 +145,12 @@ def index_file(
 
     Open the index like any store (``strata.open(index)``); ``strata serve`` serves it
     beside stores."""
-    import h5py
+    try:
+        import h5py
+    except ImportError as err:
+        raise CompatibilityError(
+            "strata index reads HDF5's chunk places with h5py: pip install 'strata[index]'"
+        ) from err
 
     source = os.fspath(source)
     index = os.fspath(index) if index is not None else default_index_path(source)
