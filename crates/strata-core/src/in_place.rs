@@ -208,7 +208,9 @@ impl InPlaceIndexer {
         })
     }
 
-    /// Indexes one variable: every chunk read once, checksummed, decoded and summarised.
+    /// Indexes one variable: every chunk read, checksummed, decoded and summarised; with
+    /// bins, read a second time (the bins come from the whole variable, known only after the
+    /// first pass), to split it and record each bin's positions.
     pub fn add(&mut self, source: SourceVariable) -> Result<Indexed> {
         let (idx, var) = self.draft.variable(&source.name)?;
         let name = var.name.clone();
