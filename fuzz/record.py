@@ -26,13 +26,21 @@ def main() -> int:
         run["targets"][t] = {"runs": int(done[-1][0]) if done else 0, "crashed": crashed}
     state["runs"].append(run)
     state_file.write_text(json.dumps(state, indent=1) + "\n")
+    write(state, record)
+    return 0
+
+
+def write(state: dict, record: pathlib.Path) -> None:
+    """The record as a table: every target any run fuzzed, a column per run."""
+    targets = list(dict.fromkeys(t for r in state["runs"] for t in r["targets"]))
     totals = {t: sum(r["targets"].get(t, {}).get("runs", 0) for r in state["runs"]) for t in targets}
     crashes = {t: sum(r["targets"].get(t, {}).get("crashed", False) for r in state["runs"]) for t in targets}
     lines = [
         "# Fuzzing record (`make fuzz`)",
         "",
-        "Each `make fuzz FUZZ_SECONDS=S` run adds a column; the corpus in `fuzz/corpus` carries over between",
-        "runs, so executions add up. A crash stops `make fuzz` and is counted here.",
+        "Each `make fuzz FUZZ_SECONDS=S` run adds a column (`FUZZ_TARGETS=...` runs some targets only; the",
+        "others show 0); the corpus in `fuzz/corpus` carries over between runs, so executions add up. A crash",
+        "stops `make fuzz` and is counted here.",
         "",
         "| target | "
         + " | ".join(f"{r['date']} {r['commit']} ({r['seconds']} s)" for r in state["runs"])
@@ -44,7 +52,6 @@ def main() -> int:
         lines.append(f"| {t} | " + " | ".join(cells) + f" | {totals[t]:,} | {crashes[t]} |")
     record.write_text("\n".join(lines) + "\n")
     print(record.read_text())
-    return 0
 
 
 if __name__ == "__main__":
