@@ -232,9 +232,7 @@ pub struct StoreReader {
     overlap: std::sync::atomic::AtomicBool,
     /// Per slab: its data file's header was read and found right (set once, on first use).
     header_checked: Vec<std::sync::OnceLock<()>>,
-    /// Per slab: whether its data file is a file indexed in place (beside the store).
-    in_place: Vec<bool>,
-    /// The file this store indexes in place, if any.
+    /// The file this store indexes in place, if any: the data file of every slab.
     source: Option<String>,
 }
 
@@ -338,8 +336,6 @@ impl StoreReader {
             .collect::<Result<Vec<_>>>()?;
         let n_slabs = manifest.slabs.len();
         let manifest_source = manifest.source().map(|f| f.path.clone());
-        let in_place =
-            manifest.slabs.iter().map(|s| manifest.files.iter().any(|f| f.external && f.path == s.data)).collect();
         Ok(Self {
             store,
             manifest,
@@ -349,7 +345,6 @@ impl StoreReader {
             cache: SegmentCache::new(cache_bytes),
             overlap: std::sync::atomic::AtomicBool::new(true),
             header_checked: (0..n_slabs).map(|_| std::sync::OnceLock::new()).collect(),
-            in_place,
             source: manifest_source,
         })
     }
@@ -405,8 +400,7 @@ impl StoreReader {
         }
         let data_size = self.manifest.files.iter().find(|f| f.path == slab.data).map(|f| f.size);
         // A file indexed in place has no strata header; its chunks may start anywhere.
-        let in_place = self.manifest.files.iter().any(|f| f.external && f.path == slab.data);
-        let first = if in_place { 0 } else { crate::data_file::HEADER_LEN };
+        let first = if self.is_in_place(slab) { 0 } else { crate::data_file::HEADER_LEN };
         let mut segments = HashMap::with_capacity(data.segments.len());
         for s in data.segments {
             if s.key.var as usize >= self.manifest.variables.len() {
@@ -687,7 +681,7 @@ impl StoreReader {
         }
         let s = &self.manifest.slabs[slab];
         let path = s.data.as_str();
-        if self.in_place[slab] {
+        if self.is_in_place(s) {
             self.check_in_place(path)?;
             let _ = self.header_checked[slab].set(());
             return Ok(());
@@ -737,7 +731,7 @@ impl StoreReader {
 
     /// The storage holding slab `slab`'s data file.
     pub(crate) fn data_storage(&self, slab: usize) -> Result<&Arc<dyn crate::storage::Storage>> {
-        if self.in_place[slab] {
+        if self.is_in_place(&self.manifest.slabs[slab]) {
             self.store.beside()
         } else {
             Ok(self.store.storage())
@@ -862,7 +856,7 @@ impl StoreReader {
         split: Option<&(Vec<usize>, usize)>,
         fetched: &Fetched,
     ) -> Result<Vec<u8>> {
-        if index.bins_of(id).is_none() || self.in_place[slab] {
+        if index.bins_of(id).is_none() || self.is_in_place(&self.manifest.slabs[slab]) {
             // One segment holds the whole sub-chunk (in place: every bin names it).
             if let Some(r) = reads.first() {
                 return self.decode_bin((slab, id), r, shape, split, fetched);
