@@ -80,6 +80,15 @@ def _schema(nc, record_dim: str | None) -> dict:
     }
 
 
+def source_schema(nc, source: str, record_dim: str | None) -> tuple[str | None, dict]:
+    """The record dimension (``record_dim``, else the one ``choose_record_dim`` finds) and
+    the schema of an open source: what an import and an index in place both start from."""
+    rec = record_dim if record_dim is not None else choose_record_dim(nc)
+    if rec is not None and rec not in nc.dimensions:
+        raise InvalidArgumentError(f"--record-dim '{rec}' is not a dimension of '{source}'")
+    return rec, _schema(nc, rec)
+
+
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
@@ -136,10 +145,7 @@ def import_file(
     t0 = time.perf_counter()
     nc = open_source(source)
     try:
-        rec = record_dim if record_dim is not None else choose_record_dim(nc)
-        if rec is not None and rec not in nc.dimensions:
-            raise InvalidArgumentError(f"--record-dim '{rec}' is not a dimension of '{source}'")
-        schema = _schema(nc, rec)
+        rec, schema = source_schema(nc, source, record_dim)
         chain = None if codec in (None, "auto") else codec
         options = writer_options(chain, chunks, subchunks, slab_records, layout, byte_groups, bins, binning)
         if codec in (None, "auto"):

@@ -25,7 +25,7 @@ import numpy as np
 from . import _core
 from ._sources import open_source
 from .errors import CompatibilityError, InvalidArgumentError, NotFoundError
-from .importer import _progress, _schema, choose_record_dim
+from .importer import _progress, source_schema
 
 # HDF5 filter ids strata decodes, by the names the engine's `hdf5` codec takes.
 _FILTERS = {1: "deflate", 2: "shuffle", 3: "fletcher32", 32015: "zstd"}
@@ -169,10 +169,7 @@ def index_file(
     t0 = time.perf_counter()
     nc = open_source(source)
     try:
-        rec = record_dim if record_dim is not None else choose_record_dim(nc)
-        if rec is not None and rec not in nc.dimensions:
-            raise InvalidArgumentError(f"--record-dim '{rec}' is not a dimension of '{source}'")
-        schema = _schema(nc, rec)
+        _, schema = source_schema(nc, source, record_dim)
         numeric = [v for v in schema["variables"] if v["dtype"] != "string"]
         shapes = {v["name"]: tuple(nc.variables[v["name"]].shape) for v in numeric}
     finally:
