@@ -31,45 +31,12 @@ import time
 
 import netCDF4
 import numpy as np
-from common import DATA, ROOT, WORK, dir_size, git_rev, interleaved, machine
+from common import DATA, ROOT, WORK, dir_size, git_rev, interleaved, machine, write_ersst_deflate
 
 import strata
 
 FILL = -999.0
 EDGES = "-1.5,0,10,20,25,28,30"
-
-
-def make_x8(path):
-    if path.exists():
-        return
-    with netCDF4.Dataset(DATA / "ersst_v3b_1960-2016_concat.nc") as src:
-        src.set_auto_maskandscale(False)
-        sst = np.asarray(src["sst"][...])
-        lat, lon = src["lat"][...], src["lon"][...]
-    tmp = path.with_suffix(".tmp")
-    with netCDF4.Dataset(tmp, "w") as nc:
-        nc.createDimension("time", None)
-        nc.createDimension("lat", sst.shape[1])
-        nc.createDimension("lon", sst.shape[2])
-        nc.createVariable("lat", "f4", ("lat",))[:] = lat
-        nc.createVariable("lon", "f4", ("lon",))[:] = lon
-        t = nc.createVariable("time", "f8", ("time",))
-        t.units = "days since 1960-01-01"
-        v = nc.createVariable(
-            "sst",
-            "f4",
-            ("time", "lat", "lon"),
-            zlib=True,
-            complevel=4,
-            shuffle=True,
-            chunksizes=(1, sst.shape[1], sst.shape[2]),
-            fill_value=np.float32(FILL),
-        )
-        n = sst.shape[0]
-        for k in range(8):
-            v[k * n : (k + 1) * n] = sst
-            t[k * n : (k + 1) * n] = np.arange(k * n, (k + 1) * n) * 30.0
-    os.replace(tmp, path)
 
 
 def timed(fn):
@@ -161,7 +128,8 @@ def main():
     if not ersst.exists():
         shutil.copyfile(DATA / "ersst_v3b_1960-2016_concat.nc", ersst)
     x8 = work / "ersst_x8.nc"
-    make_x8(x8)
+    if not x8.exists():
+        write_ersst_deflate(x8, repeats=8)
     out = {}
     for label, path in [("ERSST (contiguous)", ersst), ("ERSST x8 (chunked, deflate)", x8)]:
         bench_file(label, path, out)

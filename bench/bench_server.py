@@ -33,7 +33,7 @@ import urllib.request
 
 import netCDF4
 import numpy as np
-from common import DATA, ROOT, WORK, fresh, git_rev, machine
+from common import DATA, ROOT, WORK, fresh, git_rev, machine, write_ersst_deflate
 
 import strata
 
@@ -181,26 +181,7 @@ def inputs():
     # deflate level 4 (for the DAP2 comparison on a compressed file).
     deflate = files / "ersst_deflate.nc"
     if not deflate.exists():
-        with netCDF4.Dataset(deflate, "w") as out:
-            out.createDimension("time", None)
-            out.createDimension("lat", lat.size)
-            out.createDimension("lon", lon.size)
-            out.createVariable("lat", "f4", ("lat",))[:] = lat
-            out.createVariable("lon", "f4", ("lon",))[:] = lon
-            t = out.createVariable("time", "f8", ("time",))
-            t.units = "days since 1960-01-01"
-            t[:] = tm
-            v = out.createVariable(
-                "sst",
-                "f4",
-                ("time", "lat", "lon"),
-                zlib=True,
-                complevel=4,
-                shuffle=True,
-                chunksizes=(1, lat.size, lon.size),
-                fill_value=np.float32(-999),
-            )
-            v[:] = sst
+        write_ersst_deflate(deflate)
     # Each file indexed in place too, served by strata beside the stores (a copy there).
     for name, source in (("ersst_in_place", ERSST), ("ersst_deflate_in_place", deflate)):
         if not (stores / name / "HEAD").exists():

@@ -15,6 +15,43 @@ DATA = ROOT.parent / "shared" / "data"
 WORK = ROOT / "bench" / "work"
 
 
+def write_ersst_deflate(path: pathlib.Path, repeats: int = 1) -> None:
+    """ERSST ``sst`` as NetCDF-4 model output is usually written: a record per chunk,
+    shuffle + deflate level 4, the field ``repeats`` times along time (times continuing).
+    Written under a temporary name: an interrupted run leaves no half file to reuse."""
+    import netCDF4
+    import numpy as np
+
+    with netCDF4.Dataset(DATA / "ersst_v3b_1960-2016_concat.nc") as src:
+        src.set_auto_maskandscale(False)
+        sst = np.asarray(src["sst"][...])
+        lat, lon, tm = src["lat"][...], src["lon"][...], np.asarray(src["time"][...])
+    tmp = path.with_suffix(".tmp")
+    with netCDF4.Dataset(tmp, "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("lat", lat.size)
+        nc.createDimension("lon", lon.size)
+        nc.createVariable("lat", "f4", ("lat",))[:] = lat
+        nc.createVariable("lon", "f4", ("lon",))[:] = lon
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units = "days since 1960-01-01"
+        v = nc.createVariable(
+            "sst",
+            "f4",
+            ("time", "lat", "lon"),
+            zlib=True,
+            complevel=4,
+            shuffle=True,
+            chunksizes=(1, lat.size, lon.size),
+            fill_value=np.float32(-999),
+        )
+        n = sst.shape[0]
+        for k in range(repeats):
+            v[k * n : (k + 1) * n] = sst
+            t[k * n : (k + 1) * n] = tm + k * (tm[-1] - tm[0] + 30)
+    os.replace(tmp, path)
+
+
 def dir_size(path: pathlib.Path) -> int:
     if path.is_file():
         return path.stat().st_size
