@@ -2,7 +2,7 @@
 //! values in, buffers and typed values out; every decision is strata-core's.
 
 use crate::{selection, to_py, Reader};
-use numpy::{PyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::sync::Arc;
 use strata_core::mask::Mask;
@@ -218,7 +218,89 @@ impl Session {
         let columns = std::mem::take(&mut answer.columns).into_iter().map(|c| PyArray1::from_vec(py, c)).collect();
         Ok((first, columns, Answer { inner: answer }))
     }
+
+    /// Plans, runs and observes a points query a piece at a time, returning its columns
+    /// already shaped: (dims, values, answer). Per dimension, `dims` holds (coordinate,
+    /// index): the coordinate's values at each point as uint8 bytes when `coordinates[d]`
+    /// gives them (the coordinate's elements as bytes, and their size), and the index along
+    /// the dimension (uint64) when `indices[d]`. `values` is one uint8 array per returned
+    /// variable. No flat index array is made.
+    #[allow(clippy::type_complexity)]
+    fn points<'py>(
+        &self,
+        py: Python<'py>,
+        reader: &Reader,
+        query: &QuerySpec,
+        coordinates: Vec<Option<(PyReadonlyArray1<'py, u8>, usize)>>,
+        indices: Vec<bool>,
+    ) -> PyResult<(PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>, Answer)> {
+        let grid = query.inner.grid_shape(reader.inner.manifest()).map_err(to_py)?;
+        if coordinates.len() != grid.len() || indices.len() != grid.len() {
+            return Err(to_py(Error::InvalidArgument(format!(
+                "coordinates and indices name each of the {} dimensions",
+                grid.len()
+            ))));
+        }
+        let coords: Vec<Option<(Vec<u8>, usize)>> = coordinates
+            .iter()
+            .map(|c| c.as_ref().map(|(a, size)| (a.as_slice().map(<[u8]>::to_vec), *size)))
+            .map(|c| c.map(|(v, size)| v.map(|v| (v, size))).transpose())
+            .collect::<Result<_, _>>()
+            .map_err(|e| to_py(Error::InvalidArgument(format!("coordinate values: {e}"))))?;
+        let nd = grid.len();
+        let mut picked: Vec<Vec<u8>> = vec![Vec::new(); nd];
+        let mut along: Vec<Vec<u64>> = vec![Vec::new(); nd];
+        let mut values: Vec<Vec<u8>> = vec![Vec::new(); query.inner.variables.len()];
+        let answer = py
+            .detach(|| {
+                self.inner.run_points(
+                    &reader.inner,
+                    &query.inner,
+                    |_, points| {
+                        let mut dims = Vec::with_capacity(nd);
+                        for d in 0..nd {
+                            let mut c = Vec::new();
+                            if let Some((v, size)) = &coords[d] {
+                                strata_core::points::pick_bytes(v, *size, d, &grid, &points.flat, &mut c)?;
+                            }
+                            let i = if indices[d] {
+                                strata_core::points::axis_indices(d, &grid, &points.flat)
+                            } else {
+                                vec![]
+                            };
+                            dims.push((c, i));
+                        }
+                        Ok((dims, points.columns))
+                    },
+                    |(dims, columns)| {
+                        for (d, (c, i)) in dims.into_iter().enumerate() {
+                            picked[d].extend_from_slice(&c);
+                            along[d].extend_from_slice(&i);
+                        }
+                        for (all, piece) in values.iter_mut().zip(columns) {
+                            all.extend_from_slice(&piece);
+                        }
+                        Ok(())
+                    },
+                )
+            })
+            .map_err(to_py)?;
+        let dims = picked
+            .into_iter()
+            .zip(along)
+            .enumerate()
+            .map(|(d, (c, i))| {
+                (coords[d].is_some().then(|| PyArray1::from_vec(py, c)), indices[d].then(|| PyArray1::from_vec(py, i)))
+            })
+            .collect();
+        let values = values.into_iter().map(|v| PyArray1::from_vec(py, v)).collect();
+        Ok((dims, values, Answer { inner: answer }))
+    }
 }
+
+/// Per dimension of a points result: its coordinate values' bytes and its indices, each
+/// when asked for.
+type PointDims<'py> = Vec<(Option<Bound<'py, PyArray1<u8>>>, Option<Bound<'py, PyArray1<u64>>>)>;
 
 /// A query's plan: both methods' estimates per slab, and the choice. `str()` is EXPLAIN.
 #[pyclass(frozen, module = "strata._core")]

@@ -528,7 +528,7 @@ fn axis_indices<'py>(
 
 /// The coordinate values of dimension `d` at each flat index (ascending) into a grid of
 /// `shape`: `values` holds the coordinate's elements as bytes of `itemsize` (1, 2, 4 or 8);
-/// the result is an unsigned integer array of that size, to view as the coordinate's type.
+/// the result is a uint8 array of those elements' bytes, to view as the coordinate's type.
 #[pyfunction]
 fn pick_coordinates<'py>(
     py: Python<'py>,
@@ -538,40 +538,16 @@ fn pick_coordinates<'py>(
     values: PyReadonlyArray1<'_, u8>,
     itemsize: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    check_axis(&shape, d)?;
     let bad = |e: String| to_py(Error::InvalidArgument(e));
     let flat = flat.as_slice().map_err(|e| bad(format!("flat: {e}")))?;
     let bytes = values.as_slice().map_err(|e| bad(format!("values: {e}")))?;
-    if ![1, 2, 4, 8].contains(&itemsize) || bytes.len() as u64 != shape[d] * itemsize as u64 {
-        return Err(bad(format!("values must hold {} elements of 1, 2, 4 or 8 bytes", shape[d])));
-    }
-    let total: u64 = shape.iter().product();
-    if flat.iter().any(|&f| f >= total) {
-        return Err(bad(format!("a flat index is outside the grid of {total} elements")));
-    }
-    macro_rules! picked {
-        ($t:ty) => {{
-            let values: Vec<$t> = bytes
-                .chunks_exact(std::mem::size_of::<$t>())
-                .map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default()))
-                .collect();
-            let out = py.detach(|| strata_core::points::pick(&values, d, &shape, flat));
-            numpy::PyArray1::from_vec(py, out).into_any()
-        }};
-    }
-    Ok(match itemsize {
-        1 => picked!(u8),
-        2 => picked!(u16),
-        4 => picked!(u32),
-        _ => picked!(u64),
-    })
+    let mut out = Vec::new();
+    py.detach(|| strata_core::points::pick_bytes(bytes, itemsize, d, &shape, flat, &mut out)).map_err(to_py)?;
+    Ok(numpy::PyArray1::from_vec(py, out).into_any())
 }
 
 fn check_axis(shape: &[u64], d: usize) -> PyResult<()> {
-    if d >= shape.len() {
-        return Err(to_py(Error::InvalidArgument(format!("dimension {d} of a {}-D grid", shape.len()))));
-    }
-    Ok(())
+    strata_core::points::check_axis(d, shape).map_err(to_py)
 }
 
 /// Verifies a store version (the newest when None): (version, files, bytes, segments,

@@ -178,14 +178,14 @@ def run_query(
         method=method,
         raw=raw,
     )
+    if output == "points" and outputs:
+        # Read with the selection: the engine builds the columns a piece at a time.
+        result, answer = _points(ds, driver, query, views)
+        return (result, _stats(answer)) if with_stats else result
     found, columns, answer = session().query(ds._reader, query, coordinates=kind == "positions")
     flat = found
     count = answer.count
-    stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), answer.stats, strict=True))
-    stats["methods"] = answer.methods
-    stats["estimated_s"] = answer.estimated_s
-    stats["seconds"] = answer.seconds
-    stats["explain"] = str(answer)
+    stats = _stats(answer)
     result: Any
     if output == "count":
         result = int(count)
@@ -197,10 +197,19 @@ def run_query(
         else:
             values = {n: _gather(ds, v, flat) for n, v in views.items()}
         if output == "points":
-            result = _points(ds, driver, flat, values)
+            result = _points_at(ds, driver, flat, values)
         else:
             result = _dense(driver, starts, stops, steps, flat, values)
     return (result, stats) if with_stats else result
+
+
+def _stats(answer: _core.Answer) -> dict[str, Any]:
+    stats: dict[str, Any] = dict(zip(("subchunks", "full", "empty", "boundary", "scanned"), answer.stats, strict=True))
+    stats["methods"] = answer.methods
+    stats["estimated_s"] = answer.estimated_s
+    stats["seconds"] = answer.seconds
+    stats["explain"] = str(answer)
+    return stats
 
 
 def iter_query(
@@ -284,43 +293,89 @@ def _gather(ds: Dataset, var, flat: np.ndarray) -> np.ndarray:
     return _native(out.view(var.dtype))
 
 
-def _points(ds: Dataset, driver, flat: np.ndarray, values: dict):
+def _point_columns(ds: Dataset, driver, values: dict) -> tuple[list, list[str]]:
+    """What the frame of a points result holds besides the values: per dimension, its
+    coordinate's values (numeric ones as the engine takes them, else None) and whether the
+    index along it is needed; and the auxiliary coordinates to add."""
+    from ._area import auxiliary_coordinates
+
+    aux = [n for n in auxiliary_coordinates(ds, driver) if n not in values]
+    aux_dims = {d for n in aux for d in ds[n].dims}
+    plan = []
+    for d, dim in enumerate(driver.dims):
+        coord = ds.coords.get(dim)
+        numeric = None
+        if coord is not None and dim not in values:
+            labels = np.asarray(ds.coordinate_index(dim))
+            plain = labels.dtype.kind in "iufMm" and labels.dtype.itemsize in (1, 2, 4, 8)
+            if plain and len(labels) == driver.shape[d]:
+                numeric = labels
+            plan.append((dim, labels, numeric, numeric is None or dim in aux_dims))
+        else:
+            plan.append((dim if dim not in values else f"{dim}_index", None, None, True))
+    return plan, aux
+
+
+def _points(ds: Dataset, driver, query: _core.Query, views: dict):
+    """A points query run by the engine a piece at a time, its columns built there: the
+    frame and what the query did."""
+    import pandas as pd
+
+    plan, aux = _point_columns(ds, driver, views)
+    coordinates = [
+        None if numeric is None else (np.ascontiguousarray(numeric).view(np.uint8).reshape(-1), numeric.dtype.itemsize)
+        for _, _, numeric, _ in plan
+    ]
+    dims, cols, answer = session().points(ds._reader, query, coordinates, [want for *_, want in plan])
+    columns: dict[str, Any] = {}
+    along = {}
+    for d, ((name, labels, numeric, _), (picked, index)) in enumerate(zip(plan, dims, strict=True)):
+        if index is not None:
+            along[d] = index.view(np.int64)
+        if numeric is not None:
+            columns[name] = picked.view(numeric.dtype)
+        elif labels is not None:
+            columns[name] = labels[along[d]]
+        else:
+            columns[name] = along[d]
+    _add_auxiliary(ds, driver, aux, columns, along)
+    columns.update({n: _native(col.view(views[n].dtype)) for n, col in zip(views, cols, strict=True)})
+    # copy=False: the columns become the frame as they are (a dict is otherwise copied into
+    # one block per dtype, which took longer than the query on large results).
+    return pd.DataFrame(columns, copy=False), answer
+
+
+def _points_at(ds: Dataset, driver, flat: np.ndarray, values: dict):
+    """The frame of a points result given by flat indices (values gathered by position)."""
     import pandas as pd
 
     flat = np.ascontiguousarray(flat, dtype=np.uint64)
     shape = [int(n) for n in driver.shape]
-    index_cache: dict[int, np.ndarray] = {}
-
-    def along(d: int) -> np.ndarray:
-        if d not in index_cache:
-            index_cache[d] = _core.axis_indices(flat, shape, d).astype(np.int64)
-        return index_cache[d]
-
+    plan, aux = _point_columns(ds, driver, values)
     columns: dict[str, Any] = {}
-    for d, dim in enumerate(driver.dims):
-        coord = ds.coords.get(dim)
-        if coord is not None and dim not in values:
-            columns[dim] = _coordinate_at(np.asarray(ds.coordinate_index(dim)), flat, shape, d, along)
+    along = {}
+    for d, (name, labels, numeric, want) in enumerate(plan):
+        if want:
+            along[d] = _core.axis_indices(flat, shape, d).view(np.int64)
+        if numeric is not None:
+            raw = np.ascontiguousarray(numeric).view(np.uint8).reshape(-1)
+            columns[name] = _core.pick_coordinates(flat, shape, d, raw, numeric.dtype.itemsize).view(numeric.dtype)
+        elif labels is not None:
+            columns[name] = labels[along[d]]
         else:
-            columns[dim if dim not in values else f"{dim}_index"] = along(d)
-    # Auxiliary coordinates (2-D lat/lon of a curvilinear grid) at each point.
-    from ._area import auxiliary_coordinates, coordinate_values
-
-    for name in auxiliary_coordinates(ds, driver):
-        if name not in columns and name not in values:
-            aux = ds[name]
-            columns[name] = coordinate_values(ds, name)[tuple(along(driver.dims.index(d)) for d in aux.dims)]
+            columns[name] = along[d]
+    _add_auxiliary(ds, driver, aux, columns, along)
     columns.update(values)
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)
 
 
-def _coordinate_at(values: np.ndarray, flat: np.ndarray, shape: list[int], d: int, along) -> np.ndarray:
-    """A 1-D coordinate's value at each point: picked by the engine for plain numeric and
-    datetime values, by NumPy for the rest (cftime objects)."""
-    if values.dtype.kind in "iufMm" and values.dtype.itemsize in (1, 2, 4, 8) and len(values) == shape[d]:
-        raw = np.ascontiguousarray(values).view(np.uint8).reshape(-1)
-        return _core.pick_coordinates(flat, shape, d, raw, values.dtype.itemsize).view(values.dtype)
-    return values[along(d)]
+def _add_auxiliary(ds: Dataset, driver, aux: list[str], columns: dict, along: dict) -> None:
+    """Auxiliary coordinates (2-D lat/lon of a curvilinear grid) at each point."""
+    from ._area import coordinate_values
+
+    for name in aux:
+        if name not in columns:
+            columns[name] = coordinate_values(ds, name)[tuple(along[driver.dims.index(d)] for d in ds[name].dims)]
 
 
 def _dense(driver, starts, stops, steps, flat: np.ndarray, values: dict):

@@ -49,7 +49,7 @@ impl AxisSelection {
     }
 
     /// First selected index `>= lo`, if it is below `hi`.
-    fn first_in(&self, lo: u64, hi: u64) -> Option<u64> {
+    pub(crate) fn first_in(&self, lo: u64, hi: u64) -> Option<u64> {
         let first =
             if lo <= self.start { self.start } else { self.start + (lo - self.start).div_ceil(self.step) * self.step };
         (first < hi.min(self.stop)).then_some(first)

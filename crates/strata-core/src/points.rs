@@ -2,6 +2,7 @@
 //! along a dimension and the coordinate value there. Shared by `Dataset.query` and SQL, so
 //! both build their columns the same way.
 
+use crate::error::{Error, Result};
 use crate::fastdiv::FastDiv;
 use rayon::prelude::*;
 
@@ -32,32 +33,89 @@ pub fn axis_indices(d: usize, shape: &[u64], flat: &[u64]) -> Vec<u64> {
 /// `values` must hold at least `shape[d]` elements. (Splitting the work across threads
 /// gained nothing on 13M points: the loop is bound by memory, not by the divisions.)
 pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64]) -> Vec<T> {
+    let mut out = Vec::with_capacity(flat.len());
+    pick_each(values, d, shape, flat, |v| out.push(v));
+    out
+}
+
+/// [`pick`] for coordinate values given as native-order bytes of `itemsize` (1, 2, 4 or
+/// 8) each, appending the picked values' bytes to `out`. Checked: `values` holds
+/// `shape[d]` elements and every flat index lies inside the grid.
+pub fn pick_bytes(
+    values: &[u8],
+    itemsize: usize,
+    d: usize,
+    shape: &[u64],
+    flat: &[u64],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    check_axis(d, shape)?;
+    if ![1, 2, 4, 8].contains(&itemsize) || values.len() as u64 != shape[d] * itemsize as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "coordinate values must hold {} elements of 1, 2, 4 or 8 bytes",
+            shape[d]
+        )));
+    }
+    check_flat(shape, flat)?;
+    out.reserve(flat.len() * itemsize);
+    macro_rules! picked {
+        ($t:ty) => {{
+            let typed: Vec<$t> = values
+                .chunks_exact(std::mem::size_of::<$t>())
+                .map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default()))
+                .collect();
+            pick_each(&typed, d, shape, flat, |v| out.extend_from_slice(&v.to_ne_bytes()));
+        }};
+    }
+    match itemsize {
+        1 => picked!(u8),
+        2 => picked!(u16),
+        4 => picked!(u32),
+        _ => picked!(u64),
+    }
+    Ok(())
+}
+
+/// An error unless `d` is a dimension of `shape`.
+pub fn check_axis(d: usize, shape: &[u64]) -> Result<()> {
+    if d >= shape.len() {
+        return Err(Error::InvalidArgument(format!("dimension {d} of a {}-D grid", shape.len())));
+    }
+    Ok(())
+}
+
+/// An error unless every flat index lies inside a grid of `shape`.
+pub fn check_flat(shape: &[u64], flat: &[u64]) -> Result<()> {
+    let total: u64 = shape.iter().product();
+    if flat.iter().any(|&f| f >= total) {
+        return Err(Error::InvalidArgument(format!("a flat index is outside the grid of {total} elements")));
+    }
+    Ok(())
+}
+
+fn pick_each<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64], mut emit: impl FnMut(T)) {
     let (stride, extent) = divisors(d, shape);
     // The current block [lo, hi); empty at first.
     let (mut lo, mut hi) = (1u64, 0u64);
     if stride.d == 1 {
-        flat.iter()
-            .map(|&f| {
-                if f < lo || f >= hi {
-                    lo = extent.quotient(f) * extent.d;
-                    hi = lo + extent.d;
-                }
-                values[(f - lo) as usize]
-            })
-            .collect()
+        for &f in flat {
+            if f < lo || f >= hi {
+                lo = extent.quotient(f) * extent.d;
+                hi = lo + extent.d;
+            }
+            emit(values[(f - lo) as usize]);
+        }
     } else {
         let mut current = T::default();
-        flat.iter()
-            .map(|&f| {
-                if f < lo || f >= hi {
-                    let q = stride.quotient(f);
-                    lo = q * stride.d;
-                    hi = lo + stride.d;
-                    current = values[(q - extent.quotient(q) * extent.d) as usize];
-                }
-                current
-            })
-            .collect()
+        for &f in flat {
+            if f < lo || f >= hi {
+                let q = stride.quotient(f);
+                lo = q * stride.d;
+                hi = lo + stride.d;
+                current = values[(q - extent.quotient(q) * extent.d) as usize];
+            }
+            emit(current);
+        }
     }
 }
 
@@ -76,8 +134,18 @@ mod tests {
             assert_eq!(axis_indices(d, &shape, &flat), want_idx);
             let want: Vec<i32> = want_idx.iter().map(|&i| coord[i as usize]).collect();
             assert_eq!(pick(&coord, d, &shape, &flat), want);
+            let bytes: Vec<u8> = coord.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            let mut got = Vec::new();
+            pick_bytes(&bytes, 4, d, &shape, &flat, &mut got).unwrap();
+            assert_eq!(got, want.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>());
         }
         assert!(pick::<u8>(&[1, 2], 0, &[2], &[]).is_empty());
+        // Bad arguments are errors, not panics.
+        let mut out = Vec::new();
+        assert!(pick_bytes(&[0; 8], 4, 0, &[3], &[0], &mut out).is_err());
+        assert!(pick_bytes(&[0; 12], 3, 0, &[4], &[0], &mut out).is_err());
+        assert!(pick_bytes(&[0; 12], 4, 0, &[3], &[3], &mut out).is_err());
+        assert!(pick_bytes(&[0; 12], 4, 1, &[3], &[0], &mut out).is_err());
         // Large enough for axis_indices to split across threads.
         let big = [600u64, 700, 3];
         let flat: Vec<u64> = (0..big.iter().product::<u64>()).filter(|f| f % 3 != 1).collect();

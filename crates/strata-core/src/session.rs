@@ -115,6 +115,11 @@ impl Query {
         })
     }
 
+    /// The shape of the grid the query runs on: its first constrained variable's.
+    pub fn grid_shape(&self, manifest: &crate::Manifest) -> Result<Vec<u64>> {
+        Ok(manifest.shape(manifest.variable(driver(self)?)?.1))
+    }
+
     /// The query as the reader runs it: constraints on stored values.
     fn stored(&self, reader: &StoreReader) -> Result<Query> {
         let mut q = self.clone();
@@ -199,6 +204,8 @@ pub struct Session {
     model: Mutex<CostModel>,
     source: String,
     runs: Mutex<Vec<Run>>,
+    /// Elements per piece of a points query or a SQL scan (see [`crate::query::pieces`]).
+    piece_elements: u64,
 }
 
 impl Default for Session {
@@ -210,7 +217,25 @@ impl Default for Session {
 impl Session {
     pub fn new(model: CostModel) -> Session {
         let source = model.source.clone();
-        Session { model: Mutex::new(model), source, runs: Mutex::new(Vec::new()) }
+        Session {
+            model: Mutex::new(model),
+            source,
+            runs: Mutex::new(Vec::new()),
+            piece_elements: crate::query::pieces::PIECE_ELEMENTS,
+        }
+    }
+
+    /// The session cutting queries into pieces of about `n` elements rather than
+    /// [`PIECE_ELEMENTS`](crate::query::pieces::PIECE_ELEMENTS) (fewer bounds memory
+    /// tighter and costs more per-piece setup).
+    pub fn with_piece_elements(mut self, n: u64) -> Session {
+        self.piece_elements = n.max(1);
+        self
+    }
+
+    /// Elements per piece of the queries this session cuts.
+    pub fn piece_elements(&self) -> u64 {
+        self.piece_elements
     }
 
     /// A session on the stored cost model ([`cost_model_path`]), or the built-in defaults
@@ -270,38 +295,118 @@ impl Session {
         Ok(plan)
     }
 
-    /// Plans, runs and observes `query`.
+    /// Plans, runs and observes `query`. A points query's flat indices and columns are
+    /// joined from its pieces (see [`run_points`](Self::run_points)).
     pub fn run(&self, reader: &StoreReader, query: &Query) -> Result<Answer> {
+        if query.output == Output::Points {
+            let mut flat = Vec::new();
+            let mut columns: Vec<Vec<u8>> = vec![Vec::new(); query.variables.len()];
+            let mut answer = self.run_points(
+                reader,
+                query,
+                |_, points| Ok(points),
+                |points| {
+                    flat.extend_from_slice(&points.flat);
+                    for (all, piece) in columns.iter_mut().zip(&points.columns) {
+                        all.extend_from_slice(piece);
+                    }
+                    Ok(())
+                },
+            )?;
+            let shape = reader.manifest().shape(reader.manifest().variable(driver(query)?)?.1);
+            answer.selection = Selection { shape, flat };
+            answer.columns = columns;
+            return Ok(answer);
+        }
+        self.observed(reader, query, |query, plan| {
+            // One method for the whole selection.
+            let method = plan.slabs.first().map_or(query.method.unwrap_or(Method::Index), |s| s.choice);
+            let count_only = query.output == Output::Count;
+            let (sel, count, stats) =
+                reader.select_with(&query.predicate, &query.region, query.mask.as_deref(), count_only, method)?;
+            Ok((count, sel, stats))
+        })
+    }
+
+    /// Plans, runs and observes a points query a piece at a time (see
+    /// [`crate::query::pieces`]): pieces run side by side, a few at a time, each shaped by
+    /// `shape` (given the piece's region and its points) on the thread that ran it, and
+    /// handed to `consume` in order. Memory holds the pieces in flight and what `consume`
+    /// keeps. The answer carries the count and what the query did, not the points.
+    pub fn run_points<T: Send>(
+        &self,
+        reader: &StoreReader,
+        query: &Query,
+        shape: impl Fn(&[DimSelection], Points) -> Result<T> + Sync,
+        mut consume: impl FnMut(T) -> Result<()>,
+    ) -> Result<Answer> {
+        use crate::query::pieces::split;
+        use rayon::prelude::*;
+        if query.output != Output::Points {
+            return Err(Error::InvalidArgument("run_points runs a points query".into()));
+        }
+        self.observed(reader, query, |query, plan| {
+            let outputs = returned(query);
+            let method_for = |slab: usize| plan.method_for(slab);
+            let mut pieces = split(&query.region, reader.piece_alignment(driver(query)?)?, self.piece_elements);
+            if pieces.is_empty() {
+                // Nothing selected: one empty piece still checks the query's arguments.
+                pieces.push(query.region.clone());
+            }
+            // A round of one piece per thread; a round's results are consumed on this thread
+            // while the next round runs (the pieces' boxes spread over threads too, so a slow
+            // piece does not leave a thread idle). Memory holds two rounds.
+            let window = 2 * rayon::current_num_threads().max(1);
+            let (mut count, mut stats) = (0u64, QueryStats::default());
+            let run_piece = |sel: &Vec<DimSelection>| -> Result<(u64, T, QueryStats)> {
+                let (points, st) =
+                    reader.points(&query.predicate, sel, query.mask.as_deref(), &outputs, query.level, &method_for)?;
+                let n = points.flat.len() as u64;
+                Ok((n, shape(sel, points)?, st))
+            };
+            std::thread::scope(|scope| -> Result<()> {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<(u64, T, QueryStats)>>>(0);
+                let pieces = &pieces;
+                let run_piece = &run_piece;
+                scope.spawn(move || {
+                    for round in pieces.chunks(window) {
+                        let done: Vec<_> = round.par_iter().map(run_piece).collect();
+                        let failed = done.iter().any(|r| r.is_err());
+                        // The receiver is gone when consuming failed: stop.
+                        if tx.send(done).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
+                for done in rx {
+                    for piece in done {
+                        let (n, shaped, st) = piece?;
+                        count += n;
+                        stats.add(&st);
+                        consume(shaped)?;
+                    }
+                }
+                Ok(())
+            })?;
+            Ok((count, Selection::default(), stats))
+        })
+    }
+
+    /// Checks, plans and times `body` on the query as stored, and folds the time into the
+    /// model. `body` returns the count, the selection (if any) and what it did.
+    fn observed(
+        &self,
+        reader: &StoreReader,
+        query: &Query,
+        body: impl FnOnce(&Query, &QueryPlan) -> Result<(u64, Selection, QueryStats)>,
+    ) -> Result<Answer> {
         check(reader, query)?;
         let query = &query.stored(reader)?;
         let model = self.model();
         let plan = self.plan_with(reader, query, &model)?;
         let before = reader.stats();
         let started = Instant::now();
-        let (count, selection, columns, stats) = match query.output {
-            Output::Count | Output::Positions => {
-                // One method for the whole selection.
-                let method = plan.slabs.first().map_or(query.method.unwrap_or(Method::Index), |s| s.choice);
-                let count_only = query.output == Output::Count;
-                let (sel, count, stats) =
-                    reader.select_with(&query.predicate, &query.region, query.mask.as_deref(), count_only, method)?;
-                (count, sel, vec![], stats)
-            }
-            Output::Points => {
-                let outputs = returned(query);
-                let method_for = |slab: usize| plan.method_for(slab);
-                let (Points { flat, columns }, stats) = reader.points(
-                    &query.predicate,
-                    &query.region,
-                    query.mask.as_deref(),
-                    &outputs,
-                    query.level,
-                    &method_for,
-                )?;
-                let shape = reader.manifest().shape(reader.manifest().variable(driver(query)?)?.1);
-                (flat.len() as u64, Selection { shape, flat }, columns, stats)
-            }
-        };
+        let (count, selection, stats) = body(query, &plan)?;
         let seconds = started.elapsed().as_secs_f64();
         let after = reader.stats();
         let estimated_s = plan.seconds();
@@ -322,7 +427,7 @@ impl Session {
         Ok(Answer {
             count,
             selection,
-            columns,
+            columns: vec![],
             stats,
             plan,
             methods,

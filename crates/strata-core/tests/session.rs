@@ -137,8 +137,11 @@ fn query(text: &str, sel: Vec<DimSelection>, output: Output, method: Option<Meth
 fn every_method_and_output_gives_the_brute_force_answer() {
     for layout in ["S", "V-S", "V-M-S"] {
         let reader = store(layout);
-        let session = Session::default();
+        // Pieces of a few rows: a points query joins many of them, run side by side.
+        let session = Session::default().with_piece_elements(70);
         let sel = region((1, 5), (2, 19, 3));
+        let align = reader.piece_alignment("temp").unwrap();
+        assert!(strata_core::query::pieces::split(&sel, align, 70).len() > 1, "{layout}: one piece");
         let cases: Vec<(&str, Keep)> = vec![
             ("temp > 12.5", Box::new(|t, y, x| temp(t, y, x) > 12.5)),
             ("not temp > 12.5", Box::new(|t, y, x| temp(t, y, x) <= 12.5)),

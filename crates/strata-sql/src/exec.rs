@@ -20,13 +20,10 @@ use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use std::sync::{Arc, Mutex};
 use strata_core::points;
+use strata_core::query::pieces;
 use strata_core::query::{Method, Predicate};
 use strata_core::session::PiecePlans;
 use strata_core::{DType, DimSelection, Error, Result};
-
-/// Elements per piece, about: large enough to amortize planning, small enough to bound
-/// memory (a few columns of this many values).
-const PIECE_ELEMENTS: u64 = 1 << 20;
 
 #[derive(Debug)]
 pub(crate) struct ScanRequest {
@@ -137,39 +134,22 @@ fn picked<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, d: usize, shape: &[u64],
     Arc::new(PrimitiveArray::<T>::new(values.into(), None).with_data_type(a.data_type().clone()))
 }
 
-/// Splits the region into pieces along the first dimension, at multiples of the
-/// sub-chunk length of the first variable constrained or read.
+/// Splits the region into pieces along the first dimension (the engine's rule), aligned to
+/// the sub-chunks of the first variable constrained or read.
 fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
-    let region = &req.region;
-    if region.is_empty() || region.iter().any(|s| s.stop <= s.start) {
+    if req.region.is_empty() {
         return Ok(vec![]);
     }
-    let inner: u64 = region[1..].iter().map(|s| s.stop - s.start).product::<u64>().max(1);
     let driver = req
         .predicate
         .as_ref()
         .and_then(|p| p.variable_names().first().map(|s| s.to_string()))
         .or_else(|| req.table.group.variables.first().cloned());
-    let step = match driver {
-        Some(name) => {
-            let (_, v) = req.table.reader.manifest().variable(&name)?;
-            v.chunking.as_ref().map_or(1, |c| c.subchunk[0].max(1))
-        }
+    let align = match driver {
+        Some(name) => req.table.reader.piece_alignment(&name)?,
         None => 1,
     };
-    let rows = (PIECE_ELEMENTS / inner).max(1).div_ceil(step) * step;
-    let (lo, hi) = (region[0].start, region[0].stop);
-    let mut out = Vec::new();
-    // Piece boundaries fall on multiples of `rows` (so, of the sub-chunk length).
-    let mut a = lo;
-    while a < hi {
-        let b = ((a / rows + 1) * rows).min(hi);
-        let mut sel = region.clone();
-        sel[0] = DimSelection { start: a, stop: b, step: 1 };
-        out.push(sel);
-        a = b;
-    }
-    Ok(out)
+    Ok(pieces::split(&req.region, align, req.table.planning.session.piece_elements()))
 }
 
 /// The batches of piece number `piece`.

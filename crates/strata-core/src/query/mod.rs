@@ -14,6 +14,7 @@
 mod evaluate;
 mod gather;
 mod order;
+pub mod pieces;
 mod predicate;
 #[cfg(test)]
 mod tests;
@@ -67,6 +68,17 @@ pub struct QueryStats {
     pub boundary: u64,
     /// Sub-chunks read whole and tested element by element (method `Scan`).
     pub scanned: u64,
+}
+
+impl QueryStats {
+    /// Adds what another part of the same query did.
+    pub fn add(&mut self, other: &QueryStats) {
+        self.subchunks += other.subchunks;
+        self.full += other.full;
+        self.empty += other.empty;
+        self.boundary += other.boundary;
+        self.scanned += other.scanned;
+    }
 }
 
 #[derive(Default)]
