@@ -205,12 +205,13 @@ def test_regions_with_strides(layout_store, method):
         assert ds.query("t > 0", isel={"time": 7}, output="count") == (valid(t[7]) & (t[7] > 0)).sum()
 
 
-def test_values_at_reduced_precision_with_an_exact_selection(layout_store):
+@pytest.mark.parametrize("method", ["index", "scan"])
+def test_values_at_reduced_precision_with_an_exact_selection(layout_store, method):
     layout, path, (t, s, _) = layout_store
     ds = strata.open(path)
     ref = valid(t) & (t > 1) & (s > 34)
     for level in (1, 2):
-        pts = ds.query("t > 1 and s > 34", output="points", variables=["t", "s"], precision=level)
+        pts = ds.query("t > 1 and s > 34", output="points", variables=["t", "s"], precision=level, method=method)
         assert len(pts) == ref.sum()
         np.testing.assert_array_equal(pts["t"].to_numpy(), ds["t"].at_precision(level)[...][ref])
         np.testing.assert_array_equal(pts["s"].to_numpy(), ds["s"].at_precision(level)[...][ref])

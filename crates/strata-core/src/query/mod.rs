@@ -11,6 +11,7 @@
 //! Selection is always exact: boundary values are read at full precision. Only the values
 //! a query returns are read at a reduced precision level.
 
+mod dense_scan;
 mod evaluate;
 mod gather;
 mod order;
@@ -25,6 +26,7 @@ use crate::grid::{ravel, unravel, AxisBlock};
 use crate::manifest::Variable;
 use crate::mask::Mask;
 use crate::reader::{DimSelection, StoreReader, SubchunkId};
+use dense_scan::dense_scan_fits;
 use evaluate::*;
 use order::*;
 pub(crate) use predicate::Coverage;
@@ -372,6 +374,12 @@ impl StoreReader {
         }
         let boxes = self.query_boxes(driver_idx, sel, mask);
         let counters = Counters::default();
+        if mask.is_none() && boxes.iter().all(|b| method_for(b.slab) == Method::Scan) && dense_scan_fits(sel) {
+            counters.subchunks.fetch_add(boxes.len() as u64, Ordering::Relaxed);
+            counters.scanned.fetch_add(boxes.len() as u64, Ordering::Relaxed);
+            let points = self.scan_points_dense(pred, sel, &shape, outputs, level)?;
+            return Ok((points, counters.into_stats()));
+        }
         let parts: Vec<BoxPoints> = boxes
             .par_iter()
             .map(|b| {
@@ -477,14 +485,18 @@ impl StoreReader {
     /// element: which satisfy `pred`, and the raw bytes read, by variable.
     fn scan_test<'p>(&self, pred: &'p Predicate, b: &QueryBox, counters: &Counters) -> Result<ScanTest<'p>> {
         counters.scanned.fetch_add(1, Ordering::Relaxed);
-        let sel = b.selection();
-        let n = b.len.iter().product::<u64>() as usize;
+        self.test_region(pred, &b.selection(), b.len.iter().product::<u64>() as usize)
+    }
+
+    /// Reads the `n` elements of `sel` of every constrained variable (full precision) and
+    /// tests each, in row-major order.
+    fn test_region<'p>(&self, pred: &'p Predicate, sel: &[DimSelection], n: usize) -> Result<ScanTest<'p>> {
         let mut raws = HashMap::new();
         if let Predicate::Cmp { var, op, value } = pred {
             // One comparison: tested on the stored bytes, with no f64 copy.
             let (_, v) = self.manifest().variable(var)?;
             let mut raw = vec![0u8; n * v.dtype.size()];
-            self.read_into_at(var, &sel, None, &mut raw)?;
+            self.read_into_at(var, sel, None, &mut raw)?;
             let mask = op.matches_raw(v.dtype, &raw, *value, &v.missing_values());
             raws.insert(var.as_str(), raw);
             return Ok((mask, raws));
@@ -493,7 +505,7 @@ impl StoreReader {
         for name in pred.variable_names() {
             let (_, var) = self.manifest().variable(name)?;
             let mut raw = vec![0u8; n * var.dtype.size()];
-            self.read_into_at(name, &sel, None, &mut raw)?;
+            self.read_into_at(name, sel, None, &mut raw)?;
             columns.insert(name, (var.dtype.to_f64s(&raw), var.missing_values()));
             raws.insert(name, raw);
         }
