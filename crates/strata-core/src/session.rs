@@ -348,7 +348,7 @@ impl Session {
         self.observed(reader, query, |query, plan| {
             let outputs = returned(query);
             let method_for = |slab: usize| plan.method_for(slab);
-            let mut pieces = split(&query.region, reader.piece_alignment(driver(query)?)?, self.piece_elements);
+            let mut pieces = split(&query.region, &reader.piece_starts(driver(query)?)?, self.piece_elements);
             if pieces.is_empty() {
                 // Nothing selected: one empty piece still checks the query's arguments.
                 pieces.push(query.region.clone());

@@ -140,8 +140,11 @@ fn every_method_and_output_gives_the_brute_force_answer() {
         // Pieces of a few rows: a points query joins many of them, run side by side.
         let session = Session::default().with_piece_elements(70);
         let sel = region((1, 5), (2, 19, 3));
-        let align = reader.piece_alignment("temp").unwrap();
-        assert!(strata_core::query::pieces::split(&sel, align, 70).len() > 1, "{layout}: one piece");
+        let starts = reader.piece_starts("temp").unwrap();
+        // Slabs of 2 records restart the chunk grid: each starts a sub-chunk.
+        assert!(starts.windows(2).all(|w| w[0] < w[1]) && starts.iter().all(|&s| s < T), "{starts:?}");
+        assert!([0, 2, 4].iter().all(|s| starts.contains(s)), "{starts:?}");
+        assert!(strata_core::query::pieces::split(&sel, &starts, 70).len() > 1, "{layout}: one piece");
         let cases: Vec<(&str, Keep)> = vec![
             ("temp > 12.5", Box::new(|t, y, x| temp(t, y, x) > 12.5)),
             ("not temp > 12.5", Box::new(|t, y, x| temp(t, y, x) <= 12.5)),

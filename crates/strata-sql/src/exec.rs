@@ -134,8 +134,8 @@ fn picked<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, d: usize, shape: &[u64],
     Arc::new(PrimitiveArray::<T>::new(values.into(), None).with_data_type(a.data_type().clone()))
 }
 
-/// Splits the region into pieces along the first dimension (the engine's rule), aligned to
-/// the sub-chunks of the first variable constrained or read.
+/// Splits the region into pieces along the first dimension (the engine's rule), cut where
+/// the sub-chunks of the first variable constrained or read start.
 fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
     if req.region.is_empty() {
         return Ok(vec![]);
@@ -145,11 +145,11 @@ fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
         .as_ref()
         .and_then(|p| p.variable_names().first().map(|s| s.to_string()))
         .or_else(|| req.table.group.variables.first().cloned());
-    let align = match driver {
-        Some(name) => req.table.reader.piece_alignment(&name)?,
-        None => 1,
+    let starts = match driver {
+        Some(name) => req.table.reader.piece_starts(&name)?,
+        None => vec![0],
     };
-    Ok(pieces::split(&req.region, align, req.table.planning.session.piece_elements()))
+    Ok(pieces::split(&req.region, &starts, req.table.planning.session.piece_elements()))
 }
 
 /// The batches of piece number `piece`.

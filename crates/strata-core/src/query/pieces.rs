@@ -11,44 +11,73 @@ use crate::reader::{DimSelection, StoreReader};
 /// fresh pages (several columns of this many values).
 pub const PIECE_ELEMENTS: u64 = 1 << 20;
 
-/// `region` cut along its first dimension into pieces of about `piece_elements` selected
-/// elements, each boundary at a multiple of `align` (the sub-chunk length along that
-/// dimension, so no sub-chunk is read by two pieces). Strides are kept: each piece starts at
-/// the first selected index of its span. An empty region has no pieces; a region without
-/// dimensions is one piece.
-pub fn split(region: &[DimSelection], align: u64, piece_elements: u64) -> Vec<Vec<DimSelection>> {
-    let Some(first) = region.first() else {
+/// `region` cut along its first dimension into pieces of at least `piece_elements`
+/// selected elements (the last may hold fewer), each boundary at one of `starts` (the
+/// sub-chunk starts along that dimension, ascending: see [`StoreReader::piece_starts`]), so
+/// no sub-chunk is read by two pieces. Strides are kept: each piece starts at the first
+/// selected index of its span. An empty region has no pieces; a region without dimensions
+/// is one piece.
+pub fn split(region: &[DimSelection], starts: &[u64], piece_elements: u64) -> Vec<Vec<DimSelection>> {
+    let Some(first) = region.first().copied() else {
         return vec![region.to_vec()];
     };
     if region.iter().any(|s| s.count() == 0) {
         return vec![];
     }
     let inner: u64 = region[1..].iter().map(|s| s.count()).product::<u64>().max(1);
-    let align = align.max(1);
-    // Indices along the first dimension per piece: enough selected ones (at its stride) to
-    // make `piece_elements`, rounded up to the alignment.
-    let per = (piece_elements.max(1) / inner).max(1).saturating_mul(first.step.max(1));
-    let span = per.div_ceil(align).saturating_mul(align);
+    // Selected indices along the first dimension a piece needs.
+    let rows = piece_elements.max(1).div_ceil(inner);
+    let selected = |lo: u64, hi: u64| {
+        let span = DimSelection { start: first.start, stop: hi.min(first.stop), step: first.step };
+        span.first_in(lo, hi).map_or(0, |a| (span.stop - a).div_ceil(first.step.max(1)))
+    };
     let mut out = Vec::new();
-    let mut lo = first.start;
-    while lo < first.stop {
-        let hi = (lo / span).saturating_add(1).saturating_mul(span).min(first.stop);
+    let mut push = |lo: u64, hi: u64| {
         if let Some(start) = first.first_in(lo, hi) {
             let mut sel = region.to_vec();
             sel[0] = DimSelection { start, stop: hi, step: first.step };
             out.push(sel);
         }
-        lo = hi;
+    };
+    let mut lo = first.start;
+    for &cut in starts.iter().filter(|&&c| c > first.start && c < first.stop) {
+        if cut > lo && selected(lo, cut) >= rows {
+            push(lo, cut);
+            lo = cut;
+        }
     }
+    push(lo, first.stop);
     out
 }
 
 impl StoreReader {
-    /// The length along the first dimension pieces of a query driven by `name` are aligned
-    /// to: its sub-chunks'.
-    pub fn piece_alignment(&self, name: &str) -> Result<u64> {
+    /// Where the sub-chunks of `name` start along its first dimension, ascending: pieces of
+    /// a query driven by it are cut there. Record slabs restart the chunk grid, and a chunk
+    /// not a multiple of its sub-chunk ends with a shorter one, so these are not multiples
+    /// of one length.
+    pub fn piece_starts(&self, name: &str) -> Result<Vec<u64>> {
         let (_, v) = self.manifest().variable(name)?;
-        Ok(v.chunking.as_ref().and_then(|c| c.subchunk.first().copied()).unwrap_or(1).max(1))
+        let shape = self.manifest().shape(v);
+        let (Some(c), Some(&extent)) = (v.chunking.as_ref(), shape.first()) else {
+            return Ok(vec![0]);
+        };
+        let (chunk, sub) = (c.chunk[0].max(1), c.subchunk[0].max(1));
+        let mut starts = Vec::new();
+        for (_, offset, count) in self.parts_of(v) {
+            let (offset, count) = if self.manifest().is_record_var(v) { (offset, count) } else { (0, extent) };
+            let mut k = 0;
+            while k < count {
+                let mut s = 0;
+                while s < chunk && k + s < count {
+                    starts.push(offset + k + s);
+                    s += sub;
+                }
+                k += chunk;
+            }
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        Ok(starts)
     }
 }
 
@@ -66,25 +95,27 @@ mod tests {
     }
 
     #[test]
-    fn pieces_cover_the_region_once_on_aligned_boundaries() {
-        for (first, align, per) in [(sel(0, 100, 1), 8, 40), (sel(3, 97, 5), 4, 30), (sel(7, 8, 1), 16, 1)] {
+    fn pieces_cover_the_region_once_cut_at_sub_chunk_starts() {
+        // Irregular starts: slabs of 7 records, chunks of 4, sub-chunks of 3.
+        let starts: Vec<u64> = (0..100u64).filter(|r| (r % 7) % 4 == 0 || (r % 7) % 4 == 3).collect();
+        for (first, per) in [(sel(0, 100, 1), 40), (sel(3, 97, 5), 30), (sel(7, 8, 1), 1), (sel(5, 60, 2), 1)] {
             let region = vec![first, sel(2, 12, 1)];
-            let pieces = split(&region, align, per);
+            let pieces = split(&region, &starts, per);
             let want: Vec<u64> = (first.start..first.stop).step_by(first.step as usize).collect();
             assert_eq!(indices(&pieces), want);
-            for p in &pieces {
+            for (i, p) in pieces.iter().enumerate() {
                 assert_eq!(p[1], region[1]);
                 assert!(p[0].count() > 0);
-            }
-            // Every boundary between pieces is aligned.
-            for w in pieces.windows(2) {
-                assert_eq!(w[0][0].stop % align, 0);
-                assert!(w[0][0].stop <= w[1][0].start);
+                if i + 1 < pieces.len() {
+                    // Full pieces, each ending where a sub-chunk starts.
+                    assert!(p[0].count() * 10 >= per, "{first:?}: {p:?}");
+                    assert!(starts.contains(&p[0].stop), "{first:?}: {p:?}");
+                }
             }
         }
-        assert!(split(&[sel(0, 10, 1), sel(4, 4, 1)], 1, 10).is_empty());
-        assert_eq!(split(&[], 1, 10), vec![Vec::<DimSelection>::new()]);
+        assert!(split(&[sel(0, 10, 1), sel(4, 4, 1)], &[0], 10).is_empty());
+        assert_eq!(split(&[], &[0], 10), vec![Vec::<DimSelection>::new()]);
         // Huge pieces asked for: one piece.
-        assert_eq!(split(&[sel(0, 10, 1)], 3, u64::MAX).len(), 1);
+        assert_eq!(split(&[sel(0, 10, 1)], &[0, 3, 6, 9], u64::MAX).len(), 1);
     }
 }
