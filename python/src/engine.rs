@@ -256,7 +256,7 @@ impl Session {
                 self.inner.run_points(
                     &reader.inner,
                     &query.inner,
-                    |_, points| {
+                    |points| {
                         let mut dims = Vec::with_capacity(nd);
                         for d in 0..nd {
                             let mut c = Vec::new();

@@ -316,66 +316,64 @@ def _point_columns(ds: Dataset, driver, values: dict) -> tuple[list, list[str]]:
     return plan, aux
 
 
-def _points(ds: Dataset, driver, query: _core.Query, views: dict):
-    """A points query run by the engine a piece at a time, its columns built there: the
-    frame and what the query did."""
-    import pandas as pd
-
-    plan, aux = _point_columns(ds, driver, views)
-    coordinates = [
+def _engine_coordinates(plan: list) -> list:
+    """Per dimension, its numeric coordinate as the engine takes it (bytes, item size)."""
+    return [
         None if numeric is None else (np.ascontiguousarray(numeric).view(np.uint8).reshape(-1), numeric.dtype.itemsize)
         for _, _, numeric, _ in plan
     ]
-    dims, cols, answer = session().points(ds._reader, query, coordinates, [want for *_, want in plan])
+
+
+def _points(ds: Dataset, driver, query: _core.Query, views: dict):
+    """A points query run by the engine a piece at a time, its columns built there: the
+    frame and what the query did."""
+    plan, aux = _point_columns(ds, driver, views)
+    dims, cols, answer = session().points(ds._reader, query, _engine_coordinates(plan), [want for *_, want in plan])
+    values = {n: _native(col.view(views[n].dtype)) for n, col in zip(views, cols, strict=True)}
+    return _frame(ds, driver, plan, aux, dims, values), answer
+
+
+def _points_at(ds: Dataset, driver, flat: np.ndarray, values: dict):
+    """The frame of a points result given by flat indices (values gathered by position)."""
+    flat = np.ascontiguousarray(flat, dtype=np.uint64)
+    shape = [int(n) for n in driver.shape]
+    plan, aux = _point_columns(ds, driver, values)
+    dims = [
+        (
+            None if coord is None else _core.pick_coordinates(flat, shape, d, coord[0], coord[1]),
+            _core.axis_indices(flat, shape, d) if want else None,
+        )
+        for d, (coord, (*_, want)) in enumerate(zip(_engine_coordinates(plan), plan, strict=True))
+    ]
+    return _frame(ds, driver, plan, aux, dims, values)
+
+
+def _frame(ds: Dataset, driver, plan: list, aux: list[str], dims: list, values: dict):
+    """The frame of a points result: per dimension (as `_point_columns` planned it) the
+    coordinate's values or the indices along it, from `dims` (the engine's (coordinate
+    bytes, uint64 indices) per dimension, each None unless asked for); the auxiliary
+    coordinates; then the values."""
+    import pandas as pd
+
     columns: dict[str, Any] = {}
-    along = {}
-    for d, ((name, labels, numeric, _), (picked, index)) in enumerate(zip(plan, dims, strict=True)):
-        if index is not None:
-            along[d] = index.view(np.int64)
+    along = {d: index.view(np.int64) for d, (_, index) in enumerate(dims) if index is not None}
+    for d, ((name, labels, numeric, _), (picked, _)) in enumerate(zip(plan, dims, strict=True)):
         if numeric is not None:
             columns[name] = picked.view(numeric.dtype)
         elif labels is not None:
             columns[name] = labels[along[d]]
         else:
             columns[name] = along[d]
-    _add_auxiliary(ds, driver, aux, columns, along)
-    columns.update({n: _native(col.view(views[n].dtype)) for n, col in zip(views, cols, strict=True)})
-    # copy=False: the columns become the frame as they are (a dict is otherwise copied into
-    # one block per dtype, which took longer than the query on large results).
-    return pd.DataFrame(columns, copy=False), answer
-
-
-def _points_at(ds: Dataset, driver, flat: np.ndarray, values: dict):
-    """The frame of a points result given by flat indices (values gathered by position)."""
-    import pandas as pd
-
-    flat = np.ascontiguousarray(flat, dtype=np.uint64)
-    shape = [int(n) for n in driver.shape]
-    plan, aux = _point_columns(ds, driver, values)
-    columns: dict[str, Any] = {}
-    along = {}
-    for d, (name, labels, numeric, want) in enumerate(plan):
-        if want:
-            along[d] = _core.axis_indices(flat, shape, d).view(np.int64)
-        if numeric is not None:
-            raw = np.ascontiguousarray(numeric).view(np.uint8).reshape(-1)
-            columns[name] = _core.pick_coordinates(flat, shape, d, raw, numeric.dtype.itemsize).view(numeric.dtype)
-        elif labels is not None:
-            columns[name] = labels[along[d]]
-        else:
-            columns[name] = along[d]
-    _add_auxiliary(ds, driver, aux, columns, along)
-    columns.update(values)
-    return pd.DataFrame(columns, copy=False)
-
-
-def _add_auxiliary(ds: Dataset, driver, aux: list[str], columns: dict, along: dict) -> None:
-    """Auxiliary coordinates (2-D lat/lon of a curvilinear grid) at each point."""
+    # Auxiliary coordinates (2-D lat/lon of a curvilinear grid) at each point.
     from ._area import coordinate_values
 
     for name in aux:
         if name not in columns:
             columns[name] = coordinate_values(ds, name)[tuple(along[driver.dims.index(d)] for d in ds[name].dims)]
+    columns.update(values)
+    # copy=False: the columns become the frame as they are (a dict is otherwise copied into
+    # one block per dtype, which took longer than the query on large results).
+    return pd.DataFrame(columns, copy=False)
 
 
 def _dense(driver, starts, stops, steps, flat: np.ndarray, values: dict):

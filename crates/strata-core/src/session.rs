@@ -301,20 +301,14 @@ impl Session {
         if query.output == Output::Points {
             let mut flat = Vec::new();
             let mut columns: Vec<Vec<u8>> = vec![Vec::new(); query.variables.len()];
-            let mut answer = self.run_points(
-                reader,
-                query,
-                |_, points| Ok(points),
-                |points| {
-                    flat.extend_from_slice(&points.flat);
-                    for (all, piece) in columns.iter_mut().zip(&points.columns) {
-                        all.extend_from_slice(piece);
-                    }
-                    Ok(())
-                },
-            )?;
-            let shape = reader.manifest().shape(reader.manifest().variable(driver(query)?)?.1);
-            answer.selection = Selection { shape, flat };
+            let mut answer = self.run_points(reader, query, Ok, |points| {
+                flat.extend_from_slice(&points.flat);
+                for (all, piece) in columns.iter_mut().zip(&points.columns) {
+                    all.extend_from_slice(piece);
+                }
+                Ok(())
+            })?;
+            answer.selection = Selection { shape: query.grid_shape(reader.manifest())?, flat };
             answer.columns = columns;
             return Ok(answer);
         }
@@ -330,14 +324,13 @@ impl Session {
 
     /// Plans, runs and observes a points query a piece at a time (see
     /// [`crate::query::pieces`]): pieces run side by side, a few at a time, each shaped by
-    /// `shape` (given the piece's region and its points) on the thread that ran it, and
-    /// handed to `consume` in order. Memory holds the pieces in flight and what `consume`
+    /// `shape` on the thread that ran it, and handed to `consume` in order. Memory holds the pieces in flight and what `consume`
     /// keeps. The answer carries the count and what the query did, not the points.
     pub fn run_points<T: Send>(
         &self,
         reader: &StoreReader,
         query: &Query,
-        shape: impl Fn(&[DimSelection], Points) -> Result<T> + Sync,
+        shape: impl Fn(Points) -> Result<T> + Sync,
         mut consume: impl FnMut(T) -> Result<()>,
     ) -> Result<Answer> {
         use crate::query::pieces::split;
@@ -353,7 +346,7 @@ impl Session {
                 // Nothing selected: one empty piece still checks the query's arguments.
                 pieces.push(query.region.clone());
             }
-            // A round of one piece per thread; a round's results are consumed on this thread
+            // A round of two pieces per thread; a round's results are consumed on this thread
             // while the next round runs (the pieces' boxes spread over threads too, so a slow
             // piece does not leave a thread idle). Memory holds two rounds.
             let window = 2 * rayon::current_num_threads().max(1);
@@ -362,7 +355,7 @@ impl Session {
                 let (points, st) =
                     reader.points(&query.predicate, sel, query.mask.as_deref(), &outputs, query.level, &method_for)?;
                 let n = points.flat.len() as u64;
-                Ok((n, shape(sel, points)?, st))
+                Ok((n, shape(points)?, st))
             };
             std::thread::scope(|scope| -> Result<()> {
                 let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<(u64, T, QueryStats)>>>(0);

@@ -5,7 +5,6 @@
 //! every box by flat index. At high selectivity that ordering was most of a query's time.
 
 use super::evaluate::kept_positions;
-use super::order::picked;
 use super::pieces::PIECE_ELEMENTS;
 use super::{Points, Predicate};
 use crate::error::Result;
@@ -41,22 +40,7 @@ impl StoreReader {
         let local = kept_positions(None, &keep);
         drop(keep);
         let flat = flat_in_region(sel, &counts, shape, &local);
-        let mut columns = Vec::with_capacity(outputs.len());
-        for name in outputs {
-            let (_, var) = self.manifest().variable(name)?;
-            let es = var.dtype.size();
-            let read;
-            let raw = match raws.get(name) {
-                Some(r) if level.is_none() => r,
-                _ => {
-                    let mut buf = vec![0u8; n * es];
-                    self.read_into_at(name, sel, level, &mut buf)?;
-                    read = buf;
-                    &read
-                }
-            };
-            columns.push(picked(es, local.iter().map(|&p| (raw.as_slice(), p as usize))));
-        }
+        let columns = self.scanned_columns(outputs, sel, n, level, &raws, &local)?;
         Ok(Points { flat, columns })
     }
 }

@@ -460,8 +460,22 @@ impl StoreReader {
             Some(r) => r.iter().filter(|&p| mask[p as usize]).collect(),
             None => kept_positions(None, &mask),
         };
-        let sel = b.selection();
-        let n = mask.len();
+        let cols = self.scanned_columns(outputs, &b.selection(), mask.len(), level, &raws, &local)?;
+        Ok(BoxPoints { flat: flat_of(b, shape, local.into_iter()), columns: Some(cols) })
+    }
+
+    /// The values of `outputs` at the positions `local` of the `n` elements of `sel` a
+    /// scan tested, at `level`: taken from the bytes the test read (`raws`) when they are
+    /// at full precision, read otherwise.
+    fn scanned_columns(
+        &self,
+        outputs: &[&str],
+        sel: &[DimSelection],
+        n: usize,
+        level: Option<usize>,
+        raws: &HashMap<&str, Vec<u8>>,
+        local: &[u32],
+    ) -> Result<Vec<Vec<u8>>> {
         let mut cols = Vec::with_capacity(outputs.len());
         for name in outputs {
             let (_, var) = self.manifest().variable(name)?;
@@ -471,14 +485,14 @@ impl StoreReader {
                 Some(r) if level.is_none() => r,
                 _ => {
                     let mut buf = vec![0u8; n * es];
-                    self.read_into_at(name, &sel, level, &mut buf)?;
+                    self.read_into_at(name, sel, level, &mut buf)?;
                     read = buf;
                     &read
                 }
             };
             cols.push(picked(es, local.iter().map(|&p| (raw.as_slice(), p as usize))));
         }
-        Ok(BoxPoints { flat: flat_of(b, shape, local.into_iter()), columns: Some(cols) })
+        Ok(cols)
     }
 
     /// Reads the box of every constrained variable whole (full precision) and tests each
