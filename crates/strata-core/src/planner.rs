@@ -108,6 +108,10 @@ pub const CLOSE_CALL: f64 = 1.3;
 /// sake (see [`CostModel::choose`]).
 pub const EXPLORED: u32 = 8;
 
+/// How far one query's observed/estimated ratio moves a correction (an exponential
+/// moving average over queries).
+const LEARNING_RATE: f64 = 0.2;
+
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
@@ -237,14 +241,20 @@ impl CostModel {
     /// after the other's replaces the correction it borrowed: that was a guess, this is
     /// a measurement.
     pub fn observe(&mut self, method: Method, estimated_s: f64, observed_s: f64) {
-        self.observe_uncorrected(method, estimated_s / self.correction(method), observed_s);
+        self.observe_uncorrected(method, estimated_s / self.correction(method), observed_s, 1.0);
     }
 
     /// [`observe`](Self::observe) for an estimate without the correction: work planned
     /// before earlier observations moved the correction (the pieces of one query, planned
     /// together) is judged by the uncorrected estimate. Dividing an estimate made under an
     /// older correction by the current one compounds every change.
-    pub fn observe_uncorrected(&mut self, method: Method, uncorrected_s: f64, observed_s: f64) {
+    ///
+    /// `share` is the part of one query this observation is (a piece's share of its
+    /// query's estimate; 1 for a whole query): a query moves the correction as far as one
+    /// observation does however many pieces it was cut into. Counted per piece, one slow
+    /// query of 40 pieces (the first at a new result size pays its page faults, about 2x)
+    /// replaced the correction outright, and the method it slowed was not tried again.
+    pub fn observe_uncorrected(&mut self, method: Method, uncorrected_s: f64, observed_s: f64, share: f64) {
         if !uncorrected_s.is_finite() || uncorrected_s <= 0.0 || !observed_s.is_finite() || observed_s <= 0.0 {
             return;
         }
@@ -252,7 +262,8 @@ impl CostModel {
         let borrowed = self.observations[slot] == 0 && self.observations[1 - slot] > 0;
         let current = self.correction(method);
         let ratio = observed_s / uncorrected_s;
-        let next = if borrowed { ratio } else { 0.8 * current + 0.2 * ratio }.clamp(0.1, 10.0);
+        let weight = LEARNING_RATE * share.clamp(0.0, 1.0);
+        let next = if borrowed { ratio } else { (1.0 - weight) * current + weight * ratio }.clamp(0.1, 10.0);
         match method {
             Method::Index => self.index_correction = next,
             Method::Scan => self.scan_correction = next,
@@ -675,14 +686,32 @@ mod tests {
         // A query of 8 pieces, each estimated at 1 s uncorrected, planned before any runs;
         // each takes 0.5 s. Over queries the correction settles at 0.5 and stays there.
         let mut m = CostModel::default();
-        for _ in 0..30 {
+        for _ in 0..40 {
             for _ in 0..8 {
-                m.observe_uncorrected(Method::Index, 1.0, 0.5);
+                m.observe_uncorrected(Method::Index, 1.0, 0.5, 1.0 / 8.0);
             }
             let c = m.correction(Method::Index);
             assert!((0.5..=1.0).contains(&c), "correction {c} left [0.5, 1]");
         }
         assert!((m.correction(Method::Index) - 0.5).abs() < 1e-3);
+    }
+
+    #[test]
+    fn one_slow_query_cut_in_many_pieces_moves_the_correction_as_one_query() {
+        // Both methods settled at their estimates; then one query of 40 pieces by the scan
+        // runs 2.5x slow (its first run at a new result size pays page faults). The scan
+        // stays the choice on the next query, where it is 2x cheaper than the index.
+        let mut m = CostModel::default();
+        for _ in 0..20 {
+            m.observe(Method::Index, 1.0, 1.0);
+            m.observe(Method::Scan, 1.0, 1.0);
+        }
+        for _ in 0..40 {
+            m.observe_uncorrected(Method::Scan, 0.5 / 40.0, 2.5 * 0.5 / 40.0, 1.0 / 40.0);
+        }
+        let c = m.correction(Method::Scan);
+        assert!((1.25..=1.35).contains(&c), "one query moved the correction to {c}");
+        assert_eq!(m.choose(1.0 * m.correction(Method::Index), 0.5 * c), Method::Scan);
     }
 
     #[test]

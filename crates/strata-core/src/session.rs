@@ -195,6 +195,8 @@ pub struct Run {
 pub struct PiecePlans {
     pub method: Method,
     uncorrected: Vec<f64>,
+    /// The sum of `uncorrected`: each piece teaches the model its share of one query.
+    total: f64,
 }
 
 /// A cost model and the queries it learned from. Shared by reference between threads:
@@ -413,7 +415,7 @@ impl Session {
             for &method in &methods {
                 let share: f64 = plan.slabs.iter().filter(|s| s.choice == method).map(|s| s.seconds(method)).sum();
                 let observed = seconds * share / estimated_s;
-                m.observe_uncorrected(method, share / model.correction(method), observed);
+                m.observe_uncorrected(method, share / model.correction(method), observed, 1.0);
                 runs.push(Run { method, estimated_s: share, observed_s: observed });
             }
         }
@@ -466,8 +468,10 @@ impl Session {
         // Kept without the correction: earlier pieces of this query move it before later
         // ones are observed (see `CostModel::observe_uncorrected`).
         let c = model.correction(method);
-        let uncorrected = each.into_iter().map(|(i, s)| if method == Method::Index { i / c } else { s / c }).collect();
-        Ok(PiecePlans { method, uncorrected })
+        let uncorrected: Vec<f64> =
+            each.into_iter().map(|(i, s)| if method == Method::Index { i / c } else { s / c }).collect();
+        let total = uncorrected.iter().sum();
+        Ok(PiecePlans { method, uncorrected, total })
     }
 
     /// Runs piece number `piece` of `plans` by their method, and folds what it took into
@@ -487,7 +491,8 @@ impl Session {
         let observed_s = started.elapsed().as_secs_f64();
         let mut m = self.model.lock().unwrap_or_else(|p| p.into_inner());
         let estimated_s = uncorrected * m.correction(plans.method);
-        m.observe_uncorrected(plans.method, uncorrected, observed_s);
+        let of_query = if plans.total > 0.0 { uncorrected / plans.total } else { 1.0 };
+        m.observe_uncorrected(plans.method, uncorrected, observed_s, of_query);
         let run = Run { method: plans.method, estimated_s, observed_s };
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).push(run);
         Ok((out, run))
