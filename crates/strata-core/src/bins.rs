@@ -194,45 +194,81 @@ impl Bins {
         let missing_bin = self.missing_bin();
         let few = self.boundaries.len() <= 32;
         let mut ids = Vec::with_capacity(n);
-        dtype.for_each_f64(raw, |v| {
-            ids.push(if v.is_nan() || (!missing.is_empty() && missing.contains(&v)) {
-                missing_bin
-            } else if few {
-                // A branch-free count beats a binary search over a few boundaries.
-                self.boundaries.iter().map(|&b| (b <= v) as u32).sum()
+        dtype.for_each_f64_block(raw, |block| {
+            let at = ids.len();
+            if few {
+                // A branch-free count over a few boundaries, a block at a time so the
+                // compiler vectorizes it: several times a binary search per element.
+                let lanes = block.chunks_exact(8);
+                let rest = lanes.remainder();
+                for v in lanes {
+                    // Counts as u64, the width of an f64 comparison's mask: no narrowing
+                    // inside the loop, and all eight stay in registers.
+                    let mut acc = [0u64; 8];
+                    for &b in &self.boundaries {
+                        for i in 0..8 {
+                            acc[i] += (b <= v[i]) as u64;
+                        }
+                    }
+                    ids.extend(acc.iter().map(|&c| c as u32));
+                }
+                ids.extend(rest.iter().map(|&v| self.boundaries.iter().map(|&b| (b <= v) as u32).sum::<u32>()));
             } else {
-                self.boundaries.partition_point(|&b| b <= v) as u32
-            })
+                ids.extend(block.iter().map(|&v| self.boundaries.partition_point(|&b| b <= v) as u32));
+            }
+            let out = &mut ids[at..];
+            match missing {
+                [] => invalid_to(out, block, missing_bin, |_| false),
+                &[m] => invalid_to(out, block, missing_bin, |v| v == m),
+                _ => invalid_to(out, block, missing_bin, |v| missing.contains(&v)),
+            }
         });
         // Counted first, so every bin's buffers are allocated once at their size.
         let bins = missing_bin as usize + 1;
+        // Runs of one bin in position order (a field's neighbours mostly share a bin): a
+        // run is one copy and one range of positions, where element by element each
+        // write waited on the one before to the same bin's buffer and bitset byte.
+        let mut runs: Vec<(u32, usize)> = Vec::new();
         let mut counts = vec![0usize; bins];
-        for &b in &ids {
-            counts[b as usize] += 1;
-        }
-        let mut per_bin: Vec<Vec<u8>> = counts.iter().map(|&c| Vec::with_capacity(c * es)).collect();
-        // Positions as one bitset per bin, turned into bitmaps whole (faster than inserting
-        // positions one by one).
-        let row = n.div_ceil(8);
-        let mut bits = vec![0u8; bins * row];
-        match es {
-            4 => gather::<4>(raw, &ids, &mut per_bin, &mut bits, row),
-            8 => gather::<8>(raw, &ids, &mut per_bin, &mut bits, row),
-            2 => gather::<2>(raw, &ids, &mut per_bin, &mut bits, row),
-            1 => gather::<1>(raw, &ids, &mut per_bin, &mut bits, row),
-            _ => {
-                for (pos, &b) in ids.iter().enumerate() {
-                    per_bin[b as usize].extend_from_slice(&raw[pos * es..(pos + 1) * es]);
-                    bits[b as usize * row + pos / 8] |= 1 << (pos % 8);
-                }
+        let mut from = 0;
+        for i in 1..=n {
+            if i == n || ids[i] != ids[from] {
+                runs.push((ids[from], from));
+                counts[ids[from] as usize] += i - from;
+                from = i;
             }
         }
+        let mut per_bin: Vec<Vec<u8>> = counts.iter().map(|&c| Vec::with_capacity(c * es)).collect();
+        let mut bitmaps: Vec<RoaringBitmap> = vec![RoaringBitmap::new(); bins];
+        let few_runs = runs.len() <= n / 16;
+        // With many short runs, positions go through one bitset of 64-bit words per bin,
+        // a run at a time, turned into bitmaps whole (faster than inserting short ranges
+        // one by one).
+        let row = n.div_ceil(64);
+        let mut words = if few_runs { vec![] } else { vec![0u64; bins * row] };
+        for (k, &(b, s)) in runs.iter().enumerate() {
+            let e = runs.get(k + 1).map_or(n, |r| r.1);
+            per_bin[b as usize].extend_from_slice(&raw[s * es..e * es]);
+            if few_runs {
+                bitmaps[b as usize].insert_range(s as u32..e as u32);
+            } else {
+                set_bits(&mut words[b as usize * row..(b as usize + 1) * row], s, e);
+            }
+        }
+        let mut bytes_row = Vec::new();
         per_bin
             .into_iter()
+            .zip(bitmaps)
             .enumerate()
             .filter(|(b, _)| counts[*b] > 0)
-            .map(|(b, bytes)| {
-                let mut bitmap = RoaringBitmap::from_lsb0_bytes(0, &bits[b * row..(b + 1) * row]);
+            .map(|(b, (bytes, bitmap))| {
+                let mut bitmap = if few_runs {
+                    bitmap
+                } else {
+                    bytes_row.clear();
+                    bytes_row.extend(words[b * row..(b + 1) * row].iter().flat_map(|w| w.to_le_bytes()));
+                    RoaringBitmap::from_lsb0_bytes(0, &bytes_row)
+                };
                 bitmap.optimize();
                 (b as u32, bitmap, bytes)
             })
@@ -240,12 +276,24 @@ impl Bins {
     }
 }
 
-/// Appends each element of `raw` (`N` bytes each) to its bin's bytes and sets its
-/// position in the bin's bitset (`row` bytes per bin).
-fn gather<const N: usize>(raw: &[u8], ids: &[u32], per_bin: &mut [Vec<u8>], bits: &mut [u8], row: usize) {
-    for (pos, (v, &b)) in raw.chunks_exact(N).zip(ids).enumerate() {
-        per_bin[b as usize].extend_from_slice(v);
-        bits[b as usize * row + pos / 8] |= 1 << (pos % 8);
+/// Puts each invalid element (NaN, or `missing`) of `block` in `missing_bin`; a loop per
+/// kind of `missing`, with the test inlined.
+fn invalid_to(ids: &mut [u32], block: &[f64], missing_bin: u32, missing: impl Fn(f64) -> bool) {
+    for (o, &v) in ids.iter_mut().zip(block) {
+        let invalid = v.is_nan() | missing(v);
+        *o = if invalid { missing_bin } else { *o };
+    }
+}
+
+/// Sets bits `s..e` of a bitset of 64-bit words (bit i of word w is position 64w + i).
+fn set_bits(words: &mut [u64], mut s: usize, e: usize) {
+    while s < e {
+        let w = s / 64;
+        let hi = e.min((w + 1) * 64);
+        let len = hi - s;
+        let mask = if len == 64 { u64::MAX } else { ((1u64 << len) - 1) << (s % 64) };
+        words[w] |= mask;
+        s = hi;
     }
 }
 
@@ -355,6 +403,53 @@ mod tests {
             }
             // A corrupt index (positions past the buffer, too few values) must not panic.
             scatter(&values[..es * 10], &positions, es, &mut out[..es * 5]);
+        }
+    }
+
+    proptest::proptest! {
+        /// `split` (blocks, runs, word bitsets) and `summarize` (lanes) give what one
+        /// element at a time does: `bin_of` per element, a running min/max/count.
+        #[test]
+        fn split_and_summarize_agree_with_one_element_at_a_time(
+            values in proptest::collection::vec(
+                proptest::prop_oneof![-50i32..50, proptest::strategy::Just(999)], 0..700),
+            run in 1usize..40,
+            edges in proptest::collection::vec(-60i32..60, 0..40),
+            nan_every in 0usize..9,
+        ) {
+            // Runs of equal values (long runs take the range path, short ones the bitset).
+            let mut v: Vec<f64> = values.iter().flat_map(|&x| std::iter::repeat_n(x as f64 / 2.0, run % 7 + 1)).collect();
+            if nan_every > 0 {
+                v.iter_mut().step_by(nan_every).for_each(|x| *x = f64::NAN);
+            }
+            let missing = [999.0 / 2.0];
+            let raw: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let bins = Bins::new(edges.iter().map(|&e| e as f64 / 3.0).collect());
+            let parts = bins.split(&raw, DType::F64, &missing);
+            let mut want: Vec<(u32, Vec<u32>)> = vec![];
+            for (i, &x) in v.iter().enumerate() {
+                let b = bins.bin_of(x, &missing);
+                match want.iter_mut().find(|w| w.0 == b) {
+                    Some(w) => w.1.push(i as u32),
+                    None => want.push((b, vec![i as u32])),
+                }
+            }
+            want.sort();
+            let got: Vec<(u32, Vec<u32>)> = parts.iter().map(|(b, p, _)| (*b, p.iter().collect())).collect();
+            proptest::prop_assert_eq!(&got, &want);
+            for (b, positions, bytes) in &parts {
+                let expect: Vec<u8> = positions.iter().flat_map(|p| v[p as usize].to_le_bytes()).collect();
+                proptest::prop_assert_eq!(bytes, &expect, "bin {}", b);
+            }
+            let s = DType::F64.summarize(&raw, &missing);
+            let valid: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan() && *x != missing[0]).collect();
+            proptest::prop_assert_eq!(s.count, valid.len() as u64);
+            if !valid.is_empty() {
+                proptest::prop_assert_eq!(s.min, valid.iter().copied().fold(f64::INFINITY, f64::min));
+                proptest::prop_assert_eq!(s.max, valid.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+            } else {
+                proptest::prop_assert!(s.min.is_nan() && s.max.is_nan());
+            }
         }
     }
 

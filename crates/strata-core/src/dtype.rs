@@ -20,6 +20,9 @@ pub enum DType {
     String,
 }
 
+/// Values per block of [`DType::for_each_f64_block`].
+pub const F64_BLOCK: usize = 64;
+
 impl DType {
     /// Bytes per element in segments (0 for inline strings).
     pub fn size(self) -> usize {
@@ -96,6 +99,38 @@ impl DType {
         }
     }
 
+    /// [`for_each_f64`](Self::for_each_f64) in blocks of up to [`F64_BLOCK`] values, for
+    /// loops the compiler can vectorize (a call per element cannot be).
+    pub fn for_each_f64_block(self, bytes: &[u8], mut f: impl FnMut(&[f64])) {
+        fn blocks<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> f64, f: &mut impl FnMut(&[f64])) {
+            let mut block = [0f64; F64_BLOCK];
+            for run in bytes.chunks(F64_BLOCK * N) {
+                let n = run.len() / N;
+                for (o, c) in block.iter_mut().zip(run.chunks_exact(N)) {
+                    let mut a = [0u8; N];
+                    a.copy_from_slice(c);
+                    *o = conv(a);
+                }
+                if n > 0 {
+                    f(&block[..n]);
+                }
+            }
+        }
+        match self {
+            DType::I8 => blocks::<1>(bytes, |a| i8::from_le_bytes(a) as f64, &mut f),
+            DType::U8 | DType::Char => blocks::<1>(bytes, |a| a[0] as f64, &mut f),
+            DType::I16 => blocks::<2>(bytes, |a| i16::from_le_bytes(a) as f64, &mut f),
+            DType::U16 => blocks::<2>(bytes, |a| u16::from_le_bytes(a) as f64, &mut f),
+            DType::I32 => blocks::<4>(bytes, |a| i32::from_le_bytes(a) as f64, &mut f),
+            DType::U32 => blocks::<4>(bytes, |a| u32::from_le_bytes(a) as f64, &mut f),
+            DType::F32 => blocks::<4>(bytes, |a| f32::from_le_bytes(a) as f64, &mut f),
+            DType::F64 => blocks::<8>(bytes, f64::from_le_bytes, &mut f),
+            DType::I64 => blocks::<8>(bytes, |a| i64::from_le_bytes(a) as f64, &mut f),
+            DType::U64 => blocks::<8>(bytes, |a| u64::from_le_bytes(a) as f64, &mut f),
+            DType::String => {}
+        }
+    }
+
     /// The elements of `bytes` as f64 (see [`for_each_f64`](Self::for_each_f64)).
     pub fn to_f64s(self, bytes: &[u8]) -> Vec<f64> {
         let mut out = Vec::with_capacity(bytes.len() / self.size().max(1));
@@ -107,12 +142,45 @@ impl DType {
     /// NaN and the values in `missing` (fill values) are not valid. Integers beyond 2^53 are
     /// rounded outward so the range still bounds every value.
     pub fn summarize(self, bytes: &[u8], missing: &[f64]) -> ValueSummary {
-        let mut s = ValueSummary::empty();
-        self.for_each_f64(bytes, |v| {
-            if missing.is_empty() || !missing.contains(&v) {
-                s.add(v);
+        // Branch-free over blocks: an invalid value (NaN, a missing value) counts 0 and
+        // leaves min and max alone (f64::min/max return the other operand of a NaN).
+        fn fold(block: &[f64], missing: impl Fn(f64) -> bool, acc: &mut (u64, f64, f64)) {
+            // Eight independent lanes, each `if v < lo { v } else { lo }` (false for a NaN,
+            // so an invalid value turned NaN leaves it), which the compiler turns into
+            // vector min/max; one running min over the block would stay scalar.
+            let (mut c, mut lo, mut hi) = ([0u64; 8], [f64::INFINITY; 8], [f64::NEG_INFINITY; 8]);
+            let lanes = block.chunks_exact(8);
+            let rest = lanes.remainder();
+            for v in lanes {
+                for i in 0..8 {
+                    let valid = !v[i].is_nan() && !missing(v[i]);
+                    let x = if valid { v[i] } else { f64::NAN };
+                    c[i] += valid as u64;
+                    lo[i] = if x < lo[i] { x } else { lo[i] };
+                    hi[i] = if x > hi[i] { x } else { hi[i] };
+                }
             }
-        });
+            for (i, &v) in rest.iter().enumerate() {
+                let valid = !v.is_nan() && !missing(v);
+                let x = if valid { v } else { f64::NAN };
+                c[i] += valid as u64;
+                lo[i] = if x < lo[i] { x } else { lo[i] };
+                hi[i] = if x > hi[i] { x } else { hi[i] };
+            }
+            acc.0 += c.iter().sum::<u64>();
+            acc.1 = lo.iter().fold(acc.1, |a, &b| a.min(b));
+            acc.2 = hi.iter().fold(acc.2, |a, &b| a.max(b));
+        }
+        let mut acc = (0u64, f64::INFINITY, f64::NEG_INFINITY);
+        // No missing value or one (a fill value) is the common case: a loop each, with
+        // the test inlined.
+        match missing {
+            [] => self.for_each_f64_block(bytes, |b| fold(b, |_| false, &mut acc)),
+            &[m] => self.for_each_f64_block(bytes, |b| fold(b, |v| v == m, &mut acc)),
+            _ => self.for_each_f64_block(bytes, |b| fold(b, |v| missing.contains(&v), &mut acc)),
+        }
+        let (count, min, max) = acc;
+        let mut s = if count == 0 { ValueSummary::empty() } else { ValueSummary { count, min, max } };
         if matches!(self, DType::I64 | DType::U64) {
             s.widen_for_rounding();
         }
@@ -131,20 +199,6 @@ pub struct ValueSummary {
 impl ValueSummary {
     pub fn empty() -> Self {
         Self { count: 0, min: f64::NAN, max: f64::NAN }
-    }
-
-    fn add(&mut self, v: f64) {
-        if v.is_nan() {
-            return;
-        }
-        if self.count == 0 {
-            self.min = v;
-            self.max = v;
-        } else {
-            self.min = self.min.min(v);
-            self.max = self.max.max(v);
-        }
-        self.count += 1;
     }
 
     fn widen_for_rounding(&mut self) {
