@@ -153,7 +153,7 @@ impl DType {
             let rest = lanes.remainder();
             for v in lanes {
                 for i in 0..8 {
-                    let valid = !v[i].is_nan() && !missing(v[i]);
+                    let valid = !v[i].is_nan() & !missing(v[i]);
                     let x = if valid { v[i] } else { f64::NAN };
                     c[i] += valid as u64;
                     lo[i] = if x < lo[i] { x } else { lo[i] };
@@ -161,7 +161,7 @@ impl DType {
                 }
             }
             for (i, &v) in rest.iter().enumerate() {
-                let valid = !v.is_nan() && !missing(v);
+                let valid = !v.is_nan() & !missing(v);
                 let x = if valid { v } else { f64::NAN };
                 c[i] += valid as u64;
                 lo[i] = if x < lo[i] { x } else { lo[i] };
