@@ -31,3 +31,9 @@ pub use spec::{Capabilities, CodecSpec, ElementContext, ErrorBound, NumType, Spe
 pub use sz::SzBackend;
 pub use transform::{BitRoundTransform, NeighbourOp, NeighbourTransform, ShuffleTransform, Transform};
 pub use zfp::ZfpBackend;
+
+/// Byte `b` of every `es`-byte element of `input` into the `b`-th plane of `out` (the
+/// shuffle transform's kernel; level M's byte groups are these planes).
+pub fn byte_planes(es: usize, input: &[u8], out: &mut [u8]) {
+    shuffle::shuffle(es, input, out)
+}

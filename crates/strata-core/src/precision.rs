@@ -76,13 +76,18 @@ pub fn check_groups(dtype: DType, groups: &[usize]) -> Result<()> {
 /// The elements' bytes split into group segments (planes, most significant first).
 pub fn split(raw: &[u8], es: usize, groups: &[usize]) -> Vec<Vec<u8>> {
     let n = raw.len() / es;
+    // One pass of the shuffle kernel into byte planes (least significant first), then
+    // each group's planes copied most significant first: a strided pass per plane took
+    // several times as long.
+    let mut planes = vec![0u8; n * es];
+    strata_codecs::byte_planes(es, &raw[..n * es], &mut planes);
     let mut top = es;
     groups
         .iter()
         .map(|&w| {
             let mut out = Vec::with_capacity(n * w);
             for b in (top - w..top).rev() {
-                out.extend(raw.chunks_exact(es).map(|e| e[b]));
+                out.extend_from_slice(&planes[b * n..(b + 1) * n]);
             }
             top -= w;
             out
