@@ -107,6 +107,26 @@ impl Reader {
         py.detach(|| self.inner.gather(name, flat, level, buf)).map_err(to_py)
     }
 
+    /// The region `starts:stops:steps` of a query driven by `name` cut into pieces of at
+    /// least `piece_elements` selected elements, where `name`'s sub-chunks start along the
+    /// first dimension (the engine's rule, `strata_core::query::pieces`): each piece's
+    /// (start, stop) along that dimension.
+    fn pieces(
+        &self,
+        name: &str,
+        starts: Vec<u64>,
+        stops: Vec<u64>,
+        steps: Vec<u64>,
+        piece_elements: u64,
+    ) -> PyResult<Vec<(u64, u64)>> {
+        let sel = selection(&starts, &stops, &steps)?;
+        let cuts = self.inner.piece_starts(name).map_err(to_py)?;
+        Ok(strata_core::query::pieces::split(&sel, &cuts, piece_elements)
+            .iter()
+            .filter_map(|p| p.first().map(|d| (d.start, d.stop)))
+            .collect())
+    }
+
     /// Precision levels of a variable split by level M: (level, bytes kept, worst relative
     /// error) for each; empty when the variable is not split.
     fn precision_levels(&self, name: &str) -> PyResult<Vec<(usize, usize, f64)>> {

@@ -238,43 +238,28 @@ def iter_query(
     kw = dict(
         variables=variables, output=output, precision=precision, max_rel_error=max_rel_error, method=method, raw=raw
     )
+    whole = (starts, stops, steps, selected)
     if not driver.shape or stops[0] <= starts[0]:
-        return iter([run_query(ds, constraint, region=(starts, stops, steps, selected), **kw)])
-    # Pieces end on sub-chunk boundaries along the first dimension, so no sub-chunk is read
-    # by two pieces; `records` asks for longer pieces (rounded up to such boundaries).
-    chunk = max(1, int(driver.chunks[0])) if driver.chunks else 1
-    sub = max(1, int(driver.subchunks[0])) if driver.subchunks else chunk
-    return _pieces(ds, constraint, (starts, stops, steps, selected), (chunk, min(sub, chunk)), records or 1, kw)
+        return iter([run_query(ds, constraint, region=whole, **kw)])
+    # The engine cuts the pieces where the driver's sub-chunks start along the first
+    # dimension, so no sub-chunk is read by two pieces; `records` asks for longer pieces.
+    inner = int(np.prod([len(range(a, b, c)) for a, b, c in zip(starts[1:], stops[1:], steps[1:], strict=True)]))
+    spans = ds._reader.pieces(names[0], starts, stops, steps, (records or 1) * max(inner, 1))
+    regions = [([a, *starts[1:]], [b, *stops[1:]], steps, selected) for a, b in spans]
+    # An empty selection along another dimension has no pieces: one empty answer.
+    return _pieces(ds, constraint, regions or [whole], kw)
 
 
-def _pieces(ds: Dataset, constraint: _core.Constraint, region: tuple, grid: tuple[int, int], records: int, kw: dict):
+def _pieces(ds: Dataset, constraint: _core.Constraint, regions: list, kw: dict):
     """Runs the pieces one ahead of the consumer: the next piece is read and decoded on a
     worker thread (the extension releases the GIL) while the caller handles the current one,
     so at most two pieces are in memory. Closing the iterator waits for the piece in flight
     and starts no other."""
     from concurrent.futures import ThreadPoolExecutor
 
-    starts, stops, steps, selected = region
-    chunk, sub = grid
-
-    def next_cut(x: int) -> int:
-        base = x // chunk * chunk
-        return min(base + ((x - base) // sub + 1) * sub, base + chunk)
-
-    def regions():
-        first, stop, step = starts[0], stops[0], steps[0]
-        while first < stop:
-            end = next_cut(first)
-            while end - first < records and end < stop:
-                end = next_cut(end)
-            end = min(end, stop)
-            yield ([first, *starts[1:]], [end, *stops[1:]], steps, selected)
-            # The next selected index at or after `end`.
-            first += -(-(end - first) // step) * step
-
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-prefetch") as pool:
         pending = None
-        for region in regions():
+        for region in regions:
             ahead = pool.submit(run_query, ds, constraint, region=region, **kw)
             if pending is not None:
                 yield pending.result()

@@ -185,6 +185,33 @@ def test_query_batches_stream_the_same_result(tmp_path):
         ds.query_batches(where, method="fast")
 
 
+def test_query_batches_cut_where_slabs_restart_the_sub_chunks(tmp_path):
+    # Slabs of 7 records, chunks of 5, sub-chunks of 3: each slab restarts the grid, so
+    # sub-chunks start at 0, 3, 5, 7, 10, 12, 14, ... (not multiples of 3 or 5), and no
+    # piece may split one: the pieces decode each sub-chunk once, as many segments as the
+    # query whole.
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(28, 5, 6)).astype("f4")
+    path = tmp_path / "slabs.strata"
+    variables = {"v": ("f4", ("time", "y", "x"))}
+    dims = {"time": None, "y": 5, "x": 6}
+    with strata.Writer.create(
+        path, dims=dims, variables=variables, chunks={"time": 5}, subchunks={"time": 3}, slab_records=7
+    ) as w:
+        for t0 in range(0, 28, 7):
+            w.append(v=v[t0 : t0 + 7])
+    whole = strata.open(path, cache_bytes=0)
+    want = whole.query("v > 0.5", method="scan")
+    pieced = strata.open(path, cache_bytes=0)
+    got = list(pieced.query_batches("v > 0.5", method="scan"))
+    assert len(got) == 12  # three sub-chunks in each of four slabs
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(pd.concat(got, ignore_index=True), want)
+    assert pieced.read_stats()["segments_decoded"] == whole.read_stats()["segments_decoded"]
+    assert sum(pieced.query_batches("v > 0.5", output="count", records=8)) == (v > 0.5).sum()
+
+
 @pytest.mark.parametrize("method", ["index", "scan"])
 def test_regions_with_strides(layout_store, method):
     layout, path, (t, s, k) = layout_store
