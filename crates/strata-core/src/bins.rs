@@ -334,6 +334,23 @@ pub fn scatter(values: &[u8], positions: &RoaringBitmap, es: usize, out: &mut [u
 }
 
 fn scatter_fixed<const N: usize>(values: &[u8], positions: &RoaringBitmap, out: &mut [u8]) {
+    let stats = positions.statistics();
+    if stats.n_containers > 0 && stats.n_run_containers == stats.n_containers {
+        // Positions kept as runs (a bin of a smooth field): a run's values are one copy,
+        // where position by position each came out of the run and was moved alone.
+        let mut it = positions.iter();
+        let mut from = 0usize;
+        while let Some(r) = it.next_range() {
+            let (a, b) = (*r.start() as usize, *r.end() as usize + 1);
+            let len = (b - a) * N;
+            let (Some(src), Some(dst)) = (values.get(from..from + len), out.get_mut(a * N..b * N)) else {
+                return; // a corrupt index: the segment checks catch the mismatch
+            };
+            dst.copy_from_slice(src);
+            from += len;
+        }
+        return;
+    }
     let mut src = values.chunks_exact(N);
     let mut batch = [0u32; 1024];
     let mut it = positions.iter();
@@ -391,18 +408,22 @@ mod tests {
 
     #[test]
     fn scatter_spans_containers_and_batches_for_every_width() {
-        let positions: RoaringBitmap = (0..200_000u32).step_by(3).collect();
-        let n = positions.len() as usize;
-        for es in [1usize, 2, 4, 8, 3] {
+        let scattered: RoaringBitmap = (0..200_000u32).step_by(3).collect();
+        // Runs of 1 to 9 positions, one every 64, kept as run containers.
+        let mut runs: RoaringBitmap = (0..200_000u32).filter(|p| p % 64 < 1 + p / 64 % 9).collect();
+        runs.optimize();
+        assert_eq!(runs.statistics().n_run_containers, runs.statistics().n_containers);
+        for (positions, es) in [&scattered, &runs].into_iter().flat_map(|p| [1usize, 2, 4, 8, 3].map(|es| (p, es))) {
+            let n = positions.len() as usize;
             let values: Vec<u8> = (0..n * es).map(|i| (i % 251) as u8).collect();
             let mut out = vec![0u8; 200_000 * es];
-            scatter(&values, &positions, es, &mut out);
+            scatter(&values, positions, es, &mut out);
             for (i, p) in positions.iter().enumerate() {
                 let p = p as usize;
                 assert_eq!(out[p * es..(p + 1) * es], values[i * es..(i + 1) * es], "es {es} element {i}");
             }
             // A corrupt index (positions past the buffer, too few values) must not panic.
-            scatter(&values[..es * 10], &positions, es, &mut out[..es * 5]);
+            scatter(&values[..es * 10], positions, es, &mut out[..es * 5]);
         }
     }
 

@@ -33,9 +33,34 @@ pub fn axis_indices(d: usize, shape: &[u64], flat: &[u64]) -> Vec<u64> {
 /// `values` must hold at least `shape[d]` elements. (Splitting the work across threads
 /// gained nothing on 13M points: the loop is bound by memory, not by the divisions.)
 pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64]) -> Vec<T> {
-    let mut out = Vec::with_capacity(flat.len());
-    pick_each(values, d, shape, flat, |v| out.push(v));
-    out
+    // Collected from a mapped slice iterator, whose length is known: written in place with
+    // no capacity check per point (pushing one at a time took about twice as long).
+    let (stride, extent) = divisors(d, shape);
+    let (mut lo, mut hi) = (1u64, 0u64);
+    if stride.d == 1 {
+        flat.iter()
+            .map(|&f| {
+                if f < lo || f >= hi {
+                    lo = extent.quotient(f) * extent.d;
+                    hi = lo + extent.d;
+                }
+                values[(f - lo) as usize]
+            })
+            .collect()
+    } else {
+        let mut current = T::default();
+        flat.iter()
+            .map(|&f| {
+                if f < lo || f >= hi {
+                    let q = stride.quotient(f);
+                    lo = q * stride.d;
+                    hi = lo + stride.d;
+                    current = values[(q - extent.quotient(q) * extent.d) as usize];
+                }
+                current
+            })
+            .collect()
+    }
 }
 
 /// [`pick`] for coordinate values given as native-order bytes of `itemsize` (1, 2, 4 or
