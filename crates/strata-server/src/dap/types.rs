@@ -55,23 +55,30 @@ impl DapType {
 
 /// Appends the XDR (big-endian) form of `le`, little-endian values of `dtype`.
 pub(crate) fn encode(dtype: DType, le: &[u8], out: &mut Vec<u8>) {
-    macro_rules! each {
-        ($w:literal, |$c:ident| $body:expr) => {
-            for $c in le.chunks_exact($w) {
-                out.extend_from_slice(&$body);
-            }
-        };
-    }
     match dtype {
         DType::U8 | DType::Char => out.extend_from_slice(le),
-        DType::I8 => each!(1, |c| i32::from(c[0] as i8).to_be_bytes()),
-        DType::I16 => each!(2, |c| i32::from(i16::from_le_bytes([c[0], c[1]])).to_be_bytes()),
-        DType::U16 => each!(2, |c| u32::from(u16::from_le_bytes([c[0], c[1]])).to_be_bytes()),
-        DType::I32 | DType::U32 | DType::F32 => each!(4, |c| [c[3], c[2], c[1], c[0]]),
-        DType::F64 => each!(8, |c| [c[7], c[6], c[5], c[4], c[3], c[2], c[1], c[0]]),
-        DType::I64 => each!(8, |c| (i64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f64).to_be_bytes()),
-        DType::U64 => each!(8, |c| (u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f64).to_be_bytes()),
+        DType::I8 => wire::<1, 4>(le, out, |c| i32::from(c[0] as i8).to_be_bytes()),
+        DType::I16 => wire::<2, 4>(le, out, |c| i32::from(i16::from_le_bytes(c)).to_be_bytes()),
+        DType::U16 => wire::<2, 4>(le, out, |c| u32::from(u16::from_le_bytes(c)).to_be_bytes()),
+        DType::I32 | DType::U32 | DType::F32 => wire::<4, 4>(le, out, |c| u32::from_le_bytes(c).to_be_bytes()),
+        DType::F64 => wire::<8, 8>(le, out, |c| u64::from_le_bytes(c).to_be_bytes()),
+        DType::I64 => wire::<8, 8>(le, out, |c| (i64::from_le_bytes(c) as f64).to_be_bytes()),
+        DType::U64 => wire::<8, 8>(le, out, |c| (u64::from_le_bytes(c) as f64).to_be_bytes()),
         DType::String => {}
+    }
+}
+
+/// Appends `conv` of each `N`-byte element of `le` (`W` bytes each on the wire), written in
+/// place into space made once: appending value by value checked the capacity each time
+/// and kept the byte swap from being vectorized (it was 16% of a large `.dods` answer).
+fn wire<const N: usize, const W: usize>(le: &[u8], out: &mut Vec<u8>, conv: impl Fn([u8; N]) -> [u8; W]) {
+    let n = le.len() / N;
+    let at = out.len();
+    out.resize(at + n * W, 0);
+    for (o, c) in out[at..].chunks_exact_mut(W).zip(le.chunks_exact(N)) {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        o.copy_from_slice(&conv(a));
     }
 }
 
@@ -112,6 +119,21 @@ mod tests {
         out.clear();
         encode(DType::I8, &[0xff], &mut out);
         assert_eq!(out, (-1i32).to_be_bytes());
+        // Appended after what is there, several values, each type's wire form.
+        out = vec![7];
+        let le: Vec<u8> = [1u16, 65535].iter().flat_map(|v| v.to_le_bytes()).collect();
+        encode(DType::U16, &le, &mut out);
+        assert_eq!(out, [vec![7], 1u32.to_be_bytes().to_vec(), 65535u32.to_be_bytes().to_vec()].concat());
+        out.clear();
+        let le: Vec<u8> = [-3i64, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
+        encode(DType::I64, &le, &mut out);
+        assert_eq!(out, [(-3f64).to_be_bytes(), 5f64.to_be_bytes()].concat());
+        out.clear();
+        encode(DType::U64, &u64::MAX.to_le_bytes(), &mut out);
+        assert_eq!(out, (u64::MAX as f64).to_be_bytes());
+        out.clear();
+        encode(DType::I32, &(-7i32).to_le_bytes(), &mut out);
+        assert_eq!(out, (-7i32).to_be_bytes());
     }
 
     #[test]
