@@ -77,26 +77,7 @@ impl DType {
     /// Calls `f` with every element of little-endian `bytes` as f64 (64-bit integers beyond
     /// 2^53 are rounded to the nearest f64).
     pub fn for_each_f64(self, bytes: &[u8], mut f: impl FnMut(f64)) {
-        fn each<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> f64, f: &mut impl FnMut(f64)) {
-            for c in bytes.chunks_exact(N) {
-                let mut a = [0u8; N];
-                a.copy_from_slice(c);
-                f(conv(a));
-            }
-        }
-        match self {
-            DType::I8 => each::<1>(bytes, |a| i8::from_le_bytes(a) as f64, &mut f),
-            DType::U8 | DType::Char => each::<1>(bytes, |a| a[0] as f64, &mut f),
-            DType::I16 => each::<2>(bytes, |a| i16::from_le_bytes(a) as f64, &mut f),
-            DType::U16 => each::<2>(bytes, |a| u16::from_le_bytes(a) as f64, &mut f),
-            DType::I32 => each::<4>(bytes, |a| i32::from_le_bytes(a) as f64, &mut f),
-            DType::U32 => each::<4>(bytes, |a| u32::from_le_bytes(a) as f64, &mut f),
-            DType::F32 => each::<4>(bytes, |a| f32::from_le_bytes(a) as f64, &mut f),
-            DType::F64 => each::<8>(bytes, f64::from_le_bytes, &mut f),
-            DType::I64 => each::<8>(bytes, |a| i64::from_le_bytes(a) as f64, &mut f),
-            DType::U64 => each::<8>(bytes, |a| u64::from_le_bytes(a) as f64, &mut f),
-            DType::String => {}
-        }
+        self.for_each_f64_block(bytes, |block| block.iter().for_each(|&v| f(v)));
     }
 
     /// [`for_each_f64`](Self::for_each_f64) in blocks of up to [`F64_BLOCK`] values, for
