@@ -82,14 +82,19 @@ pub fn pick_bytes(
         )));
     }
     check_flat(shape, flat)?;
-    out.reserve(flat.len() * itemsize);
+    // Picked typed (see `pick`), then written out in place: one pass each, no capacity
+    // check per point (appending each value's bytes took longer than the query's scan).
     macro_rules! picked {
         ($t:ty) => {{
-            let typed: Vec<$t> = values
-                .chunks_exact(std::mem::size_of::<$t>())
-                .map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default()))
-                .collect();
-            pick_each(&typed, d, shape, flat, |v| out.extend_from_slice(&v.to_ne_bytes()));
+            const N: usize = std::mem::size_of::<$t>();
+            let typed: Vec<$t> =
+                values.chunks_exact(N).map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default())).collect();
+            let picked = pick(&typed, d, shape, flat);
+            let at = out.len();
+            out.resize(at + picked.len() * N, 0);
+            for (o, v) in out[at..].chunks_exact_mut(N).zip(&picked) {
+                o.copy_from_slice(&v.to_ne_bytes());
+            }
         }};
     }
     match itemsize {
@@ -116,32 +121,6 @@ pub fn check_flat(shape: &[u64], flat: &[u64]) -> Result<()> {
         return Err(Error::InvalidArgument(format!("a flat index is outside the grid of {total} elements")));
     }
     Ok(())
-}
-
-fn pick_each<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64], mut emit: impl FnMut(T)) {
-    let (stride, extent) = divisors(d, shape);
-    // The current block [lo, hi); empty at first.
-    let (mut lo, mut hi) = (1u64, 0u64);
-    if stride.d == 1 {
-        for &f in flat {
-            if f < lo || f >= hi {
-                lo = extent.quotient(f) * extent.d;
-                hi = lo + extent.d;
-            }
-            emit(values[(f - lo) as usize]);
-        }
-    } else {
-        let mut current = T::default();
-        for &f in flat {
-            if f < lo || f >= hi {
-                let q = stride.quotient(f);
-                lo = q * stride.d;
-                hi = lo + stride.d;
-                current = values[(q - extent.quotient(q) * extent.d) as usize];
-            }
-            emit(current);
-        }
-    }
 }
 
 #[cfg(test)]
