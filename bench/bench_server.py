@@ -624,12 +624,13 @@ def report(r) -> str:
         lines += [
             "",
             "The server's part: the same boxes' `.dods` responses alone, fetched raw (urllib), and what "
-            "netCDF4-python adds to a request beyond them (its open's `.dds` and `.das`, its decoding of "
-            "the response): that part is the client's, the same whichever server answers, and bounds "
-            "*x pydap* above at pydap's time over it.",
+            "a netCDF4-python request to strata takes beyond its `.dods` (the open's `.dds` and `.das` "
+            "requests, and the client decoding the response, which is the same whichever server answers). "
+            "The last column is pydap's time over that remainder: *x pydap* if strata's `.dods` took no "
+            "time at all.",
             "",
             "| file | box | strata `.dods` s | pydap `.dods` s | x pydap (`.dods`) | netCDF4 beyond strata's `.dods` s "
-            "| most x pydap with a server taking no time |",
+            "| x pydap if strata's `.dods` took no time |",
             "|---|---|---|---|---|---|---|",
         ]
         for file, frac in itertools.product(files, sorted({x["fraction"] for x in r["dap"]})):
