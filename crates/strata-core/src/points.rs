@@ -33,33 +33,43 @@ pub fn axis_indices(d: usize, shape: &[u64], flat: &[u64]) -> Vec<u64> {
 /// `values` must hold at least `shape[d]` elements. (Splitting the work across threads
 /// gained nothing on 13M points: the loop is bound by memory, not by the divisions.)
 pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64]) -> Vec<T> {
-    // Collected from a mapped slice iterator, whose length is known: written in place with
-    // no capacity check per point (pushing one at a time took about twice as long).
+    let mut out = vec![T::default(); flat.len()];
+    pick_to(values, d, shape, flat, out.iter_mut(), |o, v| *o = v);
+    out
+}
+
+/// Puts the coordinate of each point into its slot of `slots` (one per flat index): written
+/// in place, with no capacity check per point (pushing one at a time took about twice as
+/// long).
+fn pick_to<'a, T: Copy + Default, O: ?Sized + 'a>(
+    values: &[T],
+    d: usize,
+    shape: &[u64],
+    flat: &[u64],
+    slots: impl Iterator<Item = &'a mut O>,
+    put: impl Fn(&mut O, T),
+) {
     let (stride, extent) = divisors(d, shape);
     let (mut lo, mut hi) = (1u64, 0u64);
     if stride.d == 1 {
-        flat.iter()
-            .map(|&f| {
-                if f < lo || f >= hi {
-                    lo = extent.quotient(f) * extent.d;
-                    hi = lo + extent.d;
-                }
-                values[(f - lo) as usize]
-            })
-            .collect()
+        for (o, &f) in slots.zip(flat) {
+            if f < lo || f >= hi {
+                lo = extent.quotient(f) * extent.d;
+                hi = lo + extent.d;
+            }
+            put(o, values[(f - lo) as usize]);
+        }
     } else {
         let mut current = T::default();
-        flat.iter()
-            .map(|&f| {
-                if f < lo || f >= hi {
-                    let q = stride.quotient(f);
-                    lo = q * stride.d;
-                    hi = lo + stride.d;
-                    current = values[(q - extent.quotient(q) * extent.d) as usize];
-                }
-                current
-            })
-            .collect()
+        for (o, &f) in slots.zip(flat) {
+            if f < lo || f >= hi {
+                let q = stride.quotient(f);
+                lo = q * stride.d;
+                hi = lo + stride.d;
+                current = values[(q - extent.quotient(q) * extent.d) as usize];
+            }
+            put(o, current);
+        }
     }
 }
 
@@ -82,19 +92,17 @@ pub fn pick_bytes(
         )));
     }
     check_flat(shape, flat)?;
-    // Picked typed (see `pick`), then written out in place: one pass each, no capacity
-    // check per point (appending each value's bytes took longer than the query's scan).
+    // Written in place after what `out` holds (appending each value's bytes took longer
+    // than the query's scan).
+    let at = out.len();
+    out.resize(at + flat.len() * itemsize, 0);
+    let slots = out[at..].chunks_exact_mut(itemsize);
     macro_rules! picked {
         ($t:ty) => {{
             const N: usize = std::mem::size_of::<$t>();
             let typed: Vec<$t> =
                 values.chunks_exact(N).map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default())).collect();
-            let picked = pick(&typed, d, shape, flat);
-            let at = out.len();
-            out.resize(at + picked.len() * N, 0);
-            for (o, v) in out[at..].chunks_exact_mut(N).zip(&picked) {
-                o.copy_from_slice(&v.to_ne_bytes());
-            }
+            pick_to(&typed, d, shape, flat, slots, |o: &mut [u8], v: $t| o.copy_from_slice(&v.to_ne_bytes()));
         }};
     }
     match itemsize {
