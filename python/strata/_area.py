@@ -30,16 +30,26 @@ class Area:
     mask: np.ndarray
     """Over the whole extent of those axes."""
     _engine: Any = field(default=None, repr=False, compare=False)
+    _extent: list | None = field(default=None, repr=False, compare=False)
+
+    def extent(self) -> list[tuple[int, int] | None]:
+        """Per axis of the mask, the first and one past the last index holding a selected
+        element (None: none does); computed once, as every query through the area asks."""
+        if self._extent is None:
+            self._extent = []
+            for k in range(len(self.axes)):
+                others = tuple(j for j in range(self.mask.ndim) if j != k)
+                hit = np.flatnonzero(self.mask.any(axis=others)) if self.mask.size else np.array([], dtype=np.intp)
+                self._extent.append((int(hit[0]), int(hit[-1]) + 1) if hit.size else None)
+        return self._extent
 
     def narrow(self, starts: list[int], stops: list[int], steps: list[int]) -> None:
         """Shrinks a region (in place) to the mask's bounding box along its axes."""
-        for k, axis in enumerate(self.axes):
-            others = tuple(j for j in range(self.mask.ndim) if j != k)
-            hit = np.flatnonzero(self.mask.any(axis=others)) if self.mask.size else np.array([], dtype=np.intp)
-            if hit.size == 0:
+        for axis, hit in zip(self.axes, self.extent(), strict=True):
+            if hit is None:
                 stops[axis] = starts[axis]
                 continue
-            lo, hi = int(hit[0]), int(hit[-1]) + 1
+            lo, hi = hit
             if lo > starts[axis]:
                 # The first selected index at or after lo, on the region's stride.
                 step = steps[axis]

@@ -62,38 +62,62 @@ impl Mask {
 
     /// The local positions (row-major in the sub-chunk) of the elements a sub-chunk's
     /// selection picks (`blocks`, the sub-chunk starting at global `start`) that are in the
-    /// mask. None when every element of the sub-chunk is picked and in; empty when none is.
-    pub(crate) fn restrict(&self, start: &[u64], blocks: &[AxisBlock]) -> Option<RoaringBitmap> {
-        // Runs are merged as they come (in ascending order) and inserted once each:
-        // inserting element by element costs a container lookup per element.
-        let mut picked = RoaringBitmap::new();
-        let mut current: Option<(u32, u32)> = None;
-        let n = self.walk(start, blocks, |lo, hi| match &mut current {
-            Some((_, end)) if *end == lo => *end = hi,
-            _ => {
-                if let Some((a, b)) = current.replace((lo, hi)) {
-                    picked.insert_range(a..b);
+    /// mask, as a bitset (bit `i` of word `i / 64` for position `i`; [`bitmap_of`] makes
+    /// it a bitmap). None when every element of the sub-chunk is picked and in.
+    pub(crate) fn restrict(&self, start: &[u64], blocks: &[AxisBlock]) -> Option<Vec<u64>> {
+        // Runs are set in a bitset and the bitmap built from it at once: inserting a
+        // bitmap's thousands of row runs one by one reallocated its containers each time
+        // (half of a count through the Southern Ocean).
+        let len: u64 = blocks.iter().map(|b| b.len).product();
+        let mut words = vec![0u64; (len as usize).div_ceil(64)];
+        let (lead, pattern) = self.pattern(blocks);
+        let n = if lead == 0 {
+            self.walk_rows(start, blocks, |lo, hi| set_bits(&mut words, lo as usize, hi as usize))
+        } else {
+            // The pattern's bits are set once and copied, shifted, to each repetition.
+            let mut once = vec![0u64; words.len()];
+            let (mut first, mut end) = (usize::MAX, 0usize);
+            let per = self.walk_rows(start, &pattern, |lo, hi| {
+                set_bits(&mut once, lo as usize, hi as usize);
+                first = first.min(lo as usize);
+                end = hi as usize;
+            });
+            if per > 0 {
+                let src = &once[first / 64..end.div_ceil(64)];
+                for shift in repeat_shifts(&blocks[..lead], &local_strides(blocks)) {
+                    or_shifted(&mut words, src, (first / 64) * 64 + shift as usize);
                 }
             }
-        });
-        if let Some((a, b)) = current {
-            picked.insert_range(a..b);
-        }
-        if n == blocks.iter().map(|b| b.len).product::<u64>() {
-            return None;
-        }
-        Some(picked)
+            per * blocks[..lead].iter().map(|b| b.count).product::<u64>()
+        };
+        (n != len).then_some(words)
     }
 
     /// How many of the elements a sub-chunk's selection picks are in the mask.
     pub(crate) fn count_in(&self, start: &[u64], blocks: &[AxisBlock]) -> u64 {
-        self.walk(start, blocks, |_, _| {})
+        let (lead, pattern) = self.pattern(blocks);
+        let repeats: u64 = blocks[..lead].iter().map(|b| b.count).product();
+        repeats * self.walk_rows(start, &pattern, |_, _| {})
+    }
+
+    /// The selection of the leading axes the mask does not span (a time axis before a 2-D
+    /// area), and `blocks` with one element picked on each of them: the area's pattern,
+    /// which repeats unchanged along those axes.
+    fn pattern(&self, blocks: &[AxisBlock]) -> (usize, Vec<AxisBlock>) {
+        let lead = self.axes.first().map_or(0, |&a| a.min(blocks.len().saturating_sub(1)));
+        let mut pattern = blocks.to_vec();
+        for b in &mut pattern[..lead] {
+            b.count = b.count.min(1);
+        }
+        (lead, pattern)
     }
 
     /// Calls `run(lo, hi)` for each run of picked elements in the mask, as local positions
-    /// `lo..hi` in ascending order, and returns how many there are. A row along the last
-    /// axis is judged whole from the prefix counts when the mask is all in or all out there.
-    fn walk(&self, start: &[u64], blocks: &[AxisBlock], mut run: impl FnMut(u32, u32)) -> u64 {
+    /// `lo..hi` in ascending order, and returns how many there are, walking row by row along
+    /// the last axis. A row is judged whole from the prefix counts when the mask is all in
+    /// or all out there. (Callers walk an area's pattern once, see [`Mask::pattern`]: walking
+    /// every row again cost more than the query it planned.)
+    fn walk_rows(&self, start: &[u64], blocks: &[AxisBlock], mut run: impl FnMut(u32, u32)) -> u64 {
         let nd = blocks.len();
         if nd == 0 {
             return 0;
@@ -158,6 +182,62 @@ impl Mask {
     }
 }
 
+/// Row-major strides of a sub-chunk's elements.
+fn local_strides(blocks: &[AxisBlock]) -> Vec<u64> {
+    let mut strides = vec![1u64; blocks.len()];
+    for d in (0..blocks.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * blocks[d + 1].len;
+    }
+    strides
+}
+
+/// The offsets, in ascending order, of the repetitions of a pattern along the selection
+/// `lead` of the leading axes (relative to their first selected elements).
+fn repeat_shifts(lead: &[AxisBlock], strides: &[u64]) -> Vec<u64> {
+    let mut shifts = vec![0u64];
+    for (b, &stride) in lead.iter().zip(strides) {
+        shifts = (0..b.count).flat_map(|i| shifts.iter().map(move |s| i * b.step * stride + s)).collect();
+    }
+    shifts
+}
+
+/// ORs the bits of `src` into `dst`, bit `i` of `src` landing on bit `at + i`.
+fn or_shifted(dst: &mut [u64], src: &[u64], at: usize) {
+    let (w, r) = (at / 64, at % 64);
+    for (k, &x) in src.iter().enumerate() {
+        if x == 0 {
+            continue;
+        }
+        dst[w + k] |= x << r;
+        if r != 0 && x >> (64 - r) != 0 {
+            dst[w + k + 1] |= x >> (64 - r);
+        }
+    }
+}
+
+/// The positions set in a bitset, as a bitmap.
+pub(crate) fn bitmap_of(words: &[u64]) -> RoaringBitmap {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    RoaringBitmap::from_lsb0_bytes(0, &bytes)
+}
+
+/// Sets bits `lo..hi` of a bitset (bit `i` is bit `i % 64` of word `i / 64`).
+pub(crate) fn set_bits(words: &mut [u64], lo: usize, hi: usize) {
+    if lo >= hi {
+        return;
+    }
+    let (wl, wh) = (lo / 64, (hi - 1) / 64);
+    let head = !0u64 << (lo % 64);
+    let tail = !0u64 >> (63 - (hi - 1) % 64);
+    if wl == wh {
+        words[wl] |= head & tail;
+    } else {
+        words[wl] |= head;
+        words[wl + 1..wh].fill(!0);
+        words[wh] |= tail;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,7 +251,7 @@ mod tests {
         let sel = |start, stop, step| AxisSelection { start, stop, step };
         let ya = axis_blocks(sel(0, 4, 1), 0, 4, 4, 4);
         let xa = axis_blocks(sel(1, 6, 2), 0, 6, 6, 6);
-        let got = m.restrict(&[0, 0], &[ya[0], xa[0]]).unwrap();
+        let got = bitmap_of(&m.restrict(&[0, 0], &[ya[0], xa[0]]).unwrap());
         let want: Vec<u32> = (0..4u32)
             .flat_map(|y| (1..6u32).step_by(2).map(move |x| y * 6 + x))
             .filter(|&p| bits[p as usize])
@@ -182,20 +262,62 @@ mod tests {
         let full = axis_blocks(sel(0, 6, 1), 0, 6, 6, 6);
         assert_eq!(all.restrict(&[0, 0], &[ya[0], full[0]]), None);
         let none = Mask::new(vec![1], vec![6], vec![false; 6]).unwrap();
-        assert!(none.restrict(&[0, 0], &[ya[0], full[0]]).unwrap().is_empty());
+        assert!(bitmap_of(&none.restrict(&[0, 0], &[ya[0], full[0]]).unwrap()).is_empty());
         assert!(Mask::new(vec![1, 0], vec![6, 4], bits.clone()).is_err());
         assert!(Mask::new(vec![0], vec![5], vec![true; 4]).is_err());
         assert!(m.check(&[4, 7]).is_err() && m.check(&[4, 6]).is_ok());
         assert_eq!(m.count_in(&[0, 0], &[ya[0], xa[0]]), want.len() as u64);
         // Rows judged whole from the prefix counts, and a mask over the first axis only.
         let rows = Mask::new(vec![0], vec![4], vec![true, false, true, true]).unwrap();
-        let got = rows.restrict(&[0, 0], &[ya[0], full[0]]).unwrap();
+        let got = bitmap_of(&rows.restrict(&[0, 0], &[ya[0], full[0]]).unwrap());
         let want: Vec<u32> = [0u32, 2, 3].iter().flat_map(|y| (0..6).map(move |x| y * 6 + x)).collect();
         assert_eq!(got.iter().collect::<Vec<_>>(), want);
         let stripe: Vec<bool> = (0..24).map(|i| i / 6 != 1 && i % 6 >= 2).collect();
         let m = Mask::new(vec![0, 1], vec![4, 6], stripe.clone()).unwrap();
-        let got = m.restrict(&[0, 0], &[ya[0], full[0]]).unwrap();
+        let got = bitmap_of(&m.restrict(&[0, 0], &[ya[0], full[0]]).unwrap());
         let want: Vec<u32> = (0..24u32).filter(|&p| stripe[p as usize]).collect();
         assert_eq!(got.iter().collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn an_area_repeats_along_the_axes_before_it() {
+        // (time, y, x) = (7, 4, 6), one sub-chunk of (7, 4, 6) or a corner of it; masks over
+        // (y, x) (repeated along time), over x alone, and over (time, x) (not repeated).
+        let shape = [7u64, 4, 6];
+        let tri: Vec<bool> = (0..24).map(|i| i % 6 <= i / 6 * 2).collect();
+        let col: Vec<bool> = (0..6).map(|x| x != 2).collect();
+        let tx: Vec<bool> = (0..42).map(|i| (i * 5) % 7 < 3).collect();
+        let masks = [
+            Mask::new(vec![1, 2], vec![4, 6], tri.clone()).unwrap(),
+            Mask::new(vec![2], vec![6], col.clone()).unwrap(),
+            Mask::new(vec![0, 2], vec![7, 6], tx.clone()).unwrap(),
+        ];
+        let inside = |k: usize, t: u64, y: u64, x: u64| match k {
+            0 => tri[(y * 6 + x) as usize],
+            1 => col[x as usize],
+            _ => tx[(t * 6 + x) as usize],
+        };
+        let sel = |start, stop, step| AxisSelection { start, stop, step };
+        for (k, m) in masks.iter().enumerate() {
+            for (ts, ys, xs) in [(sel(0, 7, 1), sel(0, 4, 1), sel(0, 6, 1)), (sel(1, 7, 3), sel(1, 4, 2), sel(0, 5, 2))]
+            {
+                let blocks =
+                    [axis_blocks(ts, 0, 7, 7, 7)[0], axis_blocks(ys, 0, 4, 4, 4)[0], axis_blocks(xs, 0, 6, 6, 6)[0]];
+                let mut want = Vec::new();
+                for t in (ts.start..ts.stop).step_by(ts.step as usize) {
+                    for y in (ys.start..ys.stop).step_by(ys.step as usize) {
+                        for x in (xs.start..xs.stop).step_by(xs.step as usize) {
+                            if inside(k, t, y, x) {
+                                want.push((t * 24 + y * 6 + x) as u32);
+                            }
+                        }
+                    }
+                }
+                let got = m.restrict(&[0, 0, 0], &blocks).map(|r| bitmap_of(&r).iter().collect::<Vec<_>>());
+                assert_eq!(got.unwrap_or_default(), want, "mask {k}, {ts:?} {ys:?} {xs:?}");
+                assert_eq!(m.count_in(&[0, 0, 0], &blocks), want.len() as u64, "mask {k}");
+                assert!(m.check(&shape).is_ok());
+            }
+        }
     }
 }

@@ -9,40 +9,75 @@ use crate::segment::SegmentKey;
 use roaring::RoaringBitmap;
 use std::sync::atomic::Ordering;
 
-/// The positions of the elements kept: `p` lists them in element order (a bin's positions),
-/// or None when element `i` is at position `i`. Bins are walked by runs of consecutive
-/// positions (cheaper than decoding each position, even for the short runs of noisy
-/// fields), and the kept ones written without branching.
+/// Calls `run(i, start, len)` for each run of consecutive positions of a segment's `n`
+/// elements: elements `i..i + len` sit at positions `start..start + len`. `p` lists the
+/// positions in element order (a bin's), or None when element `i` is at position `i`. Bins
+/// are walked by runs (cheaper than decoding each position, even for the short runs of
+/// noisy fields).
+fn position_runs(p: Option<&RoaringBitmap>, n: usize, mut run: impl FnMut(usize, u32, usize)) {
+    let Some(p) = p else {
+        run(0, 0, n);
+        return;
+    };
+    let mut it = p.iter();
+    let mut i = 0usize;
+    while i < n {
+        let Some(r) = it.next_range() else { break };
+        let len = ((r.end() - r.start()) as usize + 1).min(n - i);
+        run(i, *r.start(), len);
+        i += len;
+    }
+}
+
+/// The positions of the elements kept (see [`position_runs`] for `p`), written without
+/// branching.
 pub(super) fn kept_positions(p: Option<&RoaringBitmap>, keep: &[bool]) -> Vec<u32> {
     let kept = keep.iter().filter(|&&k| k).count();
     let mut out = vec![0u32; kept + 1];
     let mut n = 0usize;
-    match p {
-        None => {
-            for (i, &k) in keep.iter().enumerate() {
-                out[n] = i as u32;
-                n += k as usize;
-            }
+    position_runs(p, keep.len(), |i, start, len| {
+        for (j, &k) in keep[i..i + len].iter().enumerate() {
+            out[n] = start + j as u32;
+            n += k as usize;
         }
-        Some(p) => {
-            let mut it = p.iter();
-            let mut i = 0usize;
-            while let Some(r) = it.next_range() {
-                let start = *r.start();
-                let end = (i + (r.end() - start) as usize + 1).min(keep.len());
-                for (j, &k) in keep[i.min(end)..end].iter().enumerate() {
-                    out[n] = start + j as u32;
-                    n += k as usize;
-                }
-                i = end;
-                if i == keep.len() {
-                    break;
-                }
-            }
-        }
-    }
+    });
     out.truncate(n);
     out
+}
+
+/// A box's region as one bit per position (see [`crate::mask::bitmap_of`]): testing a
+/// position is a shift, where a roaring lookup searches a container (that search was a
+/// fifth of a count through an area).
+pub(super) struct RegionBits<'a>(pub(super) &'a [u64]);
+
+impl RegionBits<'_> {
+    #[inline]
+    fn has(&self, x: u32) -> u64 {
+        (self.0[(x >> 6) as usize] >> (x & 63)) & 1
+    }
+
+    /// How many kept elements (see [`position_runs`] for `p`) sit in the region.
+    fn count_kept(&self, p: Option<&RoaringBitmap>, keep: &[bool]) -> u64 {
+        let mut total = 0u64;
+        position_runs(p, keep.len(), |i, start, len| {
+            for (j, &k) in keep[i..i + len].iter().enumerate() {
+                total += u64::from(k) & self.has(start + j as u32);
+            }
+        });
+        total
+    }
+
+    /// The kept elements' positions in the region.
+    fn extend_kept(&self, p: Option<&RoaringBitmap>, keep: &[bool], out: &mut Vec<u32>) {
+        position_runs(p, keep.len(), |i, start, len| {
+            for (j, &k) in keep[i..i + len].iter().enumerate() {
+                let x = start + j as u32;
+                if k && self.has(x) == 1 {
+                    out.push(x);
+                }
+            }
+        });
+    }
 }
 
 /// What one comparison found in one box: segments selected whole and tested ones.
@@ -77,17 +112,17 @@ impl Verdicts<'_> {
 
     /// The passing local positions of a box of `n` elements inside `region` (all when
     /// None), not in order (the caller sorts the query's flat indices once).
-    pub(super) fn unordered_positions(self, n: u64, region: Option<&RoaringBitmap>) -> Vec<u32> {
+    pub(super) fn unordered_positions(self, n: u64, region: Option<(&RoaringBitmap, RegionBits<'_>)>) -> Vec<u32> {
         if self.all {
             return match region {
-                Some(r) => r.iter().collect(),
+                Some((r, _)) => r.iter().collect(),
                 None => (0..n as u32).collect(),
             };
         }
         let mut out = Vec::with_capacity(self.full.iter().map(|e| e.len as usize).sum());
         for e in &self.full {
             match region {
-                Some(r) => out.extend(&(&e.positions & r)),
+                Some((r, _)) => out.extend(&(&e.positions & r)),
                 None => {
                     let mut it = e.positions.iter();
                     while let Some(range) = it.next_range() {
@@ -97,18 +132,17 @@ impl Verdicts<'_> {
             }
         }
         for (p, keep) in &self.tested {
-            let kept = kept_positions(*p, keep);
-            match region {
-                Some(r) => out.extend(kept.into_iter().filter(|&x| r.contains(x))),
-                None => out.extend(kept),
+            match region.as_ref().map(|(_, bits)| bits) {
+                Some(bits) => bits.extend_kept(*p, keep, &mut out),
+                None => out.extend(kept_positions(*p, keep)),
             }
         }
         out
     }
 
     /// How many elements of a box of `n` pass, inside `region` (all when None).
-    pub(super) fn count(self, n: u64, region: Option<&RoaringBitmap>) -> u64 {
-        let Some(r) = region else {
+    pub(super) fn count(self, n: u64, region: Option<(&RoaringBitmap, RegionBits<'_>)>) -> u64 {
+        let Some((r, bits)) = region else {
             if self.all {
                 return n;
             }
@@ -119,12 +153,7 @@ impl Verdicts<'_> {
             return r.len();
         }
         let full: u64 = self.full.iter().map(|e| e.positions.intersection_len(r)).sum();
-        let tested: u64 = self
-            .tested
-            .iter()
-            .map(|(p, keep)| kept_positions(*p, keep).into_iter().filter(|&x| r.contains(x)).count() as u64)
-            .sum();
-        full + tested
+        full + self.tested.iter().map(|(p, keep)| bits.count_kept(*p, keep)).sum::<u64>()
     }
 }
 
@@ -283,5 +312,41 @@ impl StoreReader {
             v.tested.push((positions, op.matches_raw(var.dtype, &values, value, &missing)));
         }
         Ok(then(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Counting and listing kept elements inside a region by its bits agrees with
+        /// roaring's lookups, for bins of runs and scattered positions, ranges crossing
+        /// word boundaries, and fewer flags than positions.
+        #[test]
+        fn region_bits_agree_with_the_bitmap(
+            positions in proptest::collection::btree_set(0u32..3000, 0..400),
+            runs in proptest::collection::vec((0u32..3000, 1u32..200), 0..12),
+            keep_seed in proptest::num::u64::ANY,
+            flags in 0usize..500,
+            in_order in proptest::bool::ANY,
+        ) {
+            let n = 3200u64;
+            let region: RoaringBitmap = runs.iter().flat_map(|&(a, l)| a..(a + l).min(n as u32)).collect();
+            let bin: RoaringBitmap = positions.into_iter().collect();
+            let p = (!in_order).then_some(&bin);
+            let len = if in_order { flags.min(n as usize) } else { flags };
+            let keep: Vec<bool> = (0..len).map(|i| (keep_seed >> (i % 64)) & 1 == 1 || i % 7 == 0).collect();
+            let want: Vec<u32> = kept_positions(p, &keep).into_iter().filter(|&x| region.contains(x)).collect();
+            let mut words = vec![0u64; (n as usize).div_ceil(64)];
+            for x in &region {
+                words[x as usize / 64] |= 1 << (x % 64);
+            }
+            let bits = RegionBits(&words);
+            proptest::prop_assert_eq!(bits.count_kept(p, &keep), want.len() as u64);
+            let mut got = Vec::new();
+            bits.extend_kept(p, &keep, &mut got);
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 }

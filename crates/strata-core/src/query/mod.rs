@@ -22,7 +22,7 @@ mod tests;
 
 use crate::error::{Error, Result};
 use crate::fastdiv::FastDiv;
-use crate::grid::{ravel, unravel, AxisBlock};
+use crate::grid::AxisBlock;
 use crate::manifest::Variable;
 use crate::mask::Mask;
 use crate::reader::{DimSelection, StoreReader, SubchunkId};
@@ -113,9 +113,16 @@ struct QueryBox {
     len: Vec<u64>,
     /// Selected elements of the sub-chunk (local row-major offsets); None when all are.
     region: Option<RoaringBitmap>,
+    /// The same as a bitset (see [`crate::mask::bitmap_of`]), for lookups by position.
+    region_bits: Option<Vec<u64>>,
 }
 
 impl QueryBox {
+    /// The region, as a bitmap and as bits (None: the whole box).
+    fn region(&self) -> Option<(&RoaringBitmap, RegionBits<'_>)> {
+        self.region.as_ref().zip(self.region_bits.as_deref().map(RegionBits))
+    }
+
     /// The whole box as a selection.
     fn selection(&self) -> Vec<DimSelection> {
         self.start.iter().zip(&self.len).map(|(&s, &l)| DimSelection { start: s, stop: s + l, step: 1 }).collect()
@@ -185,38 +192,44 @@ struct BoxPoints {
     columns: Option<Vec<Vec<u8>>>,
 }
 
-fn local_region(blocks: &[AxisBlock]) -> Option<RoaringBitmap> {
+/// The local positions a sub-chunk's selection picks, as a bitset (None: all of them).
+/// A bitset made a bitmap at once: inserting each row's range into the bitmap reallocated
+/// its containers (half of a query whose box cuts sub-chunks across rows).
+fn local_region(blocks: &[AxisBlock]) -> Option<Vec<u64>> {
     if blocks.iter().all(|b| b.first == 0 && b.count == b.len && b.step == 1) {
         return None;
     }
-    let lens: Vec<u64> = blocks.iter().map(|b| b.len).collect();
-    let counts: Vec<u64> = blocks.iter().map(|b| b.count).collect();
-    let (outer, last) = counts.split_at(counts.len().saturating_sub(1));
-    let last = last.first().copied().unwrap_or(1);
-    let lb = blocks.last();
-    let mut bitmap = RoaringBitmap::new();
-    for o in 0..outer.iter().product::<u64>() {
-        let idx = unravel(o, outer);
-        let mut coords: Vec<u64> = idx.iter().zip(blocks).map(|(&i, b)| b.first + i * b.step).collect();
-        match lb {
-            Some(b) if b.step == 1 => {
-                coords.push(b.first);
-                let lo = ravel(&coords, &lens) as u32;
-                bitmap.insert_range(lo..lo + last as u32);
-            }
-            Some(b) => {
-                coords.push(0);
-                for i in 0..last {
-                    *coords.last_mut().unwrap_or(&mut 0) = b.first + i * b.step;
-                    bitmap.insert(ravel(&coords, &lens) as u32);
-                }
-            }
-            None => {
-                bitmap.insert(0);
+    let Some((last, outer)) = blocks.split_last() else {
+        return Some(vec![1]);
+    };
+    let mut strides = vec![1u64; blocks.len()];
+    for d in (0..outer.len()).rev() {
+        strides[d] = strides[d + 1] * blocks[d + 1].len;
+    }
+    let len = strides[0] * blocks[0].len;
+    let mut words = vec![0u64; (len as usize).div_ceil(64)];
+    let mut idx = vec![0u64; outer.len()];
+    for _ in 0..outer.iter().map(|b| b.count).product::<u64>() {
+        let row: u64 =
+            outer.iter().zip(&idx).zip(&strides).map(|((b, &i), &s)| (b.first + i * b.step) * s).sum::<u64>()
+                + last.first;
+        if last.step == 1 {
+            crate::mask::set_bits(&mut words, row as usize, (row + last.count) as usize);
+        } else {
+            for i in 0..last.count {
+                let at = (row + i * last.step) as usize;
+                words[at / 64] |= 1 << (at % 64);
             }
         }
+        for d in (0..outer.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < outer[d].count {
+                break;
+            }
+            idx[d] = 0;
+        }
     }
-    Some(bitmap)
+    Some(words)
 }
 
 impl StoreReader {
@@ -254,15 +267,19 @@ impl StoreReader {
     fn query_boxes(&self, var_idx: usize, sel: &[DimSelection], mask: Option<&Mask>) -> Vec<QueryBox> {
         self.subchunks_in(var_idx, sel)
             .into_iter()
-            .map(|sc| QueryBox {
-                slab: sc.slab,
-                id: sc.id,
-                region: match mask {
+            .map(|sc| {
+                let bits = match mask {
                     Some(m) => m.restrict(&sc.start, &sc.blocks),
                     None => local_region(&sc.blocks),
-                },
-                start: sc.start,
-                len: sc.blocks.iter().map(|b| b.len).collect(),
+                };
+                QueryBox {
+                    slab: sc.slab,
+                    id: sc.id,
+                    region: bits.as_deref().map(crate::mask::bitmap_of),
+                    region_bits: bits,
+                    start: sc.start,
+                    len: sc.blocks.iter().map(|b| b.len).collect(),
+                }
             })
             .filter(|b| b.region.as_ref().is_none_or(|r| !r.is_empty()))
             .collect()
@@ -306,14 +323,13 @@ impl StoreReader {
                     // One comparison: counted, or positions listed, without building bitmaps
                     // (a box's region, from strides or an area's mask, is looked up).
                     let n = b.len.iter().product::<u64>();
-                    let region = b.region.as_ref();
+                    let (region, bits) = (b.region.as_ref(), b.region());
                     if count_only {
-                        let count =
-                            self.with_verdicts(var, *op, *value, b, region, &counters, |v| v.count(n, region))?;
+                        let count = self.with_verdicts(var, *op, *value, b, region, &counters, |v| v.count(n, bits))?;
                         return Ok((count, vec![]));
                     }
-                    let local = self
-                        .with_verdicts(var, *op, *value, b, region, &counters, |v| v.unordered_positions(n, region))?;
+                    let local =
+                        self.with_verdicts(var, *op, *value, b, region, &counters, |v| v.unordered_positions(n, bits))?;
                     return Ok((local.len() as u64, flat_of(b, &shape, local.into_iter())));
                 }
                 let hits = match method {

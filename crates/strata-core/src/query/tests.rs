@@ -80,7 +80,8 @@ fn bands_sort_any_tiling_and_unordered_boxes() {
 #[test]
 fn flat_indices_of_a_box() {
     let shape = [5u64, 7, 9];
-    let b = QueryBox { slab: 0, id: (0, 0, 0), start: vec![1, 2, 3], len: vec![3, 4, 5], region: None };
+    let b =
+        QueryBox { slab: 0, id: (0, 0, 0), start: vec![1, 2, 3], len: vec![3, 4, 5], region: None, region_bits: None };
     let local: Vec<u32> = (0..60).collect();
     let got = flat_of(&b, &shape, local.iter().copied());
     let mut want = vec![];
@@ -145,6 +146,19 @@ fn coverage_follows_the_summary() {
 fn region_bitmaps_list_the_selected_elements() {
     let b = |first, count, len, step| AxisBlock { chunk: 0, sub: 0, len, first, count, out: 0, step };
     assert_eq!(local_region(&[b(0, 4, 4, 1), b(0, 5, 5, 1)]), None);
-    let r = local_region(&[b(1, 2, 4, 1), b(1, 2, 5, 2)]).unwrap_or_default();
+    let r = crate::mask::bitmap_of(&local_region(&[b(1, 2, 4, 1), b(1, 2, 5, 2)]).unwrap_or_default());
     assert_eq!(r.iter().collect::<Vec<_>>(), vec![6, 8, 11, 13]);
+    // Three axes with strides on the outer ones, rows crossing 64-bit words, and one axis.
+    let blocks = [b(1, 3, 7, 2), b(2, 5, 9, 1), b(3, 60, 70, 1)];
+    let mut want = Vec::new();
+    for t in 0..3u32 {
+        for y in 0..5u32 {
+            for x in 0..60u32 {
+                want.push(((1 + 2 * t) * 9 + 2 + y) * 70 + 3 + x);
+            }
+        }
+    }
+    assert_eq!(crate::mask::bitmap_of(&local_region(&blocks).unwrap_or_default()).iter().collect::<Vec<_>>(), want);
+    let r = crate::mask::bitmap_of(&local_region(&[b(5, 40, 200, 3)]).unwrap_or_default());
+    assert_eq!(r.iter().collect::<Vec<_>>(), (0..40u32).map(|i| 5 + 3 * i).collect::<Vec<_>>());
 }
