@@ -14,7 +14,7 @@ LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1
 VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke crash
+.PHONY: help sysdeps setup build header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke fuzz-server crash
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
@@ -153,3 +153,19 @@ fuzz:
 	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
 	@if [ -n "$(FUZZ_RECORD)" ]; then \
 	  $(BIN)/python fuzz/record.py $(CACHE)/fuzz-logs $(FUZZ_RECORD) $(FUZZ_SECONDS) $(FUZZ_TARGETS); fi
+
+# The server's request handling under libFuzzer: fuzz/server is a package of its own, as it
+# compiles DataFusion, arrow and axum under the fuzzing flags (a quarter of an hour cold on
+# 2 cores), which `make test`'s smoke run of the decoders should not pay. `make test` runs
+# the same harness on mutated seeds (crates/strata-server/tests/request_mutations.rs), whose
+# seeds start this corpus.
+fuzz-server: setup
+	@command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
+	@mkdir -p $(CACHE)/fuzz-logs
+	STRATA_SEEDS_OUT=fuzz/server/corpus/server_request \
+	  cargo test --release -q -p strata-server --test request_mutations every_seed
+	cd fuzz/server && RUSTC_BOOTSTRAP=1 cargo fuzz run server_request -- -max_total_time=$(FUZZ_SECONDS) \
+	  -rss_limit_mb=2048 -print_final_stats=0 2>&1 | tee $(CACHE)/fuzz-logs/server_request.log \
+	  | grep -E "^(Done|==|SUMMARY)|panicked|ERROR"; test $${PIPESTATUS[0]} -eq 0
+	@if [ -n "$(FUZZ_RECORD)" ]; then \
+	  $(BIN)/python fuzz/record.py $(CACHE)/fuzz-logs $(FUZZ_RECORD) $(FUZZ_SECONDS) server_request; fi

@@ -24,6 +24,8 @@ mod config;
 mod dap;
 mod encode;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod netcdf;
 mod pieces;
 mod quicklook;
@@ -118,9 +120,20 @@ impl Bound {
     }
 }
 
+fn state(config: ServerConfig, session: Session) -> Result<State, ApiError> {
+    Ok(Arc::new(AppState {
+        catalog: Catalog::new(&config.root)?,
+        session: Arc::new(session),
+        config,
+        served: AtomicU64::new(0),
+        started: Instant::now(),
+        stop: tokio::sync::Notify::new(),
+        in_flight: Default::default(),
+    }))
+}
+
 /// Opens the catalog and the session, and binds the listener.
 pub async fn bind(config: ServerConfig) -> Result<Bound, ApiError> {
-    let catalog = Catalog::new(&config.root)?;
     let tls = match (&config.tls_cert, &config.tls_key) {
         (Some(c), Some(k)) => Some(tls::acceptor(c, k)?),
         (None, None) => None,
@@ -128,19 +141,20 @@ pub async fn bind(config: ServerConfig) -> Result<Bound, ApiError> {
     };
     let session = Session::open_default().map_err(ApiError::from)?;
     let addr = format!("{}:{}", config.host, config.port);
+    let state = state(config, session)?;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| ApiError::startup(format!("cannot listen on {addr}: {e}")))?;
-    let state = Arc::new(AppState {
-        catalog,
-        session: Arc::new(session),
-        config,
-        served: AtomicU64::new(0),
-        started: Instant::now(),
-        stop: tokio::sync::Notify::new(),
-        in_flight: Default::default(),
-    });
     Ok(Bound { listener, state, tls })
+}
+
+/// The server's routes over `config.root` as an [`axum::Router`], without a listener (to
+/// mount in another server, or to drive request by request). Requests need the client's
+/// address as an `axum::extract::ConnectInfo<SocketAddr>` extension, which
+/// `into_make_service_with_connect_info` adds. `session` plans and learns for every
+/// dataset ([`Session::open_default`] is the one `strata serve` uses).
+pub fn app(config: ServerConfig, session: Session) -> Result<Router, ApiError> {
+    Ok(router(state(config, session)?))
 }
 
 /// Binds and serves on a runtime of its own (the command-line entry point). `ready` is told
