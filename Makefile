@@ -164,7 +164,7 @@ fuzz-server: setup
 	@mkdir -p $(CACHE)/fuzz-logs
 	STRATA_SEEDS_OUT=fuzz/server/corpus/server_request \
 	  cargo test --release -q -p strata-server --test request_mutations every_seed
-	cd fuzz/server && RUSTC_BOOTSTRAP=1 cargo fuzz run server_request -- -max_total_time=$(FUZZ_SECONDS) \
+	RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir fuzz/server server_request -- -max_total_time=$(FUZZ_SECONDS) \
 	  -rss_limit_mb=2048 -print_final_stats=0 2>&1 | tee $(CACHE)/fuzz-logs/server_request.log \
 	  | grep -E "^(Done|==|SUMMARY)|panicked|ERROR"; test $${PIPESTATUS[0]} -eq 0
 	@if [ -n "$(FUZZ_RECORD)" ]; then \

@@ -18,12 +18,6 @@ mod engine;
 mod in_place;
 mod parallel;
 
-/// mimalloc keeps freed memory for the next allocation: a query's pieces allocate and free
-/// buffers of megabytes each, and glibc handed each back to the kernel, so every piece
-/// page-faulted its buffers in again (a sixth of a large SQL points query).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn to_py(e: Error) -> PyErr {
     exception(e.kind(), e.to_string())
 }
