@@ -162,7 +162,7 @@ fuzz:
 fuzz-server: setup
 	@command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
 	@mkdir -p $(CACHE)/fuzz-logs
-	STRATA_SEEDS_OUT=fuzz/server/corpus/server_request \
+	STRATA_SEEDS_OUT=$(CURDIR)/fuzz/server/corpus/server_request \
 	  cargo test --release -q -p strata-server --test request_mutations every_seed
 	RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir fuzz/server server_request -- -max_total_time=$(FUZZ_SECONDS) \
 	  -rss_limit_mb=2048 -print_final_stats=0 2>&1 | tee $(CACHE)/fuzz-logs/server_request.log \

@@ -62,7 +62,8 @@ fn mutate(rng: &mut Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {
 #[test]
 fn every_seed_is_answered_as_promised() {
     let h = shared();
-    // `make fuzz-server` starts libFuzzer's corpus from these seeds.
+    // `make fuzz-server` starts libFuzzer's corpus from these seeds (an absolute path: tests
+    // run in the crate's directory).
     if let Some(dir) = std::env::var_os("STRATA_SEEDS_OUT") {
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{dir:?}: {e}"));
         for (i, seed) in seeds().iter().enumerate() {
