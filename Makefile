@@ -21,6 +21,9 @@ help:
 	@echo "make test    set up everything and run the Rust and Python test suites"
 	@echo "make check   test + rustfmt + clippy -D warnings + ruff + cargo-deny licenses"
 	@echo "make bench   run the benchmarks in bench/ (release build)"
+	@echo "make fuzz    fuzz every decoder FUZZ_SECONDS each (FUZZ_TARGETS=... for some)"
+	@echo "make fuzz-server  fuzz whole HTTP requests to the server FUZZ_SECONDS"
+	@echo "make crash   1,000 kills of writing processes, each store checked after"
 
 # System packages from Debian, only if missing: a C compiler (zstd-sys), cmake and libclang
 # (zfp-sys builds the bundled zfp and generates its bindings), venv support, and netCDF's
