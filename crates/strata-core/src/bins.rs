@@ -3,6 +3,7 @@
 //! bins. A sub-chunk's elements are stored bin by bin, and each (sub-chunk, bin) keeps the
 //! positions of its elements as a Roaring bitmap in the index file (docs/format.md §6.2).
 
+use crate::bitset::set_bits;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::manifest::{Layout, Level};
@@ -282,18 +283,6 @@ fn invalid_to(ids: &mut [u32], block: &[f64], missing_bin: u32, missing: impl Fn
     for (o, &v) in ids.iter_mut().zip(block) {
         let invalid = v.is_nan() | missing(v);
         *o = if invalid { missing_bin } else { *o };
-    }
-}
-
-/// Sets bits `s..e` of a bitset of 64-bit words (bit i of word w is position 64w + i).
-fn set_bits(words: &mut [u64], mut s: usize, e: usize) {
-    while s < e {
-        let w = s / 64;
-        let hi = e.min((w + 1) * 64);
-        let len = hi - s;
-        let mask = if len == 64 { u64::MAX } else { ((1u64 << len) - 1) << (s % 64) };
-        words[w] |= mask;
-        s = hi;
     }
 }
 

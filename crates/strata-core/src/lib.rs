@@ -4,6 +4,7 @@
 //! The format is specified in `docs/format.md`; this crate is its reference implementation.
 
 pub mod bins;
+mod bitset;
 pub mod cache;
 pub mod chunking;
 pub mod constraint;

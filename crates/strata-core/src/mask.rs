@@ -4,9 +4,9 @@
 //! area is answered from the bin bitmaps ANDed with the mask, and sub-chunks outside the
 //! area are never read.
 
+use crate::bitset::set_bits;
 use crate::error::{Error, Result};
 use crate::grid::AxisBlock;
-use roaring::RoaringBitmap;
 
 /// Which elements of `axes` (ascending axes of the queried variables) are selected, over the
 /// whole extent of those axes, row-major.
@@ -62,7 +62,7 @@ impl Mask {
 
     /// The local positions (row-major in the sub-chunk) of the elements a sub-chunk's
     /// selection picks (`blocks`, the sub-chunk starting at global `start`) that are in the
-    /// mask, as a bitset (bit `i` of word `i / 64` for position `i`; [`bitmap_of`] makes
+    /// mask, as a bitset (bit `i` of word `i / 64` for position `i`; [`crate::bitset::bitmap_of`] makes
     /// it a bitmap). None when every element of the sub-chunk is picked and in.
     pub(crate) fn restrict(&self, start: &[u64], blocks: &[AxisBlock]) -> Option<Vec<u64>> {
         // Runs are set in a bitset and the bitmap built from it at once: inserting a
@@ -215,32 +215,10 @@ fn or_shifted(dst: &mut [u64], src: &[u64], at: usize) {
     }
 }
 
-/// The positions set in a bitset, as a bitmap.
-pub(crate) fn bitmap_of(words: &[u64]) -> RoaringBitmap {
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    RoaringBitmap::from_lsb0_bytes(0, &bytes)
-}
-
-/// Sets bits `lo..hi` of a bitset (bit `i` is bit `i % 64` of word `i / 64`).
-pub(crate) fn set_bits(words: &mut [u64], lo: usize, hi: usize) {
-    if lo >= hi {
-        return;
-    }
-    let (wl, wh) = (lo / 64, (hi - 1) / 64);
-    let head = !0u64 << (lo % 64);
-    let tail = !0u64 >> (63 - (hi - 1) % 64);
-    if wl == wh {
-        words[wl] |= head & tail;
-    } else {
-        words[wl] |= head;
-        words[wl + 1..wh].fill(!0);
-        words[wh] |= tail;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bitset::bitmap_of;
     use crate::grid::{axis_blocks, AxisSelection};
 
     #[test]

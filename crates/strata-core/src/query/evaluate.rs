@@ -45,7 +45,7 @@ pub(super) fn kept_positions(p: Option<&RoaringBitmap>, keep: &[bool]) -> Vec<u3
     out
 }
 
-/// A box's region as one bit per position (see [`crate::mask::bitmap_of`]): testing a
+/// A box's region as one bit per position (see [`crate::bitset::bitmap_of`]): testing a
 /// position is a shift, where a roaring lookup searches a container (that search was a
 /// fifth of a count through an area).
 pub(super) struct RegionBits<'a>(pub(super) &'a [u64]);

@@ -113,7 +113,7 @@ struct QueryBox {
     len: Vec<u64>,
     /// Selected elements of the sub-chunk (local row-major offsets); None when all are.
     region: Option<RoaringBitmap>,
-    /// The same as a bitset (see [`crate::mask::bitmap_of`]), for lookups by position.
+    /// The same as a bitset (see [`crate::bitset::bitmap_of`]), for lookups by position.
     region_bits: Option<Vec<u64>>,
 }
 
@@ -214,7 +214,7 @@ fn local_region(blocks: &[AxisBlock]) -> Option<Vec<u64>> {
             outer.iter().zip(&idx).zip(&strides).map(|((b, &i), &s)| (b.first + i * b.step) * s).sum::<u64>()
                 + last.first;
         if last.step == 1 {
-            crate::mask::set_bits(&mut words, row as usize, (row + last.count) as usize);
+            crate::bitset::set_bits(&mut words, row as usize, (row + last.count) as usize);
         } else {
             for i in 0..last.count {
                 let at = (row + i * last.step) as usize;
@@ -275,7 +275,7 @@ impl StoreReader {
                 QueryBox {
                     slab: sc.slab,
                     id: sc.id,
-                    region: bits.as_deref().map(crate::mask::bitmap_of),
+                    region: bits.as_deref().map(crate::bitset::bitmap_of),
                     region_bits: bits,
                     start: sc.start,
                     len: sc.blocks.iter().map(|b| b.len).collect(),

@@ -146,7 +146,7 @@ fn coverage_follows_the_summary() {
 fn region_bitmaps_list_the_selected_elements() {
     let b = |first, count, len, step| AxisBlock { chunk: 0, sub: 0, len, first, count, out: 0, step };
     assert_eq!(local_region(&[b(0, 4, 4, 1), b(0, 5, 5, 1)]), None);
-    let r = crate::mask::bitmap_of(&local_region(&[b(1, 2, 4, 1), b(1, 2, 5, 2)]).unwrap_or_default());
+    let r = crate::bitset::bitmap_of(&local_region(&[b(1, 2, 4, 1), b(1, 2, 5, 2)]).unwrap_or_default());
     assert_eq!(r.iter().collect::<Vec<_>>(), vec![6, 8, 11, 13]);
     // Three axes with strides on the outer ones, rows crossing 64-bit words, and one axis.
     let blocks = [b(1, 3, 7, 2), b(2, 5, 9, 1), b(3, 60, 70, 1)];
@@ -158,7 +158,7 @@ fn region_bitmaps_list_the_selected_elements() {
             }
         }
     }
-    assert_eq!(crate::mask::bitmap_of(&local_region(&blocks).unwrap_or_default()).iter().collect::<Vec<_>>(), want);
-    let r = crate::mask::bitmap_of(&local_region(&[b(5, 40, 200, 3)]).unwrap_or_default());
+    assert_eq!(crate::bitset::bitmap_of(&local_region(&blocks).unwrap_or_default()).iter().collect::<Vec<_>>(), want);
+    let r = crate::bitset::bitmap_of(&local_region(&[b(5, 40, 200, 3)]).unwrap_or_default());
     assert_eq!(r.iter().collect::<Vec<_>>(), (0..40u32).map(|i| 5 + 3 * i).collect::<Vec<_>>());
 }
