@@ -597,7 +597,19 @@ pub(crate) async fn subset(
             let (lo, hi) = byte_range(r, total)?;
             (lo, hi, StatusCode::PARTIAL_CONTENT)
         }
-        (None, Some(n), Some(i)) if n > 0 && i < n => (total * i / n, total * (i + 1) / n, StatusCode::PARTIAL_CONTENT),
+        (None, Some(n), Some(i)) if n > 0 && i < n => {
+            // In u128: total * (i + 1) overflows u64 for a large part number.
+            let at = |k: u64| (u128::from(total) * u128::from(k) / u128::from(n)) as u64;
+            let (lo, hi) = (at(i), at(i + 1));
+            if lo >= hi {
+                return Err(ApiError::new(
+                    StatusCode::RANGE_NOT_SATISFIABLE,
+                    "range",
+                    format!("part {i} of {n} is empty: the file has {total} bytes, so use at most {total} parts"),
+                ));
+            }
+            (lo, hi, StatusCode::PARTIAL_CONTENT)
+        }
         (None, None, None) => (0, total, StatusCode::OK),
         _ => return Err(ApiError::bad_request("parts=N&part=i needs both, with 0 <= i < N")),
     };
