@@ -123,11 +123,7 @@ impl Mask {
             return 0;
         }
         let last = nd - 1;
-        let lens: Vec<u64> = blocks.iter().map(|b| b.len).collect();
-        let mut local_strides = vec![1u64; nd];
-        for d in (0..last).rev() {
-            local_strides[d] = local_strides[d + 1] * lens[d + 1];
-        }
+        let local_strides = local_strides(blocks);
         // Each axis's step in the mask (0 for axes the mask does not span).
         let mask_stride: Vec<u64> =
             (0..nd).map(|d| self.axes.iter().position(|&a| a == d).map_or(0, |k| self.strides[k])).collect();
@@ -195,8 +191,9 @@ fn local_strides(blocks: &[AxisBlock]) -> Vec<u64> {
 /// `lead` of the leading axes (relative to their first selected elements).
 fn repeat_shifts(lead: &[AxisBlock], strides: &[u64]) -> Vec<u64> {
     let mut shifts = vec![0u64];
+    // Outer axes first, each repetition of an outer one holding all of the inner ones.
     for (b, &stride) in lead.iter().zip(strides) {
-        shifts = (0..b.count).flat_map(|i| shifts.iter().map(move |s| i * b.step * stride + s)).collect();
+        shifts = shifts.iter().flat_map(|&s| (0..b.count).map(move |i| s + i * b.step * stride)).collect();
     }
     shifts
 }
