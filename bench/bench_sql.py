@@ -141,7 +141,7 @@ def measure(label: str) -> list[dict]:
                 )
                 ref_n = ref.num_rows if kind == "points" else ref.column(0)[0].as_py()
                 row = {"input": label, "selectivity": sel, "query": kind, "rows": ref_n, "duckdb_s": td}
-                before = len(sessions["auto"].pieces_run())
+                before = sessions["auto"].pieces_run_count()
                 turns: dict = {}
                 times, answers = interleaved(
                     {m: (lambda s=s, sql=sql: s.execute(sql)) for m, s in sessions.items()}, per_turn=turns
@@ -150,7 +150,7 @@ def measure(label: str) -> list[dict]:
                 row["auto_vs_best_paired"] = paired_ratio(turns, "auto", better)
                 row["control_paired"] = paired_ratio(turns, CONTROL, "index")
                 row["control_best_ratio"] = times[CONTROL] / times["index"]
-                ran = [p[0] for p in sessions["auto"].pieces_run()[before:]]
+                ran = [p[0] for p in sessions["auto"].pieces_run(before)]
                 row["auto_ran"] = {m: ran.count(m) for m in ("index", "scan") if m in ran}
                 for m in METHODS:
                     t, got = times[m], answers[m]

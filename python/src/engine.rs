@@ -160,17 +160,35 @@ impl Session {
         self.inner.source().to_string()
     }
 
-    /// The model with its corrections, and the observations behind them (JSON).
+    /// The model with its corrections for points with values, and the observations behind
+    /// them (JSON); `select`: the corrections counts and positions learned.
     fn model_json(&self) -> String {
         let m = self.inner.model();
         let mut v = serde_json::to_value(&m).unwrap_or_default();
         v["observations"] = serde_json::json!({"index": m.observed(Method::Index), "scan": m.observed(Method::Scan)});
+        let s = self.inner.model_for(session::Track::Select);
+        v["select"] = serde_json::json!({
+            "index_correction": s.index_correction,
+            "scan_correction": s.scan_correction,
+            "observations": {"index": s.observed(Method::Index), "scan": s.observed(Method::Scan)},
+        });
         v.to_string()
     }
 
-    /// Runs observed: (method, estimated seconds, observed seconds).
-    fn runs(&self) -> Vec<(String, f64, f64)> {
-        self.inner.runs().into_iter().map(|r| (r.method.name().to_string(), r.estimated_s, r.observed_s)).collect()
+    /// Runs observed after the first `mark` (0: the most recent ones kept): (method,
+    /// estimated seconds, observed seconds).
+    #[pyo3(signature = (mark=0))]
+    fn runs(&self, mark: u64) -> Vec<(String, f64, f64)> {
+        self.inner
+            .runs_since(mark)
+            .into_iter()
+            .map(|r| (r.method.name().to_string(), r.estimated_s, r.observed_s))
+            .collect()
+    }
+
+    /// How many runs the session observed (a mark for `runs`).
+    fn run_count(&self) -> u64 {
+        self.inner.run_count()
     }
 
     /// The method the model picks for estimates of `index_s` and `scan_s` seconds.

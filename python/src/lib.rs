@@ -348,13 +348,20 @@ impl SqlSession {
         Ok(SqlStream { inner: Mutex::new(Some(stream)), error: Arc::new(Mutex::new(None)) })
     }
 
-    /// Pieces run so far: (method, estimated seconds, observed seconds).
-    fn pieces_run(&self) -> Vec<(String, f64, f64)> {
+    /// Pieces run after the first `mark` (0: the most recent ones kept): (method,
+    /// estimated seconds, observed seconds).
+    #[pyo3(signature = (mark=0))]
+    fn pieces_run(&self, mark: u64) -> Vec<(String, f64, f64)> {
         self.inner
-            .pieces_run()
+            .pieces_run(mark)
             .into_iter()
             .map(|r| (r.method.name().to_string(), r.estimated_s, r.observed_s))
             .collect()
+    }
+
+    /// How many pieces this session ran.
+    fn pieces_run_count(&self) -> u64 {
+        self.inner.pieces_run_count()
     }
 
     /// The cost model with the corrections learned from the queries run (JSON).

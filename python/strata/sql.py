@@ -93,9 +93,15 @@ class SqlSession:
         """The whole result as a ``pyarrow.Table``."""
         return self.stream(query).read_all()
 
-    def pieces_run(self) -> list[tuple[str, float, float]]:
-        """Pieces scanned so far: (method, estimated seconds, observed seconds)."""
-        return self._session.pieces_run()
+    def pieces_run(self, since: int = 0) -> list[tuple[str, float, float]]:
+        """Pieces scanned after the first ``since`` (a ``pieces_run_count()`` taken
+        earlier; 0: the most recent 10,000 kept): (method, estimated seconds, observed
+        seconds)."""
+        return self._session.pieces_run(since)
+
+    def pieces_run_count(self) -> int:
+        """How many pieces this session scanned."""
+        return self._session.pieces_run_count()
 
 
 def sql(

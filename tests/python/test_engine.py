@@ -77,13 +77,13 @@ def test_dataset_query_and_sql_learn_in_one_session(store):
     path, t, _, _ = store
     ds = strata.open(path)
     session = strata.session()
-    before = len(session.runs())
+    before = session.run_count()
     assert ds.query("t > 20", output="count") == (t > 20).sum()
     table = strata.sql(path, "SELECT count(*) AS n FROM e WHERE t > 20")
     assert table["n"][0].as_py() == (t > 20).sum()
-    runs = session.runs()
-    assert len(runs) > before + 1
-    assert {m for m, _, _ in runs[before:]} <= {"index", "scan"}
+    runs = session.runs(before)
+    assert session.run_count() == before + len(runs) and len(runs) > 1
+    assert {m for m, _, _ in runs} <= {"index", "scan"}
 
 
 def test_explain_prints_the_engines_plan_and_actuals(store, capsys):

@@ -89,9 +89,10 @@ pub struct CostModel {
     pub index_correction: f64,
     #[serde(default = "one")]
     pub scan_correction: f64,
-    /// Observations folded into each correction (index, scan) in this process.
+    /// Queries folded into each correction (index, scan) in this process: a piece of a
+    /// query counts as its share of it, so a query counts once however it was cut.
     #[serde(skip)]
-    pub observations: [u32; 2],
+    pub observations: [f64; 2],
 }
 
 fn one() -> f64 {
@@ -104,9 +105,9 @@ pub const COST_MODEL_VERSION: u32 = 1;
 /// can exceed the difference (see [`CostModel::choose`]).
 pub const CLOSE_CALL: f64 = 1.3;
 
-/// Observations of a method after which close calls stop trying it for its correction's
-/// sake (see [`CostModel::choose`]).
-pub const EXPLORED: u32 = 8;
+/// Queries of a method after which close calls stop trying it for its correction's sake
+/// (see [`CostModel::choose`]).
+pub const EXPLORED: f64 = 8.0;
 
 /// How far one query's observed/estimated ratio moves a correction (an exponential
 /// moving average over queries).
@@ -129,7 +130,7 @@ impl Default for CostModel {
             scan_ns: None,
             index_correction: 1.0,
             scan_correction: 1.0,
-            observations: [0, 0],
+            observations: [0.0, 0.0],
         }
     }
 }
@@ -166,8 +167,8 @@ impl CostModel {
         raw * self.correction(method)
     }
 
-    /// Observations folded into `method`'s correction so far.
-    pub fn observed(&self, method: Method) -> u32 {
+    /// Queries folded into `method`'s correction so far (pieces count as their share).
+    pub fn observed(&self, method: Method) -> f64 {
         self.observations[Self::slot(method)]
     }
 
@@ -191,7 +192,7 @@ impl CostModel {
             Method::Index => (self.scan_correction, self.observations[1]),
             Method::Scan => (self.index_correction, self.observations[0]),
         };
-        if self.observations[Self::slot(method)] == 0 && other.1 > 0 {
+        if self.observations[Self::slot(method)] == 0.0 && other.1 > 0.0 {
             other.0
         } else {
             own
@@ -200,8 +201,8 @@ impl CostModel {
 
     /// The method for a query estimated at `index_s` and `scan_s` seconds. On a close call
     /// (estimates within [`CLOSE_CALL`]) the method estimated slower still runs until it
-    /// has been observed a quarter as often as the other, and at most [`EXPLORED`] times
-    /// (a query of eight SQL pieces, or eight `Dataset.query` calls), so the
+    /// has been observed a quarter as often as the other, and in at most [`EXPLORED`]
+    /// queries (however many pieces each was cut into), so the
     /// corrections learn both methods on the store being queried and the choice follows
     /// what they measure (with one method observed, both share its correction and the
     /// calibrated constants decide).
@@ -217,7 +218,7 @@ impl CostModel {
         } else {
             (Method::Index, Method::Scan, index_s, scan_s)
         };
-        let window = if self.observed(other) == 0 && self.observed(best) > 0 {
+        let window = if self.observed(other) == 0.0 && self.observed(best) > 0.0 {
             let c = self.correction(best);
             CLOSE_CALL * c.max(1.0 / c)
         } else {
@@ -227,7 +228,7 @@ impl CostModel {
         // Bounded by EXPLORED, not only by a quarter of the best's count: a method observed
         // hundreds of times (pieces of earlier queries) would otherwise hand every close
         // call to the other until it had been observed a quarter as often.
-        let owed = self.observed(other) < EXPLORED && self.observed(other) * 4 < self.observed(best);
+        let owed = self.observed(other) < EXPLORED && self.observed(other) * 4.0 < self.observed(best);
         if close && owed {
             other
         } else {
@@ -259,7 +260,7 @@ impl CostModel {
             return;
         }
         let slot = Self::slot(method);
-        let borrowed = self.observations[slot] == 0 && self.observations[1 - slot] > 0;
+        let borrowed = self.observations[slot] == 0.0 && self.observations[1 - slot] > 0.0;
         let current = self.correction(method);
         let ratio = observed_s / uncorrected_s;
         let weight = LEARNING_RATE * share.clamp(0.0, 1.0);
@@ -268,7 +269,7 @@ impl CostModel {
             Method::Index => self.index_correction = next,
             Method::Scan => self.scan_correction = next,
         }
-        self.observations[Self::slot(method)] += 1;
+        self.observations[slot] += share.clamp(0.0, 1.0);
     }
 }
 
@@ -346,6 +347,12 @@ impl QueryPlan {
             w.add(p.work(method));
         }
         w
+    }
+
+    /// The method of a plan that runs one throughout (counts and positions; see
+    /// `Session::plan`): the forced one, else the first slab's.
+    pub fn method(&self) -> Method {
+        self.forced.or_else(|| self.slabs.first().map(|s| s.choice)).unwrap_or(Method::Index)
     }
 
     /// The methods the plan runs, index before scan.
@@ -643,7 +650,7 @@ mod tests {
         let wi = Work { segments: 10.0, ..Work::default() };
         let before = m.seconds(Method::Index, &wi);
         m.observe(Method::Index, before, before / 2.0);
-        assert_eq!(m.observations, [1, 40]);
+        assert_eq!(m.observations, [1.0, 40.0]);
         assert!(m.correction(Method::Index) < m.scan_correction);
     }
 
@@ -742,7 +749,7 @@ mod tests {
             right.observe(Method::Index, 1.0, 1.0);
         }
         assert_eq!(right.choose(1.0, 2.0), Method::Index);
-        assert_eq!(right.observed(Method::Scan), 0);
+        assert_eq!(right.observed(Method::Scan), 0.0);
     }
 
     #[test]

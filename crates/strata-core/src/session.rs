@@ -189,23 +189,118 @@ pub struct Run {
     pub observed_s: f64,
 }
 
-/// What the session made of every piece of a query planned together (SQL's pieces): the
-/// method all of them run, and each piece's estimate before the model's correction.
-#[derive(Debug, Clone)]
-pub struct PiecePlans {
-    pub method: Method,
-    uncorrected: Vec<f64>,
-    /// The sum of `uncorrected`: each piece teaches the model its share of one query.
-    total: f64,
+/// Runs kept by a [`RunLog`]: a long-running process (the server) runs queries without end,
+/// and the log is for looking back at recent ones.
+pub const RUNS_KEPT: usize = 10_000;
+
+/// The most recent runs observed (at most [`RUNS_KEPT`]) and how many there were in all.
+#[derive(Debug, Default)]
+pub struct RunLog {
+    recent: std::collections::VecDeque<Run>,
+    total: u64,
 }
 
-/// A cost model and the queries it learned from. Shared by reference between threads:
-/// planning takes a snapshot of the model, observing folds one run in.
+impl RunLog {
+    pub fn push(&mut self, run: Run) {
+        if self.recent.len() == RUNS_KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(run);
+        self.total += 1;
+    }
+
+    /// Runs observed so far, kept or not.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The kept runs among those after the first `mark` (a [`total`](Self::total) taken
+    /// earlier).
+    pub fn since(&self, mark: u64) -> Vec<Run> {
+        let first_kept = self.total - self.recent.len() as u64;
+        let skip = mark.saturating_sub(first_kept).min(self.recent.len() as u64) as usize;
+        self.recent.iter().skip(skip).copied().collect()
+    }
+}
+
+impl Extend<Run> for RunLog {
+    fn extend<I: IntoIterator<Item = Run>>(&mut self, runs: I) {
+        runs.into_iter().for_each(|r| self.push(r));
+    }
+}
+
+/// A query under way a piece at a time (see [`Session::start`]): planned once, its region
+/// cut into pieces that any thread runs (see [`Session::run_piece`]), each observed as it
+/// ends. Python's points queries and SQL's scans both run this way, so they plan, choose
+/// and learn alike.
+#[derive(Debug)]
+pub struct QueryRun {
+    /// The query as stored (constraints on stored values).
+    query: Query,
+    plan: QueryPlan,
+    pieces: Vec<Vec<DimSelection>>,
+    /// Each piece's part of the query (its elements over the region's; they sum to 1).
+    shares: Vec<f64>,
+    /// Per method the plan runs: its estimate without the correction it was planned
+    /// under, and its part of the plan's estimate (see [`Session::run_piece`]).
+    methods: Vec<(Method, f64, f64)>,
+    /// The corrections it plans under and teaches.
+    track: Track,
+    started: Instant,
+    before: crate::reader::ReadStats,
+}
+
+impl QueryRun {
+    /// The pieces, in the order of the region.
+    pub fn pieces(&self) -> &[Vec<DimSelection>] {
+        &self.pieces
+    }
+
+    pub fn plan(&self) -> &QueryPlan {
+        &self.plan
+    }
+
+    /// The query as the reader runs it.
+    pub fn query(&self) -> &Query {
+        &self.query
+    }
+}
+
+/// What a query does with what it selects, which its time is learned under: the cost
+/// model's error differs between the two. On ERSST x4 the index's counts took 0.4x their
+/// estimate and its points 2x: with one correction for both, each count pulled the
+/// correction down, the next points query ran the index at 1.5-2.5x the scan's time, and
+/// the two kinds of query kept undoing each other's learning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Track {
+    /// Counts and positions (and points with no values returned).
+    Select,
+    /// Points with values returned.
+    Values,
+}
+
+impl Track {
+    pub fn of(query: &Query) -> Track {
+        if query.output == Output::Points && !query.variables.is_empty() {
+            Track::Values
+        } else {
+            Track::Select
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+/// A cost model and the queries it learned from, a copy per [`Track`] (the constants are
+/// shared; the corrections learn apart). Shared by reference between threads: planning
+/// takes a snapshot of the model, observing folds one run in.
 #[derive(Debug)]
 pub struct Session {
-    model: Mutex<CostModel>,
+    models: Mutex<[CostModel; 2]>,
     source: String,
-    runs: Mutex<Vec<Run>>,
+    runs: Mutex<RunLog>,
     /// Elements per piece of a points query or a SQL scan (see [`crate::query::pieces`]).
     piece_elements: u64,
 }
@@ -220,9 +315,9 @@ impl Session {
     pub fn new(model: CostModel) -> Session {
         let source = model.source.clone();
         Session {
-            model: Mutex::new(model),
+            models: Mutex::new([model.clone(), model]),
             source,
-            runs: Mutex::new(Vec::new()),
+            runs: Mutex::new(RunLog::default()),
             piece_elements: crate::query::pieces::PIECE_ELEMENTS,
         }
     }
@@ -258,21 +353,37 @@ impl Session {
         &self.source
     }
 
-    /// The model as it stands, corrections included.
+    /// The model as it stands for points with values, corrections included (see
+    /// [`model_for`](Self::model_for)).
     pub fn model(&self) -> CostModel {
-        self.model.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.model_for(Track::Values)
     }
 
-    /// Every run observed so far.
+    /// The model as it stands for queries of `track`.
+    pub fn model_for(&self, track: Track) -> CostModel {
+        self.models.lock().unwrap_or_else(|p| p.into_inner())[track.slot()].clone()
+    }
+
+    /// The runs observed so far, the most recent [`RUNS_KEPT`] of them.
     pub fn runs(&self) -> Vec<Run> {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.runs_since(0)
+    }
+
+    /// How many runs were observed so far (a mark for [`runs_since`](Self::runs_since)).
+    pub fn run_count(&self) -> u64 {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).total()
+    }
+
+    /// The runs observed after the first `mark` (see [`RunLog::since`]).
+    pub fn runs_since(&self, mark: u64) -> Vec<Run> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).since(mark)
     }
 
     /// The plan of `query` under the model as it stands: both methods' work and time per
     /// slab, and the method each slab would run.
     pub fn plan(&self, reader: &StoreReader, query: &Query) -> Result<QueryPlan> {
         check(reader, query)?;
-        let model = self.model();
+        let model = self.model_for(Track::of(query));
         self.plan_with(reader, &query.stored(reader)?, &model)
     }
 
@@ -314,20 +425,21 @@ impl Session {
             answer.columns = columns;
             return Ok(answer);
         }
-        self.observed(reader, query, |query, plan| {
-            // One method for the whole selection.
-            let method = plan.slabs.first().map_or(query.method.unwrap_or(Method::Index), |s| s.choice);
-            let count_only = query.output == Output::Count;
-            let (sel, count, stats) =
-                reader.select_with(&query.predicate, &query.region, query.mask.as_deref(), count_only, method)?;
-            Ok((count, sel, stats))
-        })
+        // Counts and positions run whole: one piece, one method for the whole selection.
+        let run = self.start_with(reader, query, false)?;
+        let q = &run.query;
+        let ((selection, count, stats), _) = self.run_piece(&run, 0, |sel, plan| {
+            reader.select_with(&q.predicate, sel, q.mask.as_deref(), q.output == Output::Count, plan.method())
+        })?;
+        let mut answer = self.finish(reader, run, count, stats);
+        answer.selection = selection;
+        Ok(answer)
     }
 
-    /// Plans, runs and observes a points query a piece at a time (see
-    /// [`crate::query::pieces`]): pieces run side by side, a few at a time, each shaped by
-    /// `shape` on the thread that ran it, and handed to `consume` in order. Memory holds the pieces in flight and what `consume`
-    /// keeps. The answer carries the count and what the query did, not the points.
+    /// Plans, runs and observes a points query a piece at a time (see [`start`](Self::start)):
+    /// pieces run side by side, a few at a time, each shaped by `shape` on the thread that
+    /// ran it, and handed to `consume` in order. Memory holds the pieces in flight and what
+    /// `consume` keeps. The answer carries the count and what the query did, not the points.
     pub fn run_points<T: Send>(
         &self,
         reader: &StoreReader,
@@ -335,167 +447,160 @@ impl Session {
         shape: impl Fn(Points) -> Result<T> + Sync,
         mut consume: impl FnMut(T) -> Result<()>,
     ) -> Result<Answer> {
-        use crate::query::pieces::split;
         use rayon::prelude::*;
         if query.output != Output::Points {
             return Err(Error::InvalidArgument("run_points runs a points query".into()));
         }
-        self.observed(reader, query, |query, plan| {
-            let outputs = returned(query);
-            let method_for = |slab: usize| plan.method_for(slab);
-            let mut pieces = split(&query.region, &reader.piece_starts(driver(query)?)?, self.piece_elements);
-            if pieces.is_empty() {
-                // Nothing selected: one empty piece still checks the query's arguments.
-                pieces.push(query.region.clone());
-            }
-            // A round of two pieces per thread; a round's results are consumed on this thread
-            // while the next round runs (the pieces' boxes spread over threads too, so a slow
-            // piece does not leave a thread idle). Memory holds two rounds.
-            let window = 2 * rayon::current_num_threads().max(1);
-            let (mut count, mut stats) = (0u64, QueryStats::default());
-            let run_piece = |sel: &Vec<DimSelection>| -> Result<(u64, T, QueryStats)> {
-                let (points, st) =
-                    reader.points(&query.predicate, sel, query.mask.as_deref(), &outputs, query.level, &method_for)?;
-                let n = points.flat.len() as u64;
-                Ok((n, shape(points)?, st))
-            };
-            std::thread::scope(|scope| -> Result<()> {
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<(u64, T, QueryStats)>>>(0);
-                let pieces = &pieces;
-                let run_piece = &run_piece;
-                scope.spawn(move || {
-                    for round in pieces.chunks(window) {
-                        let done: Vec<_> = round.par_iter().map(run_piece).collect();
-                        let failed = done.iter().any(|r| r.is_err());
-                        // The receiver is gone when consuming failed: stop.
-                        if tx.send(done).is_err() || failed {
-                            return;
-                        }
-                    }
-                });
-                for done in rx {
-                    for piece in done {
-                        let (n, shaped, st) = piece?;
-                        count += n;
-                        stats.add(&st);
-                        consume(shaped)?;
+        let run = self.start(reader, query)?;
+        let outputs = returned(&run.query);
+        let q = &run.query;
+        // A round of two pieces per thread; a round's results are consumed on this thread
+        // while the next round runs (the pieces' boxes spread over threads too, so a slow
+        // piece does not leave a thread idle). Memory holds two rounds.
+        let window = 2 * rayon::current_num_threads().max(1);
+        let (mut count, mut stats) = (0u64, QueryStats::default());
+        let run_piece = |i: usize| -> Result<(u64, T, QueryStats)> {
+            let ((points, st), _) = self.run_piece(&run, i, |sel, plan| {
+                reader.points(&q.predicate, sel, q.mask.as_deref(), &outputs, q.level, &|slab| plan.method_for(slab))
+            })?;
+            let n = points.flat.len() as u64;
+            Ok((n, shape(points)?, st))
+        };
+        let numbers: Vec<usize> = (0..run.pieces.len()).collect();
+        std::thread::scope(|scope| -> Result<()> {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<(u64, T, QueryStats)>>>(0);
+            let (numbers, run_piece) = (&numbers, &run_piece);
+            scope.spawn(move || {
+                for round in numbers.chunks(window) {
+                    let done: Vec<_> = round.par_iter().map(|&i| run_piece(i)).collect();
+                    let failed = done.iter().any(|r| r.is_err());
+                    // The receiver is gone when consuming failed: stop.
+                    if tx.send(done).is_err() || failed {
+                        return;
                     }
                 }
-                Ok(())
-            })?;
-            Ok((count, Selection::default(), stats))
-        })
+            });
+            for done in rx {
+                for piece in done {
+                    let (n, shaped, st) = piece?;
+                    count += n;
+                    stats.add(&st);
+                    consume(shaped)?;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(self.finish(reader, run, count, stats))
     }
 
-    /// Checks, plans and times `body` on the query as stored, and folds the time into the
-    /// model. `body` returns the count, the selection (if any) and what it did.
-    fn observed(
+    /// Checks and plans `query`, and cuts its region into pieces (see
+    /// [`crate::query::pieces`]) to run with [`run_piece`](Self::run_piece): the plan is
+    /// the one [`plan`](Self::plan) shows, a method per slab (one throughout unless the
+    /// output is points), decided once for the whole query.
+    pub fn start(&self, reader: &StoreReader, query: &Query) -> Result<QueryRun> {
+        self.start_with(reader, query, true)
+    }
+
+    /// [`start`](Self::start), the region cut into pieces or kept whole.
+    fn start_with(&self, reader: &StoreReader, query: &Query, cut: bool) -> Result<QueryRun> {
+        check(reader, query)?;
+        let query = query.stored(reader)?;
+        let track = Track::of(&query);
+        let model = self.model_for(track);
+        let plan = self.plan_with(reader, &query, &model)?;
+        let mut pieces = if cut { self.pieces(reader, driver(&query)?, &query.region)? } else { vec![] };
+        if pieces.is_empty() {
+            // Nothing selected: one empty piece still checks the query's arguments.
+            pieces.push(query.region.clone());
+        }
+        let elements: Vec<f64> = pieces.iter().map(|p| p.iter().map(|s| s.count() as f64).product()).collect();
+        let total: f64 = elements.iter().sum();
+        let shares =
+            elements.iter().map(|&e| if total > 0.0 { e / total } else { 1.0 / pieces.len() as f64 }).collect();
+        let estimated = plan.seconds();
+        let methods = plan
+            .methods()
+            .into_iter()
+            .filter(|_| estimated > 0.0)
+            .map(|m| {
+                let s: f64 = plan.slabs.iter().filter(|p| p.choice == m).map(|p| p.seconds(m)).sum();
+                (m, s / model.correction(m), s / estimated)
+            })
+            .collect();
+        Ok(QueryRun { query, plan, pieces, shares, methods, track, started: Instant::now(), before: reader.stats() })
+    }
+
+    /// `region` of a query on `driver`'s grid cut into pieces of about
+    /// [`piece_elements`](Self::piece_elements), at the sub-chunk starts of `driver`.
+    pub fn pieces(
         &self,
         reader: &StoreReader,
-        query: &Query,
-        body: impl FnOnce(&Query, &QueryPlan) -> Result<(u64, Selection, QueryStats)>,
-    ) -> Result<Answer> {
-        check(reader, query)?;
-        let query = &query.stored(reader)?;
-        let model = self.model();
-        let plan = self.plan_with(reader, query, &model)?;
-        let before = reader.stats();
+        driver: &str,
+        region: &[DimSelection],
+    ) -> Result<Vec<Vec<DimSelection>>> {
+        Ok(crate::query::pieces::split(region, &reader.piece_starts(driver)?, self.piece_elements))
+    }
+
+    /// Runs piece number `piece` of `run` by `body` (given the piece's region and the
+    /// plan), and folds its time into the model: each method the plan runs is credited its
+    /// part of the time by estimate, and learns the piece as its share of one query (see
+    /// [`CostModel::observe_uncorrected`]), so the pieces of a query together move the
+    /// model as one query would, whichever threads ran them and in whatever order. Returns
+    /// what `body` returned and the runs observed.
+    pub fn run_piece<T>(
+        &self,
+        run: &QueryRun,
+        piece: usize,
+        body: impl FnOnce(&[DimSelection], &QueryPlan) -> Result<T>,
+    ) -> Result<(T, Vec<Run>)> {
+        let (sel, share) = run
+            .pieces
+            .get(piece)
+            .zip(run.shares.get(piece))
+            .ok_or_else(|| Error::InvalidArgument(format!("no piece {piece} in this query")))?;
         let started = Instant::now();
-        let (count, selection, stats) = body(query, &plan)?;
-        let seconds = started.elapsed().as_secs_f64();
-        let after = reader.stats();
-        let estimated_s = plan.seconds();
-        let methods = plan.methods();
-        // One call ran every slab, so a query mixing methods has one observed time: each
-        // method is credited its share by estimate, judged by the estimate without the
-        // correction it was planned under (other threads may have moved it since).
-        if estimated_s > 0.0 {
-            let mut m = self.model.lock().unwrap_or_else(|p| p.into_inner());
-            let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-            for &method in &methods {
-                let share: f64 = plan.slabs.iter().filter(|s| s.choice == method).map(|s| s.seconds(method)).sum();
-                let observed = seconds * share / estimated_s;
-                m.observe_uncorrected(method, share / model.correction(method), observed, 1.0);
-                runs.push(Run { method, estimated_s: share, observed_s: observed });
-            }
+        let out = body(sel, &run.plan)?;
+        let observed_s = started.elapsed().as_secs_f64();
+        let mut models = self.models.lock().unwrap_or_else(|p| p.into_inner());
+        let m = &mut models[run.track.slot()];
+        let mut records = Vec::with_capacity(run.methods.len());
+        for &(method, uncorrected, part) in &run.methods {
+            let (uncorrected, observed) = (uncorrected * share, observed_s * part);
+            let estimated_s = uncorrected * m.correction(method);
+            m.observe_uncorrected(method, uncorrected, observed, *share);
+            records.push(Run { method, estimated_s, observed_s: observed });
         }
-        Ok(Answer {
+        drop(models);
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).extend(records.iter().copied());
+        Ok((out, records))
+    }
+
+    /// What `run` did, once its pieces ran: `count` and `stats` summed over them.
+    pub fn finish(&self, reader: &StoreReader, run: QueryRun, count: u64, stats: QueryStats) -> Answer {
+        let after = reader.stats();
+        Answer {
             count,
-            selection,
+            selection: Selection::default(),
             columns: vec![],
             stats,
-            plan,
-            methods,
-            estimated_s,
-            seconds,
-            bytes_read: after.bytes_read.saturating_sub(before.bytes_read),
-            requests: after.requests.saturating_sub(before.requests),
-        })
+            methods: run.plan.methods(),
+            estimated_s: run.plan.seconds(),
+            seconds: run.started.elapsed().as_secs_f64(),
+            bytes_read: after.bytes_read.saturating_sub(run.before.bytes_read),
+            requests: after.requests.saturating_sub(run.before.requests),
+            plan: run.plan,
+        }
     }
 
     /// Folds a run of `method` estimated at `estimated_s` (under the current correction)
-    /// into the model, for runs made outside [`run`](Self::run).
+    /// into the model [`model`](Self::model) shows, for runs made outside [`run`](Self::run).
     pub fn observe(&self, method: Method, estimated_s: f64, observed_s: f64) {
-        self.model.lock().unwrap_or_else(|p| p.into_inner()).observe(method, estimated_s, observed_s);
+        self.models.lock().unwrap_or_else(|p| p.into_inner())[Track::Values.slot()].observe(
+            method,
+            estimated_s,
+            observed_s,
+        );
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).push(Run { method, estimated_s, observed_s });
-    }
-
-    /// Plans the pieces of one query side by side. One method serves them all, chosen from
-    /// the sums of their estimates (or `force`): pieces run side by side, so a piece's time
-    /// depends on its neighbours, and per-piece choices let a piece slowed by a neighbour
-    /// of the dearer method tip later pieces the wrong way.
-    pub fn plan_pieces(
-        &self,
-        reader: &StoreReader,
-        predicate: &Predicate,
-        pieces: &[Vec<DimSelection>],
-        outputs: &[&str],
-        force: Option<Method>,
-    ) -> Result<PiecePlans> {
-        use rayon::prelude::*;
-        let model = self.model();
-        let each: Vec<(f64, f64)> = pieces
-            .par_iter()
-            .map(|sel| {
-                let plan = reader.plan_query(predicate, sel, None, outputs, None, &model)?;
-                Ok((plan.seconds_with(Method::Index), plan.seconds_with(Method::Scan)))
-            })
-            .collect::<Result<_>>()?;
-        let method = force.unwrap_or_else(|| {
-            let (index, scan) = each.iter().fold((0.0, 0.0), |(a, b), (i, s)| (a + i, b + s));
-            model.choose(index, scan)
-        });
-        // Kept without the correction: earlier pieces of this query move it before later
-        // ones are observed (see `CostModel::observe_uncorrected`).
-        let c = model.correction(method);
-        let uncorrected: Vec<f64> =
-            each.into_iter().map(|(i, s)| if method == Method::Index { i / c } else { s / c }).collect();
-        let total = uncorrected.iter().sum();
-        Ok(PiecePlans { method, uncorrected, total })
-    }
-
-    /// Runs piece number `piece` of `plans` by their method, and folds what it took into
-    /// the model.
-    pub fn run_piece<T>(
-        &self,
-        plans: &PiecePlans,
-        piece: usize,
-        run: impl FnOnce(Method) -> Result<T>,
-    ) -> Result<(T, Run)> {
-        let uncorrected = *plans
-            .uncorrected
-            .get(piece)
-            .ok_or_else(|| Error::InvalidArgument(format!("no piece {piece} in this plan")))?;
-        let started = Instant::now();
-        let out = run(plans.method)?;
-        let observed_s = started.elapsed().as_secs_f64();
-        let mut m = self.model.lock().unwrap_or_else(|p| p.into_inner());
-        let estimated_s = uncorrected * m.correction(plans.method);
-        let of_query = if plans.total > 0.0 { uncorrected / plans.total } else { 1.0 };
-        m.observe_uncorrected(plans.method, uncorrected, observed_s, of_query);
-        let run = Run { method: plans.method, estimated_s, observed_s };
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).push(run);
-        Ok((out, run))
     }
 }
 
@@ -593,5 +698,25 @@ impl fmt::Display for QueryPlan {
             human_bytes(work.bytes),
             self.seconds() * 1e3
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_log_keeps_the_latest_and_counts_them_all() {
+        let run = |i: usize| Run { method: Method::Scan, estimated_s: i as f64, observed_s: 1.0 };
+        let mut log = RunLog::default();
+        log.extend((0..3).map(run));
+        assert_eq!(log.since(1).iter().map(|r| r.estimated_s).collect::<Vec<_>>(), [1.0, 2.0]);
+        log.extend((3..RUNS_KEPT + 5).map(run));
+        assert_eq!(log.total(), RUNS_KEPT as u64 + 5);
+        let kept = log.since(0);
+        assert_eq!(kept.len(), RUNS_KEPT);
+        assert_eq!(kept[0].estimated_s, 5.0, "the oldest went first");
+        assert_eq!(log.since(RUNS_KEPT as u64 + 3).len(), 2);
+        assert!(log.since(RUNS_KEPT as u64 + 9).is_empty());
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use strata_core::constraint::parse;
 use strata_core::manifest::{AttrValue, Attribute, Dim};
 use strata_core::query::Method;
-use strata_core::session::{Output, Query, Session};
+use strata_core::session::{Output, Query, Session, Track};
 use strata_core::storage::MemoryStorage;
 use strata_core::writer::{DatasetSchema, VariableSchema};
 use strata_core::{DType, DimSelection, Store, StoreReader, StoreWriter, WriterOptions};
@@ -196,8 +196,10 @@ fn the_session_learns_from_every_run_and_explains_it() {
         assert_eq!(session.runs().len(), i + 1);
         assert!(a.seconds > 0.0 && a.estimated_s > 0.0);
     }
-    let model = session.model();
-    assert_eq!(model.observed(Method::Index) + model.observed(Method::Scan), 5);
+    // Counts learn apart from points with values (see `Track`).
+    let model = session.model_for(Track::Select);
+    assert_eq!(model.observed(Method::Index) + model.observed(Method::Scan), 5.0);
+    assert_eq!(session.model().observed(Method::Index) + session.model().observed(Method::Scan), 0.0);
     let a = session.run(&reader, &query("temp > 30", sel.clone(), Output::Points, Some(Method::Scan))).unwrap();
     let text = format!("{}\n{a}", a.plan);
     assert!(text.contains("scan (forced)"), "{text}");
@@ -205,4 +207,27 @@ fn the_session_learns_from_every_run_and_explains_it() {
     // A query naming no variable of the store is refused before anything runs.
     let e = session.run(&reader, &query("nope > 1", sel, Output::Count, None)).unwrap_err();
     assert!(e.to_string().contains("'nope'"), "{e}");
+}
+
+#[test]
+fn a_query_cut_into_pieces_teaches_the_model_one_query() {
+    // Pieces of one row of the record axis: a points query runs several, each observed,
+    // and together they count as one query (SQL's scans run their pieces the same way).
+    let reader = store("V-S");
+    let session = Session::default().with_piece_elements(Y * X);
+    let sel = region((0, T), (0, Y, 1));
+    let q = query("temp > 5", sel.clone(), Output::Points, Some(Method::Scan));
+    let run = session.start(&reader, &q).unwrap();
+    let pieces = run.pieces().len();
+    assert!(pieces >= 3, "{pieces} pieces");
+    drop(run);
+    let a = session.run(&reader, &q).unwrap();
+    assert_eq!(a.selection.flat, expected(&sel, |t, y, x| temp(t, y, x) > 5.0));
+    assert_eq!(session.runs().len(), pieces, "one run per piece");
+    let m = session.model();
+    assert!((m.observed(Method::Scan) - 1.0).abs() < 1e-9, "{}", m.observed(Method::Scan));
+    // A piece that is not in the query is refused, not run.
+    let run = session.start(&reader, &q).unwrap();
+    let e = session.run_piece(&run, pieces, |_, _| Ok(())).unwrap_err();
+    assert!(e.to_string().contains("no piece"), "{e}");
 }

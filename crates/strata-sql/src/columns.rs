@@ -6,7 +6,7 @@ use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
 use std::sync::{Arc, Mutex};
 use strata_core::query::Method;
-use strata_core::session::Run;
+use strata_core::session::RunLog;
 use strata_core::StoreReader;
 
 /// How a SQL session's scans choose their method (the engine's session), and what they
@@ -17,12 +17,12 @@ pub struct Planning {
     /// A method forced for every piece (benchmarks and tests); None lets the model choose.
     pub force: Option<Method>,
     /// Pieces this SQL session ran.
-    pub log: Mutex<Vec<Run>>,
+    pub log: Mutex<RunLog>,
 }
 
 impl Planning {
     pub fn new(session: Arc<strata_core::Session>, force: Option<Method>) -> Self {
-        Planning { session, force, log: Mutex::new(Vec::new()) }
+        Planning { session, force, log: Mutex::new(RunLog::default()) }
     }
 }
 

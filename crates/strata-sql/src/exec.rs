@@ -1,7 +1,7 @@
 //! Scans: the region split into pieces along the first dimension (aligned with the
 //! sub-chunks, so none is decoded twice), pieces spread over DataFusion's partitions, every
-//! piece answered by the method the cost model picks for the query and streamed as record
-//! batches from a blocking task. The channel holds two batches: the next piece is read and
+//! piece run by the engine's session as one query planned once (`Session::start`, the path
+//! `Dataset.query` takes) and streamed as record batches from a blocking task. The channel holds two batches: the next piece is read and
 //! decoded while the consumer works on the current one, and memory stays bounded whatever
 //! the result's size. Dropping the stream cancels the task at the next batch.
 
@@ -20,9 +20,8 @@ use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use std::sync::{Arc, Mutex};
 use strata_core::points;
-use strata_core::query::pieces;
-use strata_core::query::{Method, Predicate};
-use strata_core::session::PiecePlans;
+use strata_core::query::Predicate;
+use strata_core::session::{Output, Query, QueryRun};
 use strata_core::{DType, DimSelection, Error, Result};
 
 #[derive(Debug)]
@@ -35,10 +34,10 @@ pub(crate) struct ScanRequest {
     pub limit: Option<usize>,
     /// The region split into pieces (see [`pieces`]).
     pub pieces: Vec<Vec<DimSelection>>,
-    /// The pieces' plans, made when the first piece starts (see [`piece_plans`]):
-    /// planning the query (DataFusion may call `scan` several times, EXPLAIN runs nothing)
+    /// The query under way, started when its first piece starts (see [`query_run`]):
+    /// planning the SQL (DataFusion may call `scan` several times, EXPLAIN runs nothing)
     /// costs no planning of the region.
-    pub plans: Mutex<Option<Arc<PiecePlans>>>,
+    pub run: Mutex<Option<Arc<QueryRun>>>,
 }
 
 impl ScanRequest {
@@ -51,7 +50,7 @@ impl ScanRequest {
         limit: Option<usize>,
     ) -> Result<Self> {
         let mut request =
-            ScanRequest { table, region, predicate, columns, schema, limit, pieces: vec![], plans: Mutex::new(None) };
+            ScanRequest { table, region, predicate, columns, schema, limit, pieces: vec![], run: Mutex::new(None) };
         request.pieces = pieces(&request)?;
         Ok(request)
     }
@@ -134,8 +133,9 @@ fn picked<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, d: usize, shape: &[u64],
     Arc::new(PrimitiveArray::<T>::new(values.into(), None).with_data_type(a.data_type().clone()))
 }
 
-/// Splits the region into pieces along the first dimension (the engine's rule), cut where
-/// the sub-chunks of the first variable constrained or read start.
+/// Splits the region into pieces along the first dimension by the engine's rule (the
+/// session's, which `Session::start` cuts by too), at the sub-chunks of the first variable
+/// constrained or read.
 fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
     if req.region.is_empty() {
         return Ok(vec![]);
@@ -145,11 +145,10 @@ fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
         .as_ref()
         .and_then(|p| p.variable_names().first().map(|s| s.to_string()))
         .or_else(|| req.table.group.variables.first().cloned());
-    let starts = match driver {
-        Some(name) => req.table.reader.piece_starts(&name)?,
-        None => vec![0],
-    };
-    Ok(pieces::split(&req.region, &starts, req.table.planning.session.piece_elements()))
+    match driver {
+        Some(name) => req.table.planning.session.pieces(&req.table.reader, &name, &req.region),
+        None => Ok(strata_core::query::pieces::split(&req.region, &[0], req.table.planning.session.piece_elements())),
+    }
 }
 
 /// The batches of piece number `piece`.
@@ -173,11 +172,14 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
             (None, raws, elements as usize)
         }
         Some(pred) if req.columns.is_empty() => {
-            let (_, count, _) = observed(req, pred, piece, |m| reader.select_with(pred, sel, None, true, m))?;
+            let (_, count, _) =
+                observed(req, pred, piece, |sel, plan| reader.select_with(pred, sel, None, true, plan.method()))?;
             (Some(vec![]), vec![], count as usize)
         }
         Some(pred) => {
-            let (points, _) = observed(req, pred, piece, |m| reader.points(pred, sel, None, &vars, None, &|_| m))?;
+            let (points, _) = observed(req, pred, piece, |sel, plan| {
+                reader.points(pred, sel, None, &vars, None, &|slab| plan.method_for(slab))
+            })?;
             let n = points.flat.len();
             (Some(points.flat), points.columns, n)
         }
@@ -250,28 +252,46 @@ fn returned(req: &ScanRequest) -> Vec<&str> {
         .collect()
 }
 
-/// The pieces' plans, made once per query by the first piece to start: the engine's
-/// session plans them side by side and picks one method for all (see
-/// `Session::plan_pieces`).
-fn piece_plans(req: &ScanRequest, pred: &Predicate) -> Result<Arc<PiecePlans>> {
-    let mut slot = req.plans.lock().map_err(|_| Error::InvalidArgument("scan plan lock poisoned".into()))?;
-    if let Some(p) = slot.as_ref() {
-        return Ok(p.clone());
+/// The query under way, started once by the first piece to run: the engine's session
+/// plans it whole (a method per slab, decided for the query) and cuts it into the same
+/// pieces as [`pieces`].
+fn query_run(req: &ScanRequest, pred: &Predicate) -> Result<Arc<QueryRun>> {
+    let mut slot = req.run.lock().map_err(|_| Error::InvalidArgument("scan plan lock poisoned".into()))?;
+    if let Some(r) = slot.as_ref() {
+        return Ok(r.clone());
     }
     let planning = &req.table.planning;
-    let plans = planning.session.plan_pieces(&req.table.reader, pred, &req.pieces, &returned(req), planning.force)?;
-    let plans = Arc::new(plans);
-    *slot = Some(plans.clone());
-    Ok(plans)
+    let query = Query {
+        predicate: pred.clone(),
+        region: req.region.clone(),
+        output: if req.columns.is_empty() { Output::Count } else { Output::Points },
+        variables: returned(req).into_iter().map(String::from).collect(),
+        level: None,
+        method: planning.force,
+        mask: None,
+        // SQL compares the values as stored (its columns are the stored values).
+        raw: true,
+    };
+    let run = Arc::new(planning.session.start(&req.table.reader, &query)?);
+    if run.pieces() != req.pieces.as_slice() {
+        return Err(Error::InvalidArgument("the scan's pieces differ from the engine's".into()));
+    }
+    *slot = Some(run.clone());
+    Ok(run)
 }
 
-/// Runs piece number `piece` by the query's method; the session learns from its time.
-fn observed<T>(req: &ScanRequest, pred: &Predicate, piece: usize, run: impl FnOnce(Method) -> Result<T>) -> Result<T> {
-    let plans = piece_plans(req, pred)?;
+/// Runs piece number `piece` by the query's plan; the session learns from its time.
+fn observed<T>(
+    req: &ScanRequest,
+    pred: &Predicate,
+    piece: usize,
+    body: impl FnOnce(&[DimSelection], &strata_core::planner::QueryPlan) -> Result<T>,
+) -> Result<T> {
+    let run = query_run(req, pred)?;
     let planning = &req.table.planning;
-    let (out, record) = planning.session.run_piece(&plans, piece, run)?;
+    let (out, records) = planning.session.run_piece(&run, piece, body)?;
     if let Ok(mut log) = planning.log.lock() {
-        log.push(record);
+        log.extend(records);
     }
     Ok(out)
 }

@@ -186,9 +186,15 @@ impl SqlSession {
         Error::InvalidArgument(format!("{message} ('{column}' is a column of table {})", homes.join(", ")))
     }
 
-    /// Pieces run so far: (method, estimated seconds, observed seconds).
-    pub fn pieces_run(&self) -> Vec<Run> {
-        self.planning.log.lock().map(|l| l.clone()).unwrap_or_default()
+    /// Pieces run after the first `mark` (see [`pieces_run_count`](Self::pieces_run_count);
+    /// 0: the most recent [`strata_core::session::RUNS_KEPT`]).
+    pub fn pieces_run(&self, mark: u64) -> Vec<Run> {
+        self.planning.log.lock().map(|l| l.since(mark)).unwrap_or_default()
+    }
+
+    /// How many pieces this session ran.
+    pub fn pieces_run_count(&self) -> u64 {
+        self.planning.log.lock().map(|l| l.total()).unwrap_or_default()
     }
 
     /// The cost model with the corrections learned from the queries run.

@@ -116,7 +116,7 @@ fn pushed_down_filters_answer_as_brute_force_by_every_method() {
             assert_eq!(got, brute(keep), "{filter} with {force:?}");
         }
         // Value constraints ran through the engine's session, by the forced method if any.
-        let runs = session.pieces_run();
+        let runs = session.pieces_run(0);
         assert!(!runs.is_empty());
         if let Some(m) = force {
             assert!(runs.iter().all(|r| r.method == m));
