@@ -539,6 +539,55 @@ fn sample_starts(name: &str, extent: Vec<u64>, block: Vec<u64>, count: usize) ->
     strata_core::sampling::block_starts(&extent, &block, count, strata_core::sampling::seed_of(name))
 }
 
+/// The decoded `units` of CF time `values`, and the values as a slice.
+fn time_units<'a>(
+    values: &'a PyReadonlyArray1<'_, f64>,
+    units: &str,
+    calendar: Option<&str>,
+) -> PyResult<(strata_core::cftime::TimeUnits, &'a [f64])> {
+    let t = strata_core::cftime::TimeUnits::parse(units, calendar).map_err(to_py)?;
+    let values = values.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("values: {e}"))))?;
+    Ok((t, values))
+}
+
+/// CF time `values` in `units` and `calendar` as microseconds since 1970-01-01 (proleptic
+/// Gregorian), or None when one of them is not a timestamp's date (another calendar, a
+/// standard-calendar date before 1582-10-15, a NaN).
+#[pyfunction]
+#[pyo3(signature = (values, units, calendar=None))]
+fn cf_unix_micros<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'_, f64>,
+    units: &str,
+    calendar: Option<&str>,
+) -> PyResult<Option<Bound<'py, numpy::PyArray1<i64>>>> {
+    let (t, values) = time_units(&values, units, calendar)?;
+    let out = py.detach(|| t.all_unix_micros(values));
+    Ok(out.map(|v| numpy::PyArray1::from_vec(py, v)))
+}
+
+/// CF time `values` in `units` and `calendar` as dates of that calendar: (year, month, day,
+/// microseconds into the day) per value, flattened; None when one does not decode (a NaN).
+#[pyfunction]
+#[pyo3(signature = (values, units, calendar=None))]
+fn cf_date_fields<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'_, f64>,
+    units: &str,
+    calendar: Option<&str>,
+) -> PyResult<Option<Bound<'py, numpy::PyArray1<i64>>>> {
+    let (t, values) = time_units(&values, units, calendar)?;
+    let out = py.detach(|| {
+        let mut out = Vec::with_capacity(values.len() * 4);
+        for &v in values {
+            let d = t.date(v)?;
+            out.extend([d.year, i64::from(d.month), i64::from(d.day), d.micros]);
+        }
+        Some(out)
+    });
+    Ok(out.map(|v| numpy::PyArray1::from_vec(py, v)))
+}
+
 /// The point's index along dimension `d` for each flat index into a grid of `shape`.
 #[pyfunction]
 fn axis_indices<'py>(
@@ -704,6 +753,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(chain_text, m)?)?;
     m.add_function(wrap_pyfunction!(sample_starts, m)?)?;
     m.add_function(wrap_pyfunction!(axis_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(cf_unix_micros, m)?)?;
+    m.add_function(wrap_pyfunction!(cf_date_fields, m)?)?;
     m.add_function(wrap_pyfunction!(pick_coordinates, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(gc, m)?)?;

@@ -8,10 +8,12 @@ the coordinate's own order (pandas ``slice_indexer``), partial date strings such
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _core
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -24,23 +26,70 @@ def is_time(attrs: dict[str, Any]) -> bool:
 
 
 def decode_time(values: np.ndarray, attrs: dict[str, Any]) -> pd.Index:
-    """A pandas index of datetimes (standard calendars) or cftime dates (others)."""
-    import cftime
+    """A pandas index of datetimes (dates a timestamp holds) or cftime dates (other calendars,
+    dates outside datetime64[ns]), decoded by the engine (``strata_core::cftime``, as SQL's
+    timestamp columns are)."""
     import pandas as pd
 
     calendar = attrs.get("calendar", "standard")
     if not isinstance(calendar, str):
         calendar = "standard"
-    nums = np.asarray(values, dtype="f8")
-    if calendar.lower() in ("standard", "gregorian", "proleptic_gregorian"):
-        try:
-            dates = cftime.num2date(
-                nums, attrs["units"], calendar=calendar, only_use_cftime_datetimes=False, only_use_python_datetimes=True
-            )
-            return pd.DatetimeIndex(pd.to_datetime(list(np.asarray(dates).ravel())))
-        except (ValueError, OverflowError, pd.errors.OutOfBoundsDatetime):
-            pass  # dates outside datetime64[ns]: fall back to cftime dates, as xarray does
-    dates = cftime.num2date(nums, attrs["units"], calendar=calendar, only_use_cftime_datetimes=True)
+    nums = np.ascontiguousarray(values, dtype="f8").ravel()
+    try:
+        micros = _core.cf_unix_micros(nums, attrs["units"], calendar)
+        fields = None if micros is not None else _core.cf_date_fields(nums, attrs["units"], calendar)
+    except InvalidArgumentError:
+        # Units the engine does not decode (months, years): cftime's rules, as before.
+        return _cftime_index(_cftime_dates(nums, attrs["units"], calendar), calendar)
+    if micros is not None:
+        if len(micros) == 0 or (micros.min() >= _NS_MIN_US and micros.max() <= _NS_MAX_US):
+            return pd.DatetimeIndex(micros.astype("datetime64[us]").astype("datetime64[ns]"))
+        # Beyond datetime64[ns]: cftime dates, as xarray does.
+        fields = _core.cf_date_fields(nums, attrs["units"], calendar)
+    if fields is None:  # a NaN among the times
+        return _cftime_index(_cftime_dates(nums, attrs["units"], calendar), calendar)
+    import cftime
+
+    fields = fields.reshape(-1, 4)
+    # The engine counts years astronomically (a year 0 before year 1); cftime's real-world
+    # calendars have no year 0 unless told.
+    zero = {"has_year_zero": True} if len(fields) and fields[:, 0].min() <= 0 else {}
+    # The calendar's own date class, as cftime.num2date gives: xarray parses labels into it.
+    date_type = getattr(cftime, _DATE_TYPES[calendar.lower()])
+    seconds, micro = np.divmod(fields[:, 3], 1_000_000)
+    minutes, second = np.divmod(seconds, 60)
+    hour, minute = np.divmod(minutes, 60)
+    columns = (fields[:, 0], fields[:, 1], fields[:, 2], hour, minute, second, micro)
+    make = functools.partial(date_type, **zero) if zero else date_type
+    dates = list(map(make, *(c.tolist() for c in columns)))
+    return _cftime_index(dates, calendar)
+
+
+# datetime64[ns] holds 1677-09-21T00:12:43.145224192 .. 2262-04-11T23:47:16.854775807.
+_NS_MIN_US = -9_223_372_036_854_775 + 1
+_NS_MAX_US = 9_223_372_036_854_775 - 1
+
+
+_DATE_TYPES = {
+    "standard": "DatetimeGregorian",
+    "gregorian": "DatetimeGregorian",
+    "proleptic_gregorian": "DatetimeProlepticGregorian",
+    "julian": "DatetimeJulian",
+    "noleap": "DatetimeNoLeap",
+    "365_day": "DatetimeNoLeap",
+    "all_leap": "DatetimeAllLeap",
+    "366_day": "DatetimeAllLeap",
+    "360_day": "Datetime360Day",
+}
+
+
+def _cftime_dates(nums: np.ndarray, units: str, calendar: str):
+    import cftime
+
+    return cftime.num2date(nums, units, calendar=calendar, only_use_cftime_datetimes=True)
+
+
+def _cftime_index(dates, calendar: str) -> pd.Index:
     try:
         import xarray as xr
 

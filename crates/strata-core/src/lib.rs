@@ -6,6 +6,7 @@
 pub mod bins;
 mod bitset;
 pub mod cache;
+pub mod cftime;
 pub mod chunking;
 pub mod constraint;
 mod data_file;

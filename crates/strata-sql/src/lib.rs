@@ -6,7 +6,6 @@
 //! the index or by a scan as the cost model chooses ([`strata_core::planner`]). Everything
 //! else — aggregates, GROUP BY, ORDER BY, LIMIT, joins — is DataFusion's.
 
-mod cftime;
 mod columns;
 mod exec;
 mod pushdown;

@@ -3,7 +3,6 @@
 //! dimension has no coordinate) and a column per variable (NULL where the value is NaN or a
 //! fill value).
 
-use crate::cftime;
 use crate::columns::{Column, Coord, CoordValues, TableInner};
 pub use crate::columns::{Group, Planning};
 use crate::exec::{ScanRequest, StrataScan};
@@ -16,6 +15,7 @@ use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use std::sync::Arc;
+use strata_core::cftime::TimeUnits;
 use strata_core::manifest::{AttrValue, Variable};
 use strata_core::{DType, DimSelection, Error, Result, StoreReader};
 
@@ -99,9 +99,9 @@ fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     let mut raw = vec![0u8; len as usize * var.dtype.size()];
     reader.read_into(dim, &[DimSelection { start: 0, stop: len, step: 1 }], &mut raw)?;
     let values = var.dtype.to_f64s(&raw);
-    let time = attr_str(var, "units").and_then(|u| cftime::time_units(u, attr_str(var, "calendar")));
-    if let Some((scale, offset)) = time {
-        let micros: Vec<i64> = values.iter().map(|&x| cftime::to_micros(x, scale, offset)).collect();
+    // CF times whose dates are all timestamps' (proleptic Gregorian); others stay numeric.
+    let time = attr_str(var, "units").and_then(|u| TimeUnits::parse(u, attr_str(var, "calendar")).ok());
+    if let Some(micros) = time.and_then(|t| t.all_unix_micros(&values)) {
         let array: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros.clone()));
         return Ok(Coord { values: CoordValues::Time(micros), array });
     }
