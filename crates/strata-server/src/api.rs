@@ -499,18 +499,23 @@ pub(crate) async fn sql(
 ) -> Result<Response, ApiError> {
     let encoding = Encoding::negotiate(&headers);
     let format = Format::parse(req.format.as_deref())?;
-    let stream = blocking({
+    // The first batch is computed before the status is sent: an error of the query's
+    // execution (`count(*) % 0`: division by zero) is then a 400, not a 200 whose body
+    // breaks off (found by `make fuzz-server`). Later batches can only break off the body.
+    let (first, stream) = blocking({
         let state = state.clone();
         move || {
             let session = state.sql_session(&name)?;
-            Ok(session.execute(&req.q)?)
+            let mut stream = session.execute(&req.q)?;
+            let first = stream.next().transpose()?;
+            Ok((first, stream))
         }
     })
     .await?;
     let schema = stream.schema();
     let body = streamed_encoded(encoding, move |send| {
         let mut enc = Encoder::new(format, &schema)?;
-        for batch in stream {
+        for batch in first.into_iter().map(Ok).chain(stream) {
             let batch = batch?;
             if !send(enc.write(&batch)?) {
                 return Ok(());
