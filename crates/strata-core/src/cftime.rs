@@ -213,7 +213,9 @@ impl TimeUnits {
     pub fn date(&self, value: f64) -> Option<CfDate> {
         let (day, micros) = self.day_and_micros(value)?;
         let (year, month, d) = date_of(self.calendar, day);
-        Some(CfDate { year, month, day: d, micros })
+        // A date is within the years `day_number` takes (a reference at the limit and a
+        // negative value would step past it).
+        (year.abs() <= MAX_YEAR).then_some(CfDate { year, month, day: d, micros })
     }
 
     /// The day number (see [`day_number`]) and microseconds into the day of `value`.
@@ -354,6 +356,8 @@ mod tests {
         assert_eq!(u.unix_micros(-1.0), None);
         assert!(TimeUnits::parse("months since 2000-01-01", None).is_err());
         assert!(TimeUnits::parse("days since 333333333333333333-01-01", None).is_err());
+        let edge = TimeUnits::parse("s since -10000000", None).unwrap();
+        assert_eq!(edge.date(-1.0), None, "a year past the limit");
         assert!(TimeUnits::parse("degrees_north", None).is_err());
         assert!(TimeUnits::parse("days since 2000-01-01 00:00 +05:00", None).is_err());
         assert_eq!(TimeUnits::parse("days since 2000-01-01", None).unwrap().date(f64::NAN), None);
