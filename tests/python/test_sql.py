@@ -141,6 +141,12 @@ def test_tables_columns_and_errors(tmp_path):
     np.testing.assert_array_equal(t.column("k").to_numpy(), np.arange(24))
     got = s.execute("SELECT x, k FROM grid WHERE x >= 25 AND k % 2 = 0 AND a > 3 ORDER BY k").to_pydict()
     assert got == {"x": [30.0] * 5, "k": [6, 10, 14, 18, 22]}
+    # A value selected through another variable keeps its NULL (the fill at a[0, 0, 0]);
+    # one the constraint compares on every branch cannot be NULL.
+    got = s.execute("SELECT k, a FROM grid WHERE k < 2 OR a > 22 ORDER BY k").to_pydict()
+    assert got == {"k": [0, 1, 23], "a": [None, 1.0, 23.0]}
+    got = s.execute("SELECT k, a FROM grid WHERE a < 2 OR a > 22 ORDER BY k").to_pydict()
+    assert got == {"k": [1, 23], "a": [1.0, 23.0]}
     with pytest.raises(strata.InvalidArgumentError, match="SQL"):
         s.execute("SELEC 1")
     with pytest.raises(strata.InvalidArgumentError, match="nope"):

@@ -475,7 +475,7 @@ impl Columns {
             arrays.push(arrow::compute::take(column.as_ref(), &at, None).map_err(failed)?);
         }
         for ((dtype, missing), raw) in self.variables.iter().zip(&answer.columns) {
-            arrays.push(strata_sql::column_array(*dtype, raw.clone(), missing)?);
+            arrays.push(strata_sql::column_array(*dtype, raw.clone(), Some(missing))?);
         }
         RecordBatch::try_new(self.schema.clone(), arrays).map_err(failed)
     }

@@ -57,11 +57,12 @@ impl ScanRequest {
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
-/// `missing`. The bytes become the column's buffer without a copy where they can.
-pub fn column_array(dtype: DType, raw: Vec<u8>, missing: &[f64]) -> Result<ArrayRef> {
+/// `missing` (None: no value can be, so none is tested). The bytes become the column's
+/// buffer without a copy where they can.
+pub fn column_array(dtype: DType, raw: Vec<u8>, missing: Option<&[f64]>) -> Result<ArrayRef> {
     fn build<T: ArrowPrimitiveType>(
         raw: Vec<u8>,
-        missing: &[f64],
+        missing: Option<&[f64]>,
         from: impl Fn(&[u8]) -> T::Native,
         to_f64: impl Fn(T::Native) -> f64,
     ) -> ArrayRef {
@@ -77,14 +78,16 @@ pub fn column_array(dtype: DType, raw: Vec<u8>, missing: &[f64]) -> Result<Array
                 buffer.as_slice().chunks_exact(w).map(from).collect()
             };
         let float = matches!(T::DATA_TYPE, DataType::Float32 | DataType::Float64);
-        let nulls = if missing.is_empty() && !float {
-            None
-        } else {
-            let valid = BooleanBuffer::collect_bool(len, |i| {
-                let f = to_f64(values[i]);
-                !f.is_nan() && !missing.contains(&f)
-            });
-            Some(NullBuffer::new(valid)).filter(|n| n.null_count() > 0)
+        let nulls = match missing {
+            None => None,
+            Some(missing) if missing.is_empty() && !float => None,
+            Some(missing) => {
+                let valid = BooleanBuffer::collect_bool(len, |i| {
+                    let f = to_f64(values[i]);
+                    !f.is_nan() && !missing.contains(&f)
+                });
+                Some(NullBuffer::new(valid)).filter(|n| n.null_count() > 0)
+            }
         };
         Arc::new(PrimitiveArray::<T>::new(values, nulls))
     }
@@ -227,7 +230,12 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
             Column::Var(name) => {
                 let (_, v) = reader.manifest().variable(name)?;
                 let raw = raws.next().ok_or_else(|| Error::InvalidArgument(format!("no values read for '{name}'")))?;
-                arrays.push(column_array(v.dtype, raw, &v.missing_values())?);
+                // A variable the constraint compares is never NULL where it holds (NULL
+                // satisfies no comparison): its values need no test.
+                let missing = v.missing_values();
+                let nulls =
+                    (!req.predicate.as_ref().is_some_and(|p| never_null(p, name))).then_some(missing.as_slice());
+                arrays.push(column_array(v.dtype, raw, nulls)?);
             }
         }
     }
@@ -235,6 +243,15 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
     let batch = RecordBatch::try_new_with_options(req.schema.clone(), arrays, &options).map_err(arrow_error)?;
     let size = batch_size.max(1);
     Ok((0..rows).step_by(size).map(|o| batch.slice(o, size.min(rows - o))).collect())
+}
+
+/// Whether `name` holds a value (not NaN, not a fill) wherever `pred` holds.
+fn never_null(pred: &Predicate, name: &str) -> bool {
+    match pred {
+        Predicate::Cmp { var, .. } => var == name,
+        Predicate::And { args } => args.iter().any(|a| never_null(a, name)),
+        Predicate::Or { args } => !args.is_empty() && args.iter().all(|a| never_null(a, name)),
+    }
 }
 
 fn arrow_error(e: datafusion::arrow::error::ArrowError) -> Error {
@@ -358,5 +375,32 @@ impl StrataScan {
         }
         StreamingTableExec::try_new(schema, parts, None, Vec::new(), false, limit)
             .map_err(|e| Error::InvalidArgument(format!("planning the scan: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_core::constraint::parse;
+
+    #[test]
+    fn a_variable_is_never_null_where_every_branch_compares_it() {
+        let p = |t: &str| parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        assert!(never_null(&p("sst > 1"), "sst"));
+        assert!(!never_null(&p("sst > 1"), "ice"));
+        assert!(never_null(&p("sst > 1 and ice < 2"), "ice"));
+        assert!(never_null(&p("sst > 1 or sst < -1"), "sst"));
+        // Where ice holds alone, sst may be missing.
+        assert!(!never_null(&p("sst > 1 or ice < 2"), "sst"));
+        assert!(never_null(&p("(sst > 1 or ice < 2) and sst < 30"), "sst"));
+    }
+
+    #[test]
+    fn columns_test_for_nulls_unless_told_none_can_be() {
+        let raw: Vec<u8> = [1.0f32, f32::NAN, -999.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let tested = column_array(DType::F32, raw.clone(), Some(&[-999.0])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tested.null_count(), 2);
+        let trusted = column_array(DType::F32, raw, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(trusted.null_count(), 0);
     }
 }

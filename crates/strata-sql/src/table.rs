@@ -105,7 +105,7 @@ fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
         let array: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros.clone()));
         return Ok(Coord { values: CoordValues::Time(micros), array });
     }
-    let array = crate::exec::column_array(var.dtype, raw, &[])?;
+    let array = crate::exec::column_array(var.dtype, raw, Some(&[]))?;
     Ok(Coord { values: CoordValues::Numeric(values), array })
 }
 
