@@ -19,6 +19,7 @@ mod hilbert;
 pub mod histogram;
 pub mod in_place;
 pub mod index_file;
+mod large;
 pub mod manifest;
 pub mod mask;
 pub mod parallel;

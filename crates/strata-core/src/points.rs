@@ -33,7 +33,7 @@ pub fn axis_indices(d: usize, shape: &[u64], flat: &[u64]) -> Vec<u64> {
 /// `values` must hold at least `shape[d]` elements. (Splitting the work across threads
 /// gained nothing on 13M points: the loop is bound by memory, not by the divisions.)
 pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64]) -> Vec<T> {
-    let mut out = vec![T::default(); flat.len()];
+    let mut out = crate::large::zeroed(flat.len());
     pick_to(values, d, shape, flat, out.iter_mut(), |o, v| *o = v);
     out
 }

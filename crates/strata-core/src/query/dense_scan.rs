@@ -73,16 +73,15 @@ fn flat_in_region(sel: &[DimSelection], counts: &[u64], shape: &[u64], local: &[
     let last = sel[nd - 1];
     let cols = counts[nd - 1].max(1);
     let div = FastDiv::new(cols, true);
-    local
-        .iter()
-        .map(|&p| {
-            let p = u64::from(p);
-            let row = div.quotient(p);
-            let col = p - row * cols;
-            // Positions come from a region of `rows * cols` elements, so `row` is in range.
-            row_base.get(row as usize).copied().unwrap_or(0) + last.start + col * last.step
-        })
-        .collect()
+    let mut flat = crate::large::with_capacity(local.len());
+    flat.extend(local.iter().map(|&p| {
+        let p = u64::from(p);
+        let row = div.quotient(p);
+        let col = p - row * cols;
+        // Positions come from a region of `rows * cols` elements, so `row` is in range.
+        row_base.get(row as usize).copied().unwrap_or(0) + last.start + col * last.step
+    }));
+    flat
 }
 
 #[cfg(test)]

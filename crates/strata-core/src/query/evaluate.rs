@@ -33,7 +33,7 @@ fn position_runs(p: Option<&RoaringBitmap>, n: usize, mut run: impl FnMut(usize,
 /// branching.
 pub(super) fn kept_positions(p: Option<&RoaringBitmap>, keep: &[bool]) -> Vec<u32> {
     let kept = keep.iter().filter(|&&k| k).count();
-    let mut out = vec![0u32; kept + 1];
+    let mut out = crate::large::zeroed(kept + 1);
     let mut n = 0usize;
     position_runs(p, keep.len(), |i, start, len| {
         for (j, &k) in keep[i..i + len].iter().enumerate() {

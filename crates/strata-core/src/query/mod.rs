@@ -500,7 +500,7 @@ impl StoreReader {
             let raw = match raws.get(name) {
                 Some(r) if level.is_none() => r,
                 _ => {
-                    let mut buf = vec![0u8; n * es];
+                    let mut buf = crate::large::zeroed(n * es);
                     self.read_into_at(name, sel, level, &mut buf)?;
                     read = buf;
                     &read
@@ -525,7 +525,7 @@ impl StoreReader {
         if let Predicate::Cmp { var, op, value } = pred {
             // One comparison: tested on the stored bytes, with no f64 copy.
             let (_, v) = self.manifest().variable(var)?;
-            let mut raw = vec![0u8; n * v.dtype.size()];
+            let mut raw = crate::large::zeroed(n * v.dtype.size());
             self.read_into_at(var, sel, None, &mut raw)?;
             let mask = op.matches_raw(v.dtype, &raw, *value, &v.missing_values());
             raws.insert(var.as_str(), raw);
@@ -534,7 +534,7 @@ impl StoreReader {
         let mut columns = HashMap::new();
         for name in pred.variable_names() {
             let (_, var) = self.manifest().variable(name)?;
-            let mut raw = vec![0u8; n * var.dtype.size()];
+            let mut raw = crate::large::zeroed(n * var.dtype.size());
             self.read_into_at(name, sel, None, &mut raw)?;
             columns.insert(name, (var.dtype.to_f64s(&raw), var.missing_values()));
             raws.insert(name, raw);

@@ -176,7 +176,7 @@ pub(super) fn sort_band<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv) ->
 /// its i-th (slice, j). The usual widths make each copy a single move, not a call to memcpy.
 pub(super) fn picked<'a>(es: usize, at: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
     fn fixed<'a, const W: usize>(at: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
-        let mut col = vec![0u8; at.len() * W];
+        let mut col = crate::large::zeroed(at.len() * W);
         for (dst, (src, j)) in col.chunks_exact_mut(W).zip(at) {
             dst.copy_from_slice(&src[j * W..(j + 1) * W]);
         }
