@@ -8,6 +8,7 @@
 
 mod columns;
 mod exec;
+pub mod fuzzing;
 mod pushdown;
 pub mod table;
 
