@@ -91,7 +91,7 @@ class RemoteDataset:
         """The server's three descriptors: ``physical``, ``logical`` and ``values``."""
         if self._schema is None:
             with self._request("schema") as r:
-                self._schema = json.loads(r.read())
+                self._schema = json.loads(_body(r))
         return self._schema
 
     @property
@@ -157,7 +157,7 @@ class RemoteDataset:
             body["variables"] = list(variables)
         if output == "count":
             with self._request("query", body=body) as r:
-                return int(json.loads(r.read())["count"])
+                return int(json.loads(_body(r))["count"])
         if streams < 1:
             raise errors.InvalidArgumentError("streams must be at least 1")
 
@@ -251,7 +251,7 @@ class RemoteDataset:
         import xarray as xr
 
         with self._request("subset", params=self._subset_params(variables, isel, sel)) as r:
-            data = r.read()
+            data = _body(r)
         nc = netCDF4.Dataset("subset.nc", memory=data)
         return xr.open_dataset(xr.backends.NetCDF4DataStore(nc)).load()
 
@@ -330,11 +330,27 @@ def _arrow(response):
     it (``Content-Encoding: zstd``)."""
     import pyarrow as pa
 
-    data = response.read()
+    data = _body(response)
     stream = pa.BufferReader(data)
     if response.headers.get("Content-Encoding", "").lower() == "zstd":
         stream = pa.CompressedInputStream(stream, "zstd")
     return pa.ipc.open_stream(stream).read_all()
+
+
+def _body(response) -> bytes:
+    """The whole body of a response. A server that meets an error after it has begun
+    sending (the status is already out) can only stop: the body ends short of its length or
+    its last chunk, which is reported as what it is rather than as a protocol error."""
+    import http.client
+
+    try:
+        return response.read()
+    except (http.client.IncompleteRead, ConnectionError) as e:
+        got = len(e.partial) if isinstance(e, http.client.IncompleteRead) else "some"
+        raise errors.StrataIOError(
+            f"the server cut its answer short after {got} bytes: it met an error while sending "
+            "(its log names it); the answer is incomplete and was not used"
+        ) from None
 
 
 def _open(path: str):

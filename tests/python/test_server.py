@@ -213,6 +213,20 @@ def test_sql_route_answers_and_refuses_writes(served, source, tmp_path):
     assert not target.exists()
 
 
+def test_an_error_after_the_answer_began_is_reported_not_taken_for_data(served):
+    """The server sends a query's status after its first batch: an error in a later batch
+    (here a division by zero in 2016's rows, the last of ERSST) can only cut the body
+    short. The Python client says so; the server keeps serving."""
+    base, _ = served
+    ds = strata.remote.open(f"{base}/ersst")
+    query = "SELECT 1 / (CAST(date_part('year', time) AS BIGINT) - 2016) AS q FROM ersst"
+    with pytest.raises(strata.errors.StrataIOError, match="cut its answer short"):
+        ds.sql(query)
+    # The same query over the years before 2016 is whole.
+    assert len(ds.sql(query + " WHERE time < '2016-01-01'")) == 672 * 89 * 180
+    assert get(f"{base}/health")[0] == 200
+
+
 def test_local_sql_is_read_only_too(imported, tmp_path):
     target = tmp_path / "out.csv"
     with pytest.raises(strata.errors.InvalidArgumentError):
