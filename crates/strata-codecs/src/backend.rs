@@ -22,20 +22,20 @@ pub(crate) fn zstd_compress(input: &[u8], level: i32) -> std::io::Result<Vec<u8>
     })
 }
 
-/// Decompresses one zstd frame that must hold exactly `out.len()` bytes into `out`. One
-/// spare byte of room reveals a frame longer than expected. A decompression context per
-/// thread: creating one per call costs more than decoding a small sub-chunk.
+/// Decompresses one zstd frame that must hold exactly `out.len()` bytes into `out`,
+/// straight into it: a frame holding more fails for want of room, one holding less
+/// decodes short. (A spare byte of room in a buffer of its own, then copied, cost an
+/// allocation, a zeroing and a copy of every decoded sub-chunk.) A decompression context
+/// per thread: creating one per call costs more than decoding a small sub-chunk.
 pub(crate) fn zstd_decompress_exact(input: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
     let want = out.len();
-    let mut room = vec![0u8; want + 1];
     let got = DECOMPRESSOR.with(|cell| match &mut *cell.borrow_mut() {
-        Some(d) => d.decompress_to_buffer(input, &mut room[..]).map_err(|e| e.to_string()),
-        None => zstd::bulk::decompress_to_buffer(input, &mut room[..]).map_err(|e| e.to_string()),
+        Some(d) => d.decompress_to_buffer(input, out).map_err(|e| e.to_string()),
+        None => zstd::bulk::decompress_to_buffer(input, out).map_err(|e| e.to_string()),
     })?;
     if got != want {
         return Err(format!("decoded {got} bytes, {want} expected"));
     }
-    out.copy_from_slice(&room[..want]);
     Ok(())
 }
 
