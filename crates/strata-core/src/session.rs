@@ -630,6 +630,9 @@ fn check(reader: &StoreReader, query: &Query) -> Result<()> {
             )));
         }
     }
+    // What running would refuse (variables on other dimensions, strings, an empty AND),
+    // refused before a plan: the server plans before it sends its status.
+    reader.query_vars(&query.predicate)?;
     if query.level == Some(0) {
         return Err(Error::InvalidArgument("precision level must be at least 1".into()));
     }

@@ -86,6 +86,12 @@ fn every_seed_is_answered_as_promised() {
     let failing = h.run(b"GET /api/sql/ocean/sst?q=SELECT%20count(*)%250%20FROM%20sst");
     let failing = failing.map(|a| a.map(|a| (a.status.as_u16(), String::from_utf8_lossy(&a.body).into_owned())));
     assert!(matches!(&failing, Some(Ok((400, body))) if body.contains("zero")), "{failing:?}");
+    // Found by `make fuzz-server`: a constraint joining a 1-D coordinate with a 3-D variable
+    // was planned, answered 200, and failed as it ran. The plan checks it: now a 400.
+    let mixed =
+        h.run(b"GET /api/query/ocean/sst?where=lat%20%3C%208%20and%20sst%20%3E%200&output=positions&format=json");
+    let mixed = mixed.map(|a| a.map(|a| (a.status.as_u16(), String::from_utf8_lossy(&a.body).into_owned())));
+    assert!(matches!(&mixed, Some(Ok((400, body))) if body.contains("same dimensions")), "{mixed:?}");
     // Without its token, the protected dataset is refused, not served.
     let denied = h.run(b"GET /dap/private/sst.dds").and_then(Result::ok).map(|a| a.status.as_u16());
     assert_eq!(denied, Some(401));

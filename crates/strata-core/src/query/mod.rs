@@ -233,7 +233,9 @@ fn local_region(blocks: &[AxisBlock]) -> Option<Vec<u64>> {
 }
 
 impl StoreReader {
-    fn query_vars<'a>(&'a self, pred: &Predicate) -> Result<Vec<(usize, &'a Variable)>> {
+    /// The variables `pred` compares, the first being the driver; an error unless they are
+    /// numeric and all on the driver's dimensions.
+    pub(crate) fn query_vars<'a>(&'a self, pred: &Predicate) -> Result<Vec<(usize, &'a Variable)>> {
         let mut names = Vec::new();
         pred.variables(&mut names);
         let vars = names.iter().map(|n| self.manifest().variable(n)).collect::<Result<Vec<_>>>()?;
@@ -249,7 +251,7 @@ impl StoreReader {
             }
             if v.dims != driver.dims {
                 return Err(Error::InvalidArgument(format!(
-                    "constraints combine variables on the same dimensions: '{}' has {:?}, '{}' has {:?}",
+                    "a constraint combines only variables on the same dimensions: '{}' has {:?}, '{}' has {:?}",
                     driver.name, driver.dims, v.name, v.dims
                 )));
             }
