@@ -133,6 +133,48 @@ def test_default_plans_are_reproducible_and_not_larger_than_netcdf4_zlib(tmp_pat
     assert stored <= (tmp_path / "z.nc").stat().st_size
 
 
+def _alone(path, name, arr, dims, **kw):
+    """``arr`` as the only variable of a NetCDF-4 file (what bench/bench_import.py imports)."""
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
+        for d, n in zip(dims, arr.shape, strict=True):
+            nc.createDimension(d, n)
+        v = nc.createVariable(name, arr.dtype, dims, **kw)
+        v.set_auto_maskandscale(False)
+        v[...] = arr
+    return path
+
+
+@needs_data
+@pytest.mark.parametrize(
+    "file,name",
+    [
+        ("NorKyst-800m_ZDEPTHS_his_00_3Dsubset.nc", "temperature"),
+        ("Nordic-4km_SLEVELS_avg_00_subset2Feb2016.nc", "u"),
+        ("rectilinear_grid_3D.nc", "var3"),
+    ],
+)
+def test_the_default_plan_stores_no_more_than_netcdf4_zlib(tmp_path, file, name):
+    """A person converting an archive must not see it grow: the default import stores the
+    variable in no more bytes than netCDF4's zlib 4 + shuffle (HDF5's storage size, no
+    header). These variables' plans store each byte plane of a row-wise residual alone
+    (``xor:-1``/``delta:-1`` + ``bytecols``); ``var3`` was 5% larger without them."""
+    import h5py
+
+    with raw_source(DATA / file) as nc:
+        v = nc[name]
+        arr, dims = np.ascontiguousarray(v[...]), v.dimensions
+    src = _alone(tmp_path / "src.nc", name, arr, dims)
+    zlib = _alone(tmp_path / "zlib.nc", name, arr, dims, zlib=True, complevel=4, shuffle=True)
+    with h5py.File(zlib, "r") as f:
+        zlib_bytes = f[name].id.get_storage_size()
+    strata.import_file(src, tmp_path / "s.strata")
+    ds = strata.open(tmp_path / "s.strata")
+    assert ds[name].plan["objective"] == "balanced"
+    stored = ds.stats()[name]["stored_bytes"]
+    assert stored <= zlib_bytes, f"{name}: {stored} bytes with {ds[name].plan['chosen']}, netCDF4 zlib {zlib_bytes}"
+    assert_bit_equal(ds[name][...], arr, name)
+
+
 def test_write_arrays_refuses_a_bound_without_auto(tmp_path):
     with pytest.raises(strata.InvalidArgumentError, match="error_bound needs codec='auto'"):
         strata.write_arrays(tmp_path / "x.strata", {"v": (("t",), np.zeros(4, "f4"))}, error_bound="abs=0.1")

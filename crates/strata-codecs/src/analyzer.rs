@@ -133,6 +133,11 @@ pub fn candidates(dtype: NumType) -> Vec<&'static str> {
             "delta:0+bytecols:3",
             "delta:0+bytecols:19",
             "xor:0+bytecols:3",
+            // Along the rows: on ocean-model integers and level-by-level fields each byte
+            // plane of the residual compresses better alone than shuffled into one stream
+            // (ratio +0.4-7% on the samples of NorKyst, Nordic-4km and a 17-level grid in ../shared/data).
+            "xor:-1+bytecols:3",
+            "delta:-1+bytecols:3",
             "xor:0+shuffle+lz4",
         ]);
     }
