@@ -104,7 +104,8 @@ fmt:
 
 lint: setup check-features cbindgen
 	cargo fmt --all --check
-	cargo clippy -q --workspace --all-targets -- -D warnings
+	@echo "clippy (a cold run checks every dependency first, each crate shown)"
+	cargo clippy --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests bench examples fuzz
 	cbindgen -q --verify --config crates/strata-capi/cbindgen.toml --crate strata-capi \
 	  --output crates/strata-capi/include/strata.h crates/strata-capi \
