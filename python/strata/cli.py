@@ -1069,10 +1069,25 @@ def _plan_option(s) -> None:
     )
 
 
+def _check_output_directory(path: str) -> None:
+    """A result file (-o) goes into a directory that exists: said before any work is done,
+    in the same words for every format (netCDF's own error for .nc was 'Permission
+    denied')."""
+    import os
+
+    from .errors import NotFoundError
+
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise NotFoundError(f"cannot write '{path}': no such directory '{parent}'")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "file", None):
+            _check_output_directory(args.file)
         return args.func(args)
     except StrataError as err:
         print(f"strata {args.command}: error: {err}", file=sys.stderr)

@@ -352,8 +352,21 @@ impl StoreWriter {
         if store.exists()? {
             return Err(Error::InvalidArgument(format!("'{name}' already holds a strata store")));
         }
-        // Empty directories (left by `strata gc` after an interrupted import) do not count.
-        let files = if store.storage().is_empty()? { vec![] } else { store.storage().list_for_gc("")? };
+        let not_a_store = || {
+            Error::InvalidArgument(format!(
+                "'{name}' is not empty and holds no strata store: write a new store into a new or empty directory"
+            ))
+        };
+        // The top level first: a directory holding anything but a store's own parts is
+        // refused without walking it (from `/` or a home directory, a walk would read the
+        // whole tree and stop at the first unreadable place). Empty directories of a store
+        // (left by `strata gc` after an interrupted import) do not count.
+        let top = store.storage().top_level()?;
+        let own = |n: &str| matches!(n, "data" | "index" | "manifests") || crate::gc::is_store_file(n);
+        if !top.iter().all(|n| own(n)) {
+            return Err(not_a_store());
+        }
+        let files = if top.is_empty() { vec![] } else { store.storage().list_for_gc("")? };
         if !files.is_empty() {
             let all = files;
             if all.iter().all(|o| crate::gc::is_store_file(&o.path)) {
@@ -363,9 +376,7 @@ impl StoreWriter {
                     all.len()
                 )));
             }
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' is not empty and holds no strata store: write a new store into a new or empty directory"
-            )));
+            return Err(not_a_store());
         }
         Ok(())
     }

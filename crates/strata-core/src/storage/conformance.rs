@@ -53,6 +53,12 @@ pub fn run(storage: &dyn Storage) {
     assert_eq!(storage.list("m/").expect("list"), vec!["m/v1.json".to_string(), "m/v2.json".to_string()]);
     assert_eq!(storage.list("zzz/").expect("list"), Vec::<String>::new());
     assert_eq!(storage.list("").expect("list all").len(), 3, "temporary files never show");
+    // The names under the root, sorted, each once: those of every object, and on storage
+    // that has directories also the empty ones (`p`, emptied above, may show).
+    let top = storage.top_level().expect("top level");
+    assert!(top.windows(2).all(|w| w[0] < w[1]), "top level sorted, each name once: {top:?}");
+    assert!(["a", "m"].iter().all(|n| top.iter().any(|t| t == n)), "top level misses an object's name: {top:?}");
+    assert!(top.iter().all(|t| ["a", "m", "p"].contains(&t.as_str())), "top level names no object: {top:?}");
 
     // Delete.
     storage.delete("m/v2.json").expect("delete");

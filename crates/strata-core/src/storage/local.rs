@@ -189,6 +189,21 @@ impl Storage for LocalStorage {
         }
     }
 
+    fn top_level(&self) -> Result<Vec<String>> {
+        // Every entry, empty directories and hidden files included; nothing below is read.
+        let entries = match fs::read_dir(&self.root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == IoKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(Error::io(self.root.display().to_string(), e)),
+        };
+        let mut names = entries
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| Error::io(self.root.display().to_string(), e))?;
+        names.sort();
+        Ok(names)
+    }
+
     fn list_for_gc(&self, prefix: &str) -> Result<Vec<super::ObjectInfo>> {
         let mut out = Vec::new();
         self.walk(prefix, |key, entry| {
@@ -225,5 +240,22 @@ impl Storage for LocalStorage {
 
     fn exists(&self, path: &str) -> Result<bool> {
         Ok(self.full(path)?.exists())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_top_level_shows_empty_directories_and_a_missing_root_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = LocalStorage::new(dir.path().join("s"));
+        assert_eq!(local.top_level().unwrap(), Vec::<String>::new());
+        local.write_atomic("data/a.sdat", b"x").unwrap();
+        fs::create_dir(dir.path().join("s/empty")).unwrap();
+        // A listing of files cannot see the empty directory; the top level does.
+        assert_eq!(local.list("").unwrap(), ["data/a.sdat"]);
+        assert_eq!(local.top_level().unwrap(), ["data", "empty"]);
     }
 }

@@ -59,6 +59,16 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn is_empty(&self) -> Result<bool> {
         Ok(self.list("")?.is_empty())
     }
+    /// The names directly under the root (a file's name, or the first part of the paths
+    /// below a directory), sorted and each once: what tells a store's directory from any
+    /// other without walking all of it.
+    fn top_level(&self) -> Result<Vec<String>> {
+        let mut names: Vec<String> =
+            self.list("")?.iter().map(|p| p.split('/').next().unwrap_or_default().to_string()).collect();
+        // `list` is sorted, so the paths under one name are adjacent.
+        names.dedup();
+        Ok(names)
+    }
 }
 
 /// An object as garbage collection sees it.
