@@ -27,8 +27,11 @@ pub struct GcReport {
 /// a temporary file of a write): the only files gc ever removes.
 pub fn is_store_file(path: &str) -> bool {
     let temp = path.rsplit('/').next().is_some_and(|n| n.starts_with('.') && n.contains(".tmp-"));
-    temp || ["data/", "index/", "manifests/"].iter().any(|d| path.starts_with(d))
+    temp || STORE_DIRS.iter().any(|d| path.strip_prefix(d).is_some_and(|rest| rest.starts_with('/')))
 }
+
+/// The directories a store's writers make files in.
+pub const STORE_DIRS: [&str; 3] = ["data", "index", "manifests"];
 
 /// Every file some committed version needs. A directory with no version (an import killed
 /// before its first commit) has none: all its store files are leftovers.

@@ -352,31 +352,26 @@ impl StoreWriter {
         if store.exists()? {
             return Err(Error::InvalidArgument(format!("'{name}' already holds a strata store")));
         }
-        let not_a_store = || {
-            Error::InvalidArgument(format!(
-                "'{name}' is not empty and holds no strata store: write a new store into a new or empty directory"
-            ))
-        };
         // The top level first: a directory holding anything but a store's own parts is
         // refused without walking it (from `/` or a home directory, a walk would read the
-        // whole tree and stop at the first unreadable place). Empty directories of a store
-        // (left by `strata gc` after an interrupted import) do not count.
+        // whole tree and stop at the first unreadable place). Below a store's own parts
+        // every file is a store file, so what remains is empty directories of a store
+        // (left by `strata gc` after an interrupted import, which do not count) or the
+        // leftovers of an interrupted write.
         let top = store.storage().top_level()?;
-        let own = |n: &str| matches!(n, "data" | "index" | "manifests") || crate::gc::is_store_file(n);
+        let own = |n: &str| crate::gc::STORE_DIRS.contains(&n) || crate::gc::is_store_file(n);
         if !top.iter().all(|n| own(n)) {
-            return Err(not_a_store());
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' is not empty and holds no strata store: write a new store into a new or empty directory"
+            )));
         }
         let files = if top.is_empty() { vec![] } else { store.storage().list_for_gc("")? };
         if !files.is_empty() {
-            let all = files;
-            if all.iter().all(|o| crate::gc::is_store_file(&o.path)) {
-                return Err(Error::InvalidArgument(format!(
-                    "'{name}' holds only the leftovers of an interrupted write ({} files, no version): if no \
-                     other write is running, remove them with `strata gc --grace 0 {name}`",
-                    all.len()
-                )));
-            }
-            return Err(not_a_store());
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' holds only the leftovers of an interrupted write ({} files, no version): if no other \
+                 write is running, remove them with `strata gc --grace 0 {name}`",
+                files.len()
+            )));
         }
         Ok(())
     }
