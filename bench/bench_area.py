@@ -59,15 +59,16 @@ def list_then_filter(ds, where, sel):
     """The path before the mask reached the engine: the area's mask computed for the query,
     the positions satisfying the constraint in its bounding box listed, then filtered by the
     mask in NumPy."""
-    from strata._area import _area
+    from strata import _core
 
     driver = ds["siconc"]
-    selected = _area(ds, driver.dims, driver.shape, sel)
-    starts, stops, steps = [0] * len(driver.shape), list(driver.shape), [1] * len(driver.shape)
-    selected.narrow(starts, stops, steps)
-    isel = {d: slice(a, b, s) for d, a, b, s in zip(driver.dims, starts, stops, steps, strict=True)}
+    ranges = sorted((name, *bounds) for name, bounds in sel.items())
+    selected = _core.Area.build(ds._reader, list(driver.dims), list(driver.shape), ranges)
+    starts, stops = selected.narrow([0] * len(driver.shape), list(driver.shape), [1] * len(driver.shape))[:2]
+    isel = {d: slice(a, b) for d, a, b in zip(driver.dims, starts, stops, strict=True)}
     pos = ds.query(where, isel=isel, output="positions")
-    return int(selected.mask[tuple(pos[a] for a in selected.axes)].sum())
+    mask = selected.bits().reshape([driver.shape[a] for a in selected.axes])
+    return int(mask[tuple(pos[a] for a in selected.axes)].sum())
 
 
 def main() -> int:

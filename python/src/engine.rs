@@ -2,10 +2,10 @@
 //! values in, buffers and typed values out; every decision is strata-core's.
 
 use crate::{selection, to_py, Reader};
-use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::sync::Arc;
-use strata_core::mask::Mask;
+use strata_core::area::{self, CoordTest};
 use strata_core::query::{Method, Predicate};
 use strata_core::session::{self, Output, Query};
 use strata_core::Error;
@@ -75,26 +75,57 @@ fn parse_method(text: &str) -> PyResult<Option<Method>> {
     session::parse_method(text).map_err(to_py)
 }
 
-/// An area's mask (`strata_core::mask::Mask`): which elements of some axes of the queried
-/// variables are selected. Built once per area and reused by every query through it.
+/// The elements selected through auxiliary coordinates (`strata_core::area::Area`): a mask
+/// over the axes they span and its bounding box. Built once per set of ranges and reused by
+/// every query through it.
 #[pyclass(frozen, module = "strata._core")]
 #[derive(Debug)]
-pub struct AreaMask {
-    inner: Arc<Mask>,
+pub struct Area {
+    inner: area::Area,
 }
 
 #[pymethods]
-impl AreaMask {
-    /// `axes`: ascending axes of the queried variables; `bits`: a boolean array over their
-    /// whole extents.
-    #[new]
-    fn new(axes: Vec<usize>, bits: PyReadonlyArrayDyn<'_, bool>) -> PyResult<Self> {
-        let shape = bits.shape().iter().map(|&n| n as u64).collect();
-        let bits = match bits.as_slice() {
-            Ok(contiguous) => contiguous.to_vec(),
-            Err(_) => bits.as_array().iter().copied().collect(),
-        };
-        Ok(Self { inner: Arc::new(Mask::new(axes, shape, bits).map_err(to_py)?) })
+impl Area {
+    /// The area of variables on `dims` (of `shape`) where every coordinate of `ranges`
+    /// (name, lo, hi; None: open) holds a physical value within [lo, hi]; lo > hi on a
+    /// longitude is a range across the dateline.
+    #[staticmethod]
+    fn build(
+        py: Python<'_>,
+        reader: &Reader,
+        dims: Vec<String>,
+        shape: Vec<u64>,
+        ranges: Vec<(String, Option<f64>, Option<f64>)>,
+    ) -> PyResult<Self> {
+        let tests: Vec<(String, CoordTest)> =
+            ranges.into_iter().map(|(name, lo, hi)| (name, CoordTest::Range { lo, hi })).collect();
+        let inner = py.detach(|| area::Area::build(&reader.inner, &dims, &shape, &tests)).map_err(to_py)?;
+        Ok(Self { inner })
+    }
+
+    /// The region shrunk to the area's bounding box: (starts, stops, whether the mask is
+    /// still needed: false when every element of the region is in the area).
+    fn narrow(&self, starts: Vec<u64>, stops: Vec<u64>, steps: Vec<u64>) -> PyResult<(Vec<u64>, Vec<u64>, bool)> {
+        let mut region = selection(&starts, &stops, &steps)?;
+        let needed = self.inner.narrow(&mut region).map_err(to_py)?;
+        Ok((region.iter().map(|r| r.start).collect(), region.iter().map(|r| r.stop).collect(), needed))
+    }
+
+    /// The queried variables' axes the mask spans, ascending.
+    #[getter]
+    fn axes(&self) -> Vec<usize> {
+        self.inner.mask().axes().to_vec()
+    }
+
+    /// The mask over those axes' whole extents, as a flat bool array (row-major; its shape
+    /// is the variables' along `axes`).
+    fn bits<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<bool>> {
+        PyArray1::from_slice(py, self.inner.mask().bits())
+    }
+
+    /// How many elements of those axes are in the area.
+    fn __len__(&self) -> usize {
+        self.inner.mask().selected() as usize
     }
 }
 
@@ -108,7 +139,7 @@ pub struct QuerySpec {
 
 #[pymethods]
 impl QuerySpec {
-    /// `area`: an `AreaMask` when the region is an area of auxiliary coordinates; `output`:
+    /// `area`: an `Area` when the region is an area of auxiliary coordinates; `output`:
     /// count, positions or points; `variables`: returned with points, at precision `level`;
     /// `method`: auto, index or scan; `raw`: compare packed variables' stored values.
     #[new]
@@ -119,7 +150,7 @@ impl QuerySpec {
         starts: Vec<u64>,
         stops: Vec<u64>,
         steps: Vec<u64>,
-        area: Option<&AreaMask>,
+        area: Option<&Area>,
         output: &str,
         variables: Vec<String>,
         level: Option<usize>,
@@ -129,7 +160,7 @@ impl QuerySpec {
         let inner = Query {
             predicate: constraint.inner.clone(),
             region: selection(&starts, &stops, &steps)?,
-            mask: area.map(|a| a.inner.clone()),
+            mask: area.map(|a| a.inner.mask().clone()),
             output: Output::parse(output).map_err(to_py)?,
             variables,
             level,

@@ -127,6 +127,18 @@ impl Reader {
             .collect())
     }
 
+    /// Whether `name` is an auxiliary coordinate of variables on `dims` (2-D lat/lon, a
+    /// mesh's coordinates: not one of `dims`, spanning only some of them).
+    fn is_auxiliary(&self, dims: Vec<String>, name: &str) -> bool {
+        strata_core::area::is_auxiliary(self.inner.manifest(), &dims, name)
+    }
+
+    /// The auxiliary coordinates the CF `coordinates` attribute of `name` names.
+    fn auxiliary_coordinates(&self, name: &str) -> PyResult<Vec<String>> {
+        let m = self.inner.manifest();
+        Ok(strata_core::area::auxiliary_coordinates(m, m.variable(name).map_err(to_py)?.1))
+    }
+
     /// Precision levels of a variable split by level M: (level, bytes kept, worst relative
     /// error) for each; empty when the variable is not split.
     fn precision_levels(&self, name: &str) -> PyResult<Vec<(usize, usize, f64)>> {
@@ -742,7 +754,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::cost_model_path, m)?)?;
     m.add_function(wrap_pyfunction!(engine::save_cost_model, m)?)?;
     m.add_class::<engine::Constraint>()?;
-    m.add_class::<engine::AreaMask>()?;
+    m.add_class::<engine::Area>()?;
     m.add_class::<engine::QuerySpec>()?;
     m.add_class::<engine::Session>()?;
     m.add_class::<engine::Answer>()?;

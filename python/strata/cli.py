@@ -508,7 +508,7 @@ def _write_batches(reader, path: str) -> int:
 def cmd_explain(args) -> int:
     from . import _core
     from .dataset import open as open_store
-    from .query import _area_arg, _constraint, _region, session
+    from .query import _constraint, _region, session
 
     ds = open_store(args.store, args.version, cache_bytes=0)
     constraint, names = _constraint(ds, args.where, args.plan)
@@ -523,8 +523,9 @@ def cmd_explain(args) -> int:
     )
     engine = session()
     kind = "points" if outputs else args.output
-    area = _area_arg(selected)
-    query = _core.Query(constraint, starts, stops, steps, area=area, output=kind, variables=outputs, method=args.plan)
+    query = _core.Query(
+        constraint, starts, stops, steps, area=selected, output=kind, variables=outputs, method=args.plan
+    )
     p = engine.plan(ds._reader, query)
     print(f"query: {constraint}  region: {list(zip(starts, stops, steps, strict=True))}  output: {args.output}")
     print(f"cost model: {engine.source}")

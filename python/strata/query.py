@@ -76,7 +76,7 @@ def session() -> _core.Session:
 
 def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: dict | None, sel: dict | None):
     """Per dimension (start, stop, step) from positional and label selections, and the
-    :class:`~strata._area.Area` selected through auxiliary coordinates (None without any):
+    :class:`strata._core.Area` selected through auxiliary coordinates (None without any):
     the region is narrowed to its bounding box."""
     from ._area import area, split_selection
     from ._coords import index_range, label_to_positions
@@ -100,15 +100,10 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
         steps.append(step)
     selected = area(ds, dims, shape, by_aux)
     if selected is not None:
-        selected.narrow(starts, stops, steps)
-        if selected.covers(starts, stops, steps):
+        starts, stops, needed = selected.narrow(starts, stops, steps)
+        if not needed:
             selected = None
     return starts, stops, steps, selected
-
-
-def _area_arg(selected) -> _core.AreaMask | None:
-    """An :class:`~strata._area.Area` as the engine takes it (built once per area)."""
-    return None if selected is None else selected.engine_mask()
 
 
 def _constraint(ds: Dataset, where: str | dict, method: str) -> tuple[_core.Constraint, list[str]]:
@@ -171,7 +166,7 @@ def run_query(
         starts,
         stops,
         steps,
-        area=_area_arg(selected),
+        area=selected,
         output=kind,
         variables=outputs,
         level=level,

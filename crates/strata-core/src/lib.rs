@@ -3,6 +3,7 @@
 //!
 //! The format is specified in `docs/format.md`; this crate is its reference implementation.
 
+pub mod area;
 pub mod bins;
 mod bitset;
 pub mod cache;

@@ -48,6 +48,26 @@ impl Mask {
         Ok(Mask { axes, shape, bits, strides, prefix })
     }
 
+    /// The queried variables' axes the mask spans, ascending.
+    pub fn axes(&self) -> &[usize] {
+        &self.axes
+    }
+
+    /// The mask's extent along each of its axes.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// Whether each element is selected, row-major over [`Mask::shape`].
+    pub fn bits(&self) -> &[bool] {
+        &self.bits
+    }
+
+    /// How many elements are selected.
+    pub fn selected(&self) -> u64 {
+        self.prefix[self.bits.len()]
+    }
+
     /// Checks the mask against the queried variables' shape.
     pub fn check(&self, var_shape: &[u64]) -> Result<()> {
         for (&a, &n) in self.axes.iter().zip(&self.shape) {
