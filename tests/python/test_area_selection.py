@@ -203,3 +203,38 @@ def test_sql_joins_the_curvilinear_coordinates(sic):
     assert table.num_rows == int(want.sum())
     np.testing.assert_allclose(np.sort(table.column("siconc").to_numpy()), np.sort(c[want]))
     assert table.column("latitude").to_numpy().min() > 60
+
+
+@needs_data
+def test_sql_filters_a_2d_latitude_through_the_area(sic):
+    """`WHERE latitude >= 60` on the data's own table: the 2-D latitude is a column of it
+    (named by siconc's `coordinates`) and the comparison is the engine's area mask, as
+    Dataset.query's sel is; answers equal NumPy's and Dataset.query's."""
+    ds, src = sic
+    c, lat, lon = src["siconc"], src["latitude"], src["longitude"]
+    valid = c < 1e19  # the fill value is NULL in SQL
+    for where, area, sel in [
+        ("latitude >= 60", lat >= 60, {"latitude": (60, None)}),
+        ("latitude <= -60 AND longitude < 100", (lat <= -60) & (lon < 100), None),
+        ("latitude BETWEEN 50 AND 70", (lat >= 50) & (lat <= 70), {"latitude": (50, 70)}),
+    ]:
+        want = (c > 15) & valid & area[None]
+        got = strata.sql(ds.path, f"SELECT count(*) AS n FROM sic WHERE {where} AND siconc > 15")["n"][0].as_py()
+        assert got == int(want.sum()) > 0, where
+        if sel is not None:
+            assert ds.query("siconc > 15", sel=sel, output="count") == got
+        # Without a value constraint: every valid value in the area.
+        n = strata.sql(ds.path, f"SELECT count(siconc) AS n FROM sic WHERE {where}")["n"][0].as_py()
+        assert n == int((valid & area[None]).sum()), where
+    table = strata.sql(
+        ds.path,
+        "SELECT time, j, i, latitude, longitude, siconc FROM sic WHERE latitude >= 60 AND siconc > 50 "
+        "ORDER BY time, j, i",
+    )
+    want = (c > 50) & (lat >= 60)[None]
+    _, j, i = np.nonzero(want)
+    np.testing.assert_array_equal(table.column("j").to_numpy(), j)
+    np.testing.assert_array_equal(table.column("i").to_numpy(), i)
+    np.testing.assert_array_equal(table.column("latitude").to_numpy(), lat[j, i])
+    np.testing.assert_array_equal(table.column("longitude").to_numpy(), lon[j, i])
+    np.testing.assert_array_equal(table.column("siconc").to_numpy(), c[want])

@@ -56,13 +56,18 @@ pub struct AuxCoord {
     shape: Vec<u64>,
     /// The stored values as f64, missing values as NaN.
     values: Vec<f64>,
-    packing: Option<(f64, f64)>,
+    packing: std::result::Result<Option<(f64, f64)>, String>,
     longitude: bool,
 }
 
 impl AuxCoord {
     /// Reads `name`, an auxiliary coordinate of variables on `dims`.
     pub fn read(reader: &StoreReader, dims: &[String], name: &str) -> Result<AuxCoord> {
+        AuxCoord::from_raw(reader.manifest(), dims, name, &AuxCoord::read_raw(reader, dims, name)?)
+    }
+
+    /// The stored bytes of `name`, an auxiliary coordinate of variables on `dims`, whole.
+    pub fn read_raw(reader: &StoreReader, dims: &[String], name: &str) -> Result<Vec<u8>> {
         let m = reader.manifest();
         let (_, var) = m.variable(name)?;
         if !is_auxiliary(m, dims, name) {
@@ -76,7 +81,22 @@ impl AuxCoord {
         let n = shape.iter().product::<u64>() as usize;
         let mut raw = vec![0u8; n * var.dtype.size()];
         reader.read_into(name, &sel, &mut raw)?;
-        let mut values = var.dtype.to_f64s(&raw);
+        Ok(raw)
+    }
+
+    /// `name`'s values from its stored bytes (`raw`, whole, as [`AuxCoord::read_raw`] gives).
+    pub fn from_raw(manifest: &Manifest, dims: &[String], name: &str, raw: &[u8]) -> Result<AuxCoord> {
+        let (_, var) = manifest.variable(name)?;
+        let shape = manifest.shape(var);
+        if !is_auxiliary(manifest, dims, name)
+            || raw.len() as u64 != shape.iter().product::<u64>() * var.dtype.size() as u64
+        {
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' is not a coordinate on some of the dimensions {dims:?} with {} bytes",
+                raw.len()
+            )));
+        }
+        let mut values = var.dtype.to_f64s(raw);
         let missing = var.missing_values();
         if !missing.is_empty() {
             for v in values.iter_mut().filter(|v| missing.contains(v)) {
@@ -91,7 +111,8 @@ impl AuxCoord {
             axes: var.dims.iter().map(|d| dims.iter().position(|x| x == d).unwrap_or(0)).collect(),
             shape,
             values,
-            packing: packing(m, name)?,
+            // A packing that cannot be applied fails the tests on physical values only.
+            packing: packing(manifest, name).map_err(|e| e.to_string()),
             longitude,
         })
     }
@@ -131,8 +152,9 @@ impl AuxCoord {
         Ok(match test {
             CoordTest::Stored(op, v) => self.values.iter().map(|&x| !x.is_nan() && op.test(x, v)).collect(),
             CoordTest::Range { lo, hi } => {
-                let (scale, offset) = self.packing.unwrap_or((1.0, 0.0));
-                let physical = |x: f64| if self.packing.is_some() { x * scale + offset } else { x };
+                let packing = self.packing.clone().map_err(Error::InvalidArgument)?;
+                let (scale, offset) = packing.unwrap_or((1.0, 0.0));
+                let physical = |x: f64| if packing.is_some() { x * scale + offset } else { x };
                 match (lo, hi) {
                     (Some(lo), Some(hi)) if lo > hi => {
                         if !self.longitude {
@@ -353,7 +375,7 @@ mod tests {
     use super::*;
 
     fn coord(name: &str, axes: Vec<usize>, shape: Vec<u64>, values: Vec<f64>) -> AuxCoord {
-        AuxCoord { name: name.into(), axes, shape, values, packing: None, longitude: name.starts_with("lon") }
+        AuxCoord { name: name.into(), axes, shape, values, packing: Ok(None), longitude: name.starts_with("lon") }
     }
 
     fn sel(start: u64, stop: u64, step: u64) -> DimSelection {
@@ -397,7 +419,7 @@ mod tests {
     #[test]
     fn packed_coordinates_are_compared_unpacked() {
         let mut lat = coord("lat", vec![0], vec![4], vec![0.0, 100.0, 200.0, 300.0]);
-        lat.packing = Some((0.1, -10.0)); // physical: -10, 0, 10, 20
+        lat.packing = Ok(Some((0.1, -10.0))); // physical: -10, 0, 10, 20
         let a = Area::new(&[4], &[(&lat, CoordTest::Range { lo: Some(0.0), hi: Some(10.0) })]).unwrap();
         assert_eq!(a.mask().bits(), &[false, true, true, false]);
         let a = Area::new(&[4], &[(&lat, CoordTest::Stored(CmpOp::Ge, 200.0))]).unwrap();

@@ -4,7 +4,8 @@
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use strata_core::area::AuxCoord;
 use strata_core::query::Method;
 use strata_core::session::RunLog;
 use strata_core::StoreReader;
@@ -44,6 +45,24 @@ pub(crate) struct Coord {
     pub array: ArrayRef,
 }
 
+/// An auxiliary coordinate of the table's variables (2-D lat/lon, a mesh's coordinates,
+/// named by their CF `coordinates`): a column whose value at a row is the coordinate's at
+/// that row's position. Comparisons with it become the engine's area mask.
+#[derive(Debug)]
+pub(crate) struct Aux {
+    pub name: String,
+    /// Read on first use: a query that never names it reads nothing.
+    pub loaded: OnceLock<AuxValues>,
+}
+
+#[derive(Debug)]
+pub(crate) struct AuxValues {
+    /// The values as the engine tests them.
+    pub coord: AuxCoord,
+    /// The stored values (NULL where missing), row-major over the coordinate's own shape.
+    pub array: ArrayRef,
+}
+
 /// A group of variables sharing dimensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
@@ -66,6 +85,8 @@ pub(crate) enum Column {
     Coord(usize),
     /// A variable.
     Var(String),
+    /// The auxiliary coordinate `aux[k]`.
+    Aux(usize),
 }
 
 #[derive(Debug)]
@@ -73,6 +94,7 @@ pub(crate) struct TableInner {
     pub reader: Arc<StoreReader>,
     pub group: Group,
     pub coords: Vec<Coord>,
+    pub aux: Vec<Aux>,
     pub columns: Vec<Column>,
     pub schema: SchemaRef,
     pub planning: Arc<Planning>,

@@ -19,6 +19,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use std::sync::{Arc, Mutex};
+use strata_core::area::Area;
 use strata_core::points;
 use strata_core::query::Predicate;
 use strata_core::session::{Output, Query, QueryRun};
@@ -29,6 +30,9 @@ pub(crate) struct ScanRequest {
     pub table: Arc<TableInner>,
     pub region: Vec<DimSelection>,
     pub predicate: Option<Predicate>,
+    /// The area the rows are restricted to (auxiliary columns' filters), the region being
+    /// its bounding box.
+    pub area: Option<Area>,
     pub columns: Vec<Column>,
     pub schema: SchemaRef,
     pub limit: Option<usize>,
@@ -45,12 +49,22 @@ impl ScanRequest {
         table: Arc<TableInner>,
         region: Vec<DimSelection>,
         predicate: Option<Predicate>,
+        area: Option<Area>,
         columns: Vec<Column>,
         schema: SchemaRef,
         limit: Option<usize>,
     ) -> Result<Self> {
-        let mut request =
-            ScanRequest { table, region, predicate, columns, schema, limit, pieces: vec![], run: Mutex::new(None) };
+        let mut request = ScanRequest {
+            table,
+            region,
+            predicate,
+            area,
+            columns,
+            schema,
+            limit,
+            pieces: vec![],
+            run: Mutex::new(None),
+        };
         request.pieces = pieces(&request)?;
         Ok(request)
     }
@@ -162,6 +176,9 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
     let shape = &t.group.shape;
     let vars = returned(req);
     let elements: u64 = sel.iter().map(|s| s.stop - s.start).product();
+    let mask = req.area.as_ref().map(|a| a.mask().as_ref());
+    // The box's elements in the area: their flat indices and their places in a read of it.
+    let inside = req.area.as_ref().filter(|_| req.predicate.is_none()).map(|a| a.positions_in(shape, sel));
     // (flat indices, raw columns); flat is None when the piece is the whole box.
     let (flat, raws, rows): (Option<Vec<u64>>, Vec<Vec<u8>>, usize) = match &req.predicate {
         None => {
@@ -170,18 +187,27 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
                 let (_, v) = reader.manifest().variable(name)?;
                 let mut raw = vec![0u8; elements as usize * v.dtype.size()];
                 reader.read_into(name, sel, &mut raw)?;
-                raws.push(raw);
+                raws.push(match &inside {
+                    Some((_, local)) => pick_local(&raw, v.dtype.size(), local),
+                    None => raw,
+                });
             }
-            (None, raws, elements as usize)
+            match inside {
+                Some((flat, _)) => {
+                    let n = flat.len();
+                    (Some(flat), raws, n)
+                }
+                None => (None, raws, elements as usize),
+            }
         }
         Some(pred) if req.columns.is_empty() => {
             let (_, count, _) =
-                observed(req, pred, piece, |sel, plan| reader.select_with(pred, sel, None, true, plan.method()))?;
+                observed(req, pred, piece, |sel, plan| reader.select_with(pred, sel, mask, true, plan.method()))?;
             (Some(vec![]), vec![], count as usize)
         }
         Some(pred) => {
             let (points, _) = observed(req, pred, piece, |sel, plan| {
-                reader.points(pred, sel, None, &vars, None, &|slab| plan.method_for(slab))
+                reader.points(pred, sel, mask, &vars, None, &|slab| plan.method_for(slab))
             })?;
             let n = points.flat.len();
             (Some(points.flat), points.columns, n)
@@ -193,7 +219,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
     let flat = match flat {
         Some(f) => f,
         // Every element of the box, row-major.
-        None if req.columns.iter().any(|c| matches!(c, Column::Coord(_))) => {
+        None if req.columns.iter().any(|c| matches!(c, Column::Coord(_) | Column::Aux(_))) => {
             let lens: Vec<u64> = sel.iter().map(|s| s.stop - s.start).collect();
             let mut strides = vec![1u64; shape.len()];
             for d in (0..shape.len().saturating_sub(1)).rev() {
@@ -227,6 +253,11 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
     for c in &req.columns {
         match c {
             Column::Coord(d) => arrays.push(coord_column(&t.coords[*d].array, *d, shape, &flat)?),
+            Column::Aux(k) => {
+                let aux = t.aux_values(*k)?;
+                let idx = UInt64Array::from(aux.coord.indices(shape, &flat)?);
+                arrays.push(take(&aux.array, &idx, None).map_err(arrow_error)?);
+            }
             Column::Var(name) => {
                 let (_, v) = reader.manifest().variable(name)?;
                 let raw = raws.next().ok_or_else(|| Error::InvalidArgument(format!("no values read for '{name}'")))?;
@@ -243,6 +274,16 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
     let batch = RecordBatch::try_new_with_options(req.schema.clone(), arrays, &options).map_err(arrow_error)?;
     let size = batch_size.max(1);
     Ok((0..rows).step_by(size).map(|o| batch.slice(o, size.min(rows - o))).collect())
+}
+
+/// The elements at positions `local` of `raw` (elements of `itemsize` bytes).
+fn pick_local(raw: &[u8], itemsize: usize, local: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(local.len() * itemsize);
+    for &l in local {
+        let at = l as usize * itemsize;
+        out.extend_from_slice(&raw[at..at + itemsize]);
+    }
+    out
 }
 
 /// Whether `name` holds a value (not NaN, not a fill) wherever `pred` holds.
@@ -264,7 +305,7 @@ fn returned(req: &ScanRequest) -> Vec<&str> {
         .iter()
         .filter_map(|c| match c {
             Column::Var(n) => Some(n.as_str()),
-            Column::Coord(_) => None,
+            Column::Coord(_) | Column::Aux(_) => None,
         })
         .collect()
 }
@@ -285,7 +326,7 @@ fn query_run(req: &ScanRequest, pred: &Predicate) -> Result<Arc<QueryRun>> {
         variables: returned(req).into_iter().map(String::from).collect(),
         level: None,
         method: planning.force,
-        mask: None,
+        mask: req.area.as_ref().map(|a| a.mask().clone()),
         // SQL compares the values as stored (its columns are the stored values).
         raw: true,
     };

@@ -1,12 +1,13 @@
 //! Filters DataFusion offers the table: comparisons of a coordinate with a constant become
-//! index ranges, comparisons of variables with constants (joined by AND/OR) become a value
-//! constraint strata evaluates from its index.
+//! index ranges, comparisons of an auxiliary coordinate (2-D latitude) with a constant
+//! become the engine's area mask, comparisons of variables with constants (joined by
+//! AND/OR) become a value constraint strata evaluates from its index.
 //!
 //! A pushed filter is *exact* when strata's answer is the filter's answer: value
-//! constraints always are (NaN and fill values are NULL, and satisfy no comparison, as in
-//! SQL), coordinate ranges when the positions satisfying the comparison are contiguous
-//! (monotonic coordinates). Otherwise the range is the filter's bounding range and
-//! DataFusion filters again (inexact).
+//! constraints and areas always are (NaN and fill values are NULL, and satisfy no
+//! comparison, as in SQL), coordinate ranges when the positions satisfying the comparison
+//! are contiguous (monotonic coordinates). Otherwise the range is the filter's bounding
+//! range and DataFusion filters again (inexact).
 
 use crate::columns::{Column, CoordValues, TableInner};
 use datafusion::common::ScalarValue;
@@ -18,6 +19,8 @@ use strata_core::query::{CmpOp, Predicate};
 pub(crate) struct Pushdown {
     /// Index ranges [lo, hi) along dimensions.
     pub ranges: Vec<(usize, u64, u64)>,
+    /// Tests of auxiliary columns (`aux[k] op value`, on stored values) every row passes.
+    pub area: Vec<(usize, CmpOp, f64)>,
     pub predicate: Option<Predicate>,
     pub exact: bool,
 }
@@ -163,7 +166,15 @@ pub(crate) fn classify(t: &TableInner, e: &Expr) -> Option<Pushdown> {
             }
             return Some(out);
         }
+        if parts.iter().all(|(c, _, _)| matches!(c, Column::Aux(_))) {
+            let mut out = Pushdown { exact: true, ..Pushdown::default() };
+            for (c, op, v) in parts {
+                let (Column::Aux(k), Operand::Num(v)) = (c, v) else { return None };
+                out.area.push((*k, op, v));
+            }
+            return Some(out);
+        }
     }
     let predicate = value_predicate(t, e)?;
-    Some(Pushdown { ranges: vec![], predicate: Some(predicate), exact: true })
+    Some(Pushdown { predicate: Some(predicate), exact: true, ..Pushdown::default() })
 }

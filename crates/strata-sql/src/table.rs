@@ -3,7 +3,7 @@
 //! dimension has no coordinate) and a column per variable (NULL where the value is NaN or a
 //! fill value).
 
-use crate::columns::{Column, Coord, CoordValues, TableInner};
+use crate::columns::{Aux, AuxValues, Column, Coord, CoordValues, TableInner};
 pub use crate::columns::{Group, Planning};
 use crate::exec::{ScanRequest, StrataScan};
 use crate::pushdown::{self, Pushdown};
@@ -15,8 +15,10 @@ use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use std::sync::Arc;
+use strata_core::area::{self, Area, AuxCoord, CoordTest};
 use strata_core::cftime::TimeUnits;
 use strata_core::manifest::{AttrValue, Variable};
+use strata_core::query::CmpOp;
 use strata_core::{DType, DimSelection, Error, Result, StoreReader};
 
 /// The variable groups of a store, the one named after the store first: the group with
@@ -109,6 +111,23 @@ fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     Ok(Coord { values: CoordValues::Numeric(values), array })
 }
 
+impl TableInner {
+    /// The values of the auxiliary column `aux[k]`, read on first use.
+    pub(crate) fn aux_values(&self, k: usize) -> Result<&AuxValues> {
+        let aux = self.aux.get(k).ok_or_else(|| Error::InvalidArgument(format!("no auxiliary column {k}")))?;
+        if let Some(v) = aux.loaded.get() {
+            return Ok(v);
+        }
+        let (m, dims) = (self.reader.manifest(), &self.group.dims);
+        let raw = AuxCoord::read_raw(&self.reader, dims, &aux.name)?;
+        let coord = AuxCoord::from_raw(m, dims, &aux.name, &raw)?;
+        let (_, var) = m.variable(&aux.name)?;
+        let array = crate::exec::column_array(var.dtype, raw, Some(&var.missing_values()))?;
+        // Two scans reading it at once both get a value; either is the same.
+        Ok(aux.loaded.get_or_init(|| AuxValues { coord, array }))
+    }
+}
+
 /// One variable group of a store as a DataFusion table.
 #[derive(Debug)]
 pub struct StrataTable {
@@ -135,8 +154,41 @@ impl StrataTable {
             fields.push(Field::new(name, t, true));
             columns.push(Column::Var(name.clone()));
         }
+        // The auxiliary coordinates the variables name, unless already a column (a mesh's
+        // coordinates on the variables' own dimension are variables of the group).
+        let mut aux = Vec::new();
+        for name in &group.variables {
+            let (_, v) = reader.manifest().variable(name)?;
+            for c in area::auxiliary_coordinates(reader.manifest(), v) {
+                if fields.iter().any(|f| f.name() == &c) {
+                    continue;
+                }
+                let (_, cv) = reader.manifest().variable(&c)?;
+                let Some(t) = arrow_type(cv.dtype) else { continue };
+                fields.push(Field::new(&c, t, true));
+                columns.push(Column::Aux(aux.len()));
+                aux.push(Aux { name: c, loaded: std::sync::OnceLock::new() });
+            }
+        }
         let schema = Arc::new(Schema::new(fields));
-        Ok(StrataTable { inner: Arc::new(TableInner { reader, group, coords, columns, schema, planning }) })
+        Ok(StrataTable { inner: Arc::new(TableInner { reader, group, coords, aux, columns, schema, planning }) })
+    }
+}
+
+impl StrataTable {
+    /// The area the auxiliary columns' tests select, with `region` narrowed to it; None
+    /// without tests, or when every element of the narrowed region is in it.
+    fn area(&self, tests: &[(usize, CmpOp, f64)], region: &mut [DimSelection]) -> Result<Option<Area>> {
+        if tests.is_empty() {
+            return Ok(None);
+        }
+        let inner = &self.inner;
+        let mut pairs = Vec::with_capacity(tests.len());
+        for &(k, op, v) in tests {
+            pairs.push((&inner.aux_values(k)?.coord, CoordTest::Stored(op, v)));
+        }
+        let area = Area::new(&inner.group.shape, &pairs)?;
+        Ok(area.narrow(region)?.then_some(area))
     }
 }
 
@@ -172,12 +224,14 @@ impl TableProvider for StrataTable {
         let nd = inner.group.dims.len();
         let mut region: Vec<(u64, u64)> = inner.group.shape.iter().map(|&n| (0, n)).collect();
         let mut constraints = Vec::new();
+        let mut tests = Vec::new();
         for f in filters {
             let Some(p) = pushdown::classify(inner, f) else { continue };
             for (d, lo, hi) in p.ranges {
                 region[d].0 = region[d].0.max(lo);
                 region[d].1 = region[d].1.min(hi);
             }
+            tests.extend(p.area);
             if let Some(pred) = p.predicate {
                 constraints.push(pred);
             }
@@ -195,14 +249,15 @@ impl TableProvider for StrataTable {
             Some(p) => Arc::new(inner.schema.project(p)?),
             None => inner.schema.clone(),
         };
-        let region: Vec<DimSelection> = (0..nd)
+        let mut region: Vec<DimSelection> = (0..nd)
             .map(|d| {
                 let (lo, hi) = region[d];
                 DimSelection { start: lo.min(hi), stop: hi, step: 1 }
             })
             .collect();
+        let area = self.area(&tests, &mut region).map_err(crate::to_df)?;
         let request =
-            ScanRequest::new(inner.clone(), region, predicate, columns, schema, limit).map_err(crate::to_df)?;
+            ScanRequest::new(inner.clone(), region, predicate, area, columns, schema, limit).map_err(crate::to_df)?;
         let partitions = state.config().target_partitions().max(1);
         Ok(Arc::new(StrataScan::try_new(request, partitions).map_err(crate::to_df)?))
     }

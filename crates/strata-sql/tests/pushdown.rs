@@ -135,3 +135,148 @@ fn tables_are_named_by_their_data_and_a_wrong_table_is_named_in_the_error() {
     let e = session.execute("SELECT count(*) FROM grid WHERE w > 1").unwrap_err();
     assert!(e.to_string().contains("'w' is a column of table grid_y_x"), "{e}");
 }
+
+const CY: u64 = 9;
+const CX: u64 = 11;
+
+/// A 2-D latitude with fill values (-999 at a few points), f32.
+fn lat2(y: u64, x: u64) -> f32 {
+    if (y * 11 + x).is_multiple_of(17) {
+        -999.0
+    } else {
+        y as f32 * 5.0 - 20.0 + x as f32 * 0.5
+    }
+}
+
+/// A 2-D longitude stored transposed, lon(x, y), f64.
+fn lon2(y: u64, x: u64) -> f64 {
+    x as f64 * 30.0 - 150.0 + y as f64
+}
+
+/// A store `curv.strata` with v(time, y, x) on a curvilinear grid: its CF `coordinates`
+/// name lat(y, x) and lon(x, y).
+fn curvilinear(dir: &std::path::Path) -> String {
+    use strata_core::manifest::{AttrValue, Attribute};
+    let path = dir.join("curv.strata").to_string_lossy().to_string();
+    let attr = |name: &str, value: AttrValue| Attribute { name: name.into(), value };
+    let var = |name: &str, dtype, dims: &[&str], attrs| VariableSchema {
+        name: name.into(),
+        dtype,
+        dims: dims.iter().map(|d| d.to_string()).collect(),
+        attrs,
+        inline_strings: None,
+    };
+    let schema = DatasetSchema {
+        dims: vec![
+            Dim { name: "time".into(), size: T, unlimited: true },
+            Dim { name: "y".into(), size: CY, unlimited: false },
+            Dim { name: "x".into(), size: CX, unlimited: false },
+        ],
+        record_dim: Some("time".into()),
+        attrs: vec![],
+        variables: vec![
+            var("v", DType::F32, &["time", "y", "x"], vec![attr("coordinates", AttrValue::String("lat lon".into()))]),
+            var("lat", DType::F32, &["y", "x"], vec![attr("_FillValue", AttrValue::F32(vec![-999.0]))]),
+            var("lon", DType::F64, &["x", "y"], vec![attr("units", AttrValue::String("degrees_east".into()))]),
+        ],
+    };
+    let options = WriterOptions {
+        layout: Some("V-S".into()),
+        bins: Some(6),
+        subchunk_bytes: Some(128),
+        slab_records: Some(3),
+        ..Default::default()
+    };
+    let mut w = StoreWriter::create(Store::local(&path), schema, &options).unwrap();
+    let lat: Vec<u8> = (0..CY).flat_map(|y| (0..CX).flat_map(move |x| lat2(y, x).to_le_bytes())).collect();
+    let lon: Vec<u8> = (0..CX).flat_map(|x| (0..CY).flat_map(move |y| lon2(y, x).to_le_bytes())).collect();
+    w.put_static("lat", &lat).unwrap();
+    w.put_static("lon", &lon).unwrap();
+    for t0 in (0..T).step_by(3) {
+        let n = 3.min(T - t0);
+        w.begin_slab(n).unwrap();
+        let data: Vec<u8> = (t0..t0 + n)
+            .flat_map(|t| (0..CY).flat_map(move |y| (0..CX).flat_map(move |x| value(t, y, x).to_le_bytes())))
+            .collect();
+        w.put_records("v", &data).unwrap();
+        w.finish_slab().unwrap();
+    }
+    w.commit("test").unwrap();
+    path
+}
+
+/// The one value of a one-row, one-column answer, as f64 (NULL: NaN).
+fn scalar(session: &SqlSession, sql: &str) -> f64 {
+    use strata_sql::datafusion::arrow::array::Float64Array;
+    use strata_sql::datafusion::arrow::compute::cast;
+    use strata_sql::datafusion::arrow::datatypes::DataType;
+    let batches: Vec<_> = session.execute(sql).unwrap().map(|b| b.unwrap()).collect();
+    let col = cast(batches[0].column(0), &DataType::Float64).unwrap();
+    let col = col.as_any().downcast_ref::<Float64Array>().unwrap();
+    assert_eq!(col.len(), 1, "{sql}");
+    if col.is_null(0) {
+        f64::NAN
+    } else {
+        col.value(0)
+    }
+}
+
+#[test]
+fn filters_on_a_2d_latitude_go_through_the_area_and_answer_as_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = curvilinear(dir.path());
+    let ok = |y: u64, x: u64| lat2(y, x) != -999.0;
+    let lat = move |y: u64, x: u64| if ok(y, x) { lat2(y, x) as f64 } else { f64::NAN };
+    // (SQL, brute force: the sum of `f` over the kept points, or their count)
+    type Sum = Box<dyn Fn(u64, u64, u64) -> Option<f64>>;
+    let v = |t: u64, y: u64, x: u64| value(t, y, x) as f64;
+    let cases: Vec<(&str, Sum)> = vec![
+        (
+            "SELECT count(*) FROM curv WHERE lat >= 10 AND v > 5",
+            Box::new(move |t, y, x| (lat(y, x) >= 10.0 && v(t, y, x) > 5.0).then_some(1.0)),
+        ),
+        (
+            "SELECT count(*) FROM curv WHERE lat BETWEEN 0 AND 20",
+            Box::new(move |_, y, x| (0.0..=20.0).contains(&lat(y, x)).then_some(1.0)),
+        ),
+        (
+            "SELECT count(*) FROM curv WHERE lat > 10 AND lon < 0 AND v > 0",
+            Box::new(move |t, y, x| (lat(y, x) > 10.0 && lon2(y, x) < 0.0 && v(t, y, x) > 0.0).then_some(1.0)),
+        ),
+        ("SELECT count(*) FROM curv WHERE lat IS NULL", Box::new(move |_, y, x| (!ok(y, x)).then_some(1.0))),
+        // The auxiliary columns' values at the rows, with a constraint and without one.
+        (
+            "SELECT sum(lat) FROM curv WHERE lat > 5 AND v > 0",
+            Box::new(move |t, y, x| (lat(y, x) > 5.0 && v(t, y, x) > 0.0).then_some(lat(y, x))),
+        ),
+        ("SELECT sum(lon) FROM curv WHERE lat < 0", Box::new(move |_, y, x| (lat(y, x) < 0.0).then_some(lon2(y, x)))),
+        (
+            "SELECT sum(v) FROM curv WHERE 12.5 <= lat AND x >= 3",
+            Box::new(move |t, y, x| (lat(y, x) >= 12.5 && x >= 3 && !v(t, y, x).is_nan()).then_some(v(t, y, x))),
+        ),
+    ];
+    for force in [None, Some(Method::Index), Some(Method::Scan)] {
+        let options = SqlOptions { force, target_partitions: Some(2), cache_bytes: Some(0), ..SqlOptions::default() };
+        let session = SqlSession::open(&[(path.clone(), None)], options).unwrap();
+        for (sql, keep) in &cases {
+            let mut want = 0.0;
+            for t in 0..T {
+                for y in 0..CY {
+                    for x in 0..CX {
+                        want += keep(t, y, x).unwrap_or(0.0);
+                    }
+                }
+            }
+            assert_eq!(scalar(&session, sql), want, "{sql} with {force:?}");
+        }
+    }
+    // The area is the scan's, exactly: DataFusion filters nothing again.
+    let session = SqlSession::open(&[(path, None)], SqlOptions::default()).unwrap();
+    let plan: Vec<_> = session
+        .execute("EXPLAIN SELECT count(*) FROM curv WHERE lat >= 10 AND lon > -100 AND v > 5")
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    let text = strata_sql::datafusion::arrow::util::pretty::pretty_format_batches(&plan).unwrap().to_string();
+    assert!(!text.contains("FilterExec"), "{text}");
+}
