@@ -1,10 +1,12 @@
 //! SQL over a store checked against DataFusion over the same rows in memory. Bytes choose
 //! a query — a projection, a count, aggregates or a GROUP BY, under a WHERE clause of
-//! comparisons on coordinates (CF times, a descending latitude), on variables (a float
-//! with a fill value and NaNs, an integer with a fill value), literals on either side,
+//! comparisons on coordinates (CF times, a descending latitude, a 2-D auxiliary latitude
+//! with a fill value and a NaN), on variables (a float with a fill value and NaNs, an
+//! integer with a fill value), literals on either side,
 //! BETWEEN, IN, IS NULL, arithmetic, column against column, nested AND/OR/NOT — and the
 //! method (auto, index or scan). strata answers it with its pushdown: coordinate ranges,
-//! value constraints, NULLs dropped where a comparison holds. DataFusion answers it over a
+//! areas of the auxiliary coordinate, value constraints, NULLs dropped where a comparison
+//! holds. DataFusion answers it over a
 //! `MemTable` built here from the values written, with no strata code on its path. The
 //! answers must be equal, row for row and bit for bit; strata must not refuse a query
 //! DataFusion answers.
@@ -33,6 +35,7 @@ const Y: usize = 5;
 const X: usize = 8;
 const SST_FILL: f32 = -999.0;
 const ICE_FILL: i16 = -1;
+const ULAT_FILL: f32 = -999.0;
 
 /// Latitudes, descending (a coordinate range must be found on either order).
 fn lat(i: usize) -> f64 {
@@ -41,6 +44,16 @@ fn lat(i: usize) -> f64 {
 
 fn lon(i: usize) -> f64 {
     45.0 * i as f64
+}
+
+/// The 2-D auxiliary latitude ulat(lat, lon) (sst's and ice's CF `coordinates`): tenths
+/// (most not exact in binary), two fill values and a NaN.
+fn ulat(y: usize, x: usize) -> f32 {
+    match (y, x) {
+        (1, 3) | (4, 0) => ULAT_FILL,
+        (2, 5) => f32::NAN,
+        _ => (60.0 - 30.0 * y as f64 + 0.7 * x as f64) as f32,
+    }
 }
 
 /// Days since 2000-01-01 (standard calendar): timestamps in SQL.
@@ -172,6 +185,10 @@ fn rows(schema: &SchemaRef) -> Result<RecordBatch> {
         Arc::new(Float64Array::from_iter_values((0..n).map(|i| lon(at(i).2)))),
         Arc::new(Float32Array::from_iter((0..n).map(|i| Some(sst(i)).filter(|v| !v.is_nan() && *v != SST_FILL)))),
         Arc::new(Int16Array::from_iter((0..n).map(|i| Some(ice(i)).filter(|v| *v != ICE_FILL)))),
+        Arc::new(Float32Array::from_iter((0..n).map(|i| {
+            let (_, y, x) = at(i);
+            Some(ulat(y, x)).filter(|v| !v.is_nan() && *v != ULAT_FILL)
+        }))),
     ];
     // The table must be what this module thinks it is (else every answer would differ).
     for (f, c) in schema.fields().iter().zip(&columns) {
@@ -189,7 +206,7 @@ fn rows(schema: &SchemaRef) -> Result<RecordBatch> {
 
 /// The store: sst(time, lat, lon) f32 and ice(time, lat, lon) i16 with fill values, in
 /// slabs of two records, small sub-chunks and four bins (many segments, some judged by
-/// the index alone), with CF coordinates.
+/// the index alone), with CF coordinates and a 2-D auxiliary latitude.
 fn write_store(path: &Path) -> Result<()> {
     let text = |name: &str, v: &str| Attribute { name: name.into(), value: AttrValue::String(v.into()) };
     let var = |name: &str, dtype, dims: &[&str], attrs| VariableSchema {
@@ -213,13 +230,25 @@ fn write_store(path: &Path) -> Result<()> {
                 "sst",
                 DType::F32,
                 &grid,
-                vec![Attribute { name: "_FillValue".into(), value: AttrValue::F32(vec![SST_FILL]) }],
+                vec![
+                    Attribute { name: "_FillValue".into(), value: AttrValue::F32(vec![SST_FILL]) },
+                    text("coordinates", "ulat"),
+                ],
             ),
             var(
                 "ice",
                 DType::I16,
                 &grid,
-                vec![Attribute { name: "_FillValue".into(), value: AttrValue::I16(vec![ICE_FILL.into()]) }],
+                vec![
+                    Attribute { name: "_FillValue".into(), value: AttrValue::I16(vec![ICE_FILL.into()]) },
+                    text("coordinates", "ulat"),
+                ],
+            ),
+            var(
+                "ulat",
+                DType::F32,
+                &["lat", "lon"],
+                vec![Attribute { name: "_FillValue".into(), value: AttrValue::F32(vec![ULAT_FILL]) }],
             ),
             var("time", DType::F64, &["time"], vec![text("units", "days since 2000-01-01")]),
             var("lat", DType::F64, &["lat"], vec![]),
@@ -239,6 +268,8 @@ fn write_store(path: &Path) -> Result<()> {
     let f64s = |v: Vec<f64>| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     w.put_static("lat", &f64s((0..Y).map(lat).collect()))?;
     w.put_static("lon", &f64s((0..X).map(lon).collect()))?;
+    let ulats: Vec<u8> = (0..Y * X).flat_map(|i| ulat(i / X, i % X).to_le_bytes()).collect();
+    w.put_static("ulat", &ulats)?;
     let per = 2 * Y * X;
     for t0 in (0..T).step_by(2) {
         w.begin_slab(2)?;
@@ -274,7 +305,7 @@ impl Bytes<'_> {
     }
 }
 
-const COLUMNS: [&str; 5] = ["time", "lat", "lon", "sst", "ice"];
+const COLUMNS: [&str; 6] = ["time", "lat", "lon", "sst", "ice", "ulat"];
 const OPS: [&str; 7] = ["<", "<=", ">", ">=", "=", "<>", "!="];
 
 /// A whole query.
@@ -288,7 +319,7 @@ fn query(b: &mut Bytes) -> String {
         1 => format!("SELECT count(sst), min(sst), max(sst), sum(ice), count(ice) FROM t{filter}"),
         2 => format!("SELECT time, count(*), max(ice) FROM t{filter} GROUP BY time ORDER BY time"),
         _ => {
-            let mask = b.byte() as usize % 31 + 1;
+            let mask = b.byte() as usize % 63 + 1;
             let cols: Vec<&str> =
                 COLUMNS.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, c)| *c).collect();
             let limit = match b.below(4) {
@@ -334,6 +365,12 @@ fn literal(b: &mut Bytes, c: &str) -> String {
         "lat" => ["60", "30.0", "0", "-30", "-60.0", "45", "-61", "90", "-0.0"][k % 9].to_string(),
         "lon" => ["0", "45", "90.0", "315", "314.9", "-1", "360", "180"][k % 8].to_string(),
         "ice" => ["-4", "-1", "0", "3", "12", "13", "-5", "2.5"][k % 8].to_string(),
+        "ulat" => match k % 3 {
+            // A value held, written the shortest way; or one between or outside them.
+            0 => Some(ulat(k / 3 % Y, k / 15 % X)).filter(|v| !v.is_nan()).map_or("0.5".into(), |v| format!("{v}")),
+            1 => ["-999", "0", "30.7", "-60", "61", "-55.1", "1e10"][k / 3 % 7].to_string(),
+            _ => format!("{}", (k as f64 - 128.0) / 2.0),
+        },
         _ => match k % 4 {
             // A value held: its f32 written the shortest way, as a user would copy it.
             0 | 1 => {
@@ -376,7 +413,7 @@ fn special(b: &mut Bytes) -> String {
             let (p, q) = (literal(b, c), literal(b, c));
             format!("{c} IN ({p}, {q})")
         }
-        4 => format!("sst {} lat", b.pick(&OPS)),
+        4 => format!("sst {} {}", b.pick(&OPS), b.pick(&["lat", "ulat"])),
         5 => format!("sst + 1 {} {}", b.pick(&OPS), literal(b, "sst")),
         6 => format!("abs(sst) {} {}", b.pick(&OPS), literal(b, "sst")),
         7 => format!("ice % 3 {} 0", b.pick(&OPS)),
