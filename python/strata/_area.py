@@ -49,7 +49,7 @@ def area(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], by_aux: dic
     over the axes those coordinates span: the engine's ``Area`` (``strata_core::area``)."""
     if not by_aux:
         return None
-    ranges = sorted((name, *_bounds(name, label)) for name, label in by_aux.items())
+    ranges = sorted((name, *range_bounds(name, label)) for name, label in by_aux.items())
     # The same ranges give the same area: kept with the dataset, as the coordinates are.
     key = ("area", dims, tuple(ranges))
     if key not in ds._indexes:
@@ -57,7 +57,7 @@ def area(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], by_aux: dic
     return ds._indexes[key]
 
 
-def _bounds(name: str, label: Any) -> tuple[float | None, float | None]:
+def range_bounds(name: str, label: Any) -> tuple[float | None, float | None]:
     if isinstance(label, slice):
         if label.step is not None:
             raise InvalidArgumentError(f"the range of '{name}' cannot have a step")

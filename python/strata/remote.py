@@ -120,6 +120,10 @@ class RemoteDataset:
     def _isel_text(self, isel: dict | None, sel: dict | None) -> str | None:
         picks: dict[str, Any] = dict(isel or {})
         for dim, label in (sel or {}).items():
+            if dim not in self.dims:
+                raise errors.InvalidArgumentError(
+                    f"no dimension '{dim}' (dims: {list(self.dims)}); a range of a 2-D coordinate selects in a query"
+                )
             if dim in picks:
                 raise errors.InvalidArgumentError(f"dimension '{dim}' is selected twice")
             picks[dim] = label_to_positions(self.coordinate_index(dim), label, dim)
@@ -150,9 +154,15 @@ class RemoteDataset:
         variables). ``streams`` > 1 fetches the result in that many parts of about equal
         estimated size over as many connections at once."""
         body = {"where": where, "output": output, "method": method, "raw": raw, "format": "arrow"}
-        region = self._isel_text(isel, sel)
+        # Ranges of coordinates that are not dimensions (2-D lat/lon) go to the server as its
+        # area; the server decides whether they are the variables' auxiliary coordinates.
+        by_dim = {k: v for k, v in (sel or {}).items() if k in self.dims}
+        area = [f"{k}={_bound(lo)}:{_bound(hi)}" for k, (lo, hi) in _area_ranges(sel, by_dim).items()]
+        region = self._isel_text(isel, by_dim)
         if region:
             body["isel"] = region
+        if area:
+            body["area"] = ",".join(area)
         if variables is not None:
             body["variables"] = list(variables)
         if output == "count":
@@ -323,6 +333,17 @@ class RemoteDataset:
             raise failures[0]
         os.replace(tmp, path)
         return total
+
+
+def _area_ranges(sel: dict | None, by_dim: dict) -> dict[str, tuple[float | None, float | None]]:
+    """The ranges of ``sel`` on names that are not dimensions, as (lo, hi) numbers."""
+    from ._area import range_bounds
+
+    return {k: range_bounds(k, v) for k, v in (sel or {}).items() if k not in by_dim}
+
+
+def _bound(x: float | None) -> str:
+    return "" if x is None else repr(float(x))
 
 
 def _arrow(response):

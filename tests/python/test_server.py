@@ -763,3 +763,37 @@ def test_serving_one_store_directly(served, source, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_queries_through_a_curvilinear_area(served):
+    """`area=latitude=60:` at the server is the engine's mask, as `sel` is locally: counts
+    and points equal NumPy's, and the remote client sends a 2-D coordinate's range there."""
+    base, _ = served
+    with netCDF4.Dataset(DATA / SIC) as nc:
+        nc.set_auto_mask(False)
+        c, lat, lon = nc["siconc"][:], nc["latitude"][:], nc["longitude"][:]
+    arctic = (lat >= 60)[None]
+    q = urllib.parse.urlencode({"where": "siconc > 15", "area": "latitude=60:"})
+    status, _, body = get(f"{base}/api/query/ocean/sic?{q}")
+    assert status == 200, body
+    assert json.loads(body)["count"] == int(((c > 15) & (c < 1e19) & arctic).sum()) > 0
+    # Points across the dateline, in order, over two connections.
+    ds = strata.remote.open(f"{base}/ocean/sic")
+    sel = {"latitude": (50, None), "longitude": (300, 60)}
+    frame = ds.query("siconc > 50", sel=sel, streams=2)
+    want = (c > 50) & (c < 1e19) & ((lat >= 50) & ((lon >= 300) | (lon <= 60)))[None]
+    _, j, i = np.nonzero(want)
+    np.testing.assert_array_equal(frame["j"].to_numpy(), j)
+    np.testing.assert_array_equal(frame["i"].to_numpy(), i)
+    np.testing.assert_array_equal(frame["siconc"].to_numpy(), c[want])
+    assert ds.query("siconc > 50", sel=sel, output="count") == len(frame)
+    for area, code in [
+        ("latitude=60", 400),
+        ("latitude=a:b", 400),
+        ("time=0:1", 400),
+        ("latitude=1:,latitude=2:", 400),
+    ]:
+        status, _, body = get(
+            f"{base}/api/query/ocean/sic?" + urllib.parse.urlencode({"where": "siconc > 1", "area": area})
+        )
+        assert status == code, (area, body)

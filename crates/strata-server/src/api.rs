@@ -13,6 +13,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
+use strata_core::area::{Area, CoordTest};
 use strata_core::session::parse_method;
 use strata_core::{DType, DimSelection, Output, Query, StoreReader};
 
@@ -155,6 +156,10 @@ pub(crate) struct QueryRequest {
     pub variables: Option<Names>,
     /// Index ranges: `time=0:12,lat=10:20:2,lon=5`.
     pub isel: Option<String>,
+    /// Ranges of auxiliary coordinates (2-D latitude/longitude, a mesh's coordinates), both
+    /// ends included, either open: `latitude=60:,longitude=300:60` (a longitude range
+    /// across the dateline). The engine's area mask.
+    pub area: Option<String>,
     pub level: Option<usize>,
     /// auto (default), index or scan.
     pub method: Option<String>,
@@ -278,17 +283,54 @@ fn engine_query(reader: &StoreReader, req: &QueryRequest) -> Result<(Query, Vec<
             )));
         }
     }
+    let mut region = region(req.isel.as_deref(), &dims, &shape)?;
+    let mask = match req.area.as_deref() {
+        None => None,
+        Some(text) => {
+            let area = Area::build(reader, &dims, &shape, &area_items(text)?)?;
+            area.narrow(&mut region)?.then(|| area.mask().clone())
+        }
+    };
     let query = Query {
-        region: region(req.isel.as_deref(), &dims, &shape)?,
+        region,
         predicate,
         output,
         variables,
         level: req.level,
         method: parse_method(req.method.as_deref().unwrap_or("auto"))?,
-        mask: None,
+        mask,
         raw: req.raw.unwrap_or(false),
     };
     Ok((query, dims, shape))
+}
+
+/// `area` text: `name=lo:hi` items, comma-separated, either end empty (open).
+fn area_items(text: &str) -> Result<Vec<(String, CoordTest)>, ApiError> {
+    let mut items: Vec<(String, CoordTest)> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let bad = || ApiError::bad_request(format!("area item '{item}' is not name=lo:hi (either end may be empty)"));
+        let (name, range) = item.split_once('=').ok_or_else(bad)?;
+        let (lo, hi) = range.split_once(':').ok_or_else(bad)?;
+        let bound = |b: &str| -> Result<Option<f64>, ApiError> {
+            let b = b.trim();
+            if b.is_empty() {
+                return Ok(None);
+            }
+            match b.parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(Some(v)),
+                _ => Err(ApiError::bad_request(format!("area '{item}': '{b}' is not a number"))),
+            }
+        };
+        let name = name.trim().to_string();
+        if items.iter().any(|(n, _)| *n == name) {
+            return Err(ApiError::bad_request(format!("area names '{name}' twice")));
+        }
+        items.push((name, CoordTest::Range { lo: bound(lo)?, hi: bound(hi)? }));
+    }
+    if items.is_empty() {
+        return Err(ApiError::bad_request("area is empty: give name=lo:hi items"));
+    }
+    Ok(items)
 }
 
 /// The engine's query (GET with URL parameters, or POST with a JSON body).
