@@ -176,8 +176,11 @@ fn write_store(path: &Path) -> Result<(), ApiError> {
                 vec![
                     text("units", "degC"),
                     Attribute { name: "_FillValue".into(), value: AttrValue::F32(vec![-999.0]) },
+                    text("coordinates", "ulat"),
                 ],
             ),
+            // A 2-D auxiliary latitude, for areas (`area=ulat=0:`, SQL's `WHERE ulat > 0`).
+            var("ulat", DType::F32, &["lat", "lon"], vec![text("units", "degrees_north")]),
             var(
                 "time",
                 DType::F64,
@@ -197,6 +200,9 @@ fn write_store(path: &Path) -> Result<(), ApiError> {
     let f64s = |v: Vec<f64>| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     w.put_static("lat", &f64s((0..Y).map(|i| -75.0 + 30.0 * i as f64).collect())).map_err(failed)?;
     w.put_static("lon", &f64s((0..X).map(|i| 45.0 * i as f64).collect())).map_err(failed)?;
+    let ulat: Vec<u8> =
+        (0..Y * X).flat_map(|i| (-75.0 + 30.0 * (i / X) as f32 + 0.5 * (i % X) as f32).to_le_bytes()).collect();
+    w.put_static("ulat", &ulat).map_err(failed)?;
     let sst: Vec<u8> = (0..T * Y * X)
         .map(|i| if i == 7 { -999.0f32 } else { (i * 37 % 101) as f32 * 0.25 - 2.0 })
         .flat_map(|x| x.to_le_bytes())
@@ -226,6 +232,9 @@ pub fn seeds() -> Vec<String> {
         "GET /api/query/ocean/sst?where=sst%20%3C%205%20and%20sst%20%3E%201&output=positions&format=json".into(),
         "GET /api/query/ocean/sst?where=sst%20%3E%200&output=points&format=arrow&isel=lat=1:5&limit=7".into(),
         "GET /api/query/ocean/sst?where=sst%20%3E%200&output=points&format=parquet&method=scan".into(),
+        "GET /api/query/ocean/sst?where=sst%20%3E%201&output=points&format=csv&area=ulat=-40:20.5".into(),
+        "GET /api/sql/ocean/sst?q=SELECT%20lat,%20ulat,%20sst%20FROM%20sst%20WHERE%20ulat%20%3E%200%20AND%20sst%20%3E%201"
+            .into(),
         "POST /api/query/ocean/sst\ncontent-type: application/json\n\n{\"where\": \"sst > 3\", \"output\": \"points\"}"
             .into(),
         "GET /api/sql/ocean/sst?q=SELECT%20count(*)%20FROM%20sst%20WHERE%20sst%20%3E%205".into(),
