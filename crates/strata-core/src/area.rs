@@ -6,6 +6,7 @@
 
 use crate::constraint::packing;
 use crate::error::{Error, Result};
+use crate::grid::row_major_strides;
 use crate::manifest::{AttrValue, Manifest, Variable};
 use crate::mask::Mask;
 use crate::query::CmpOp;
@@ -212,10 +213,7 @@ impl Area {
             }
             let passes = coord.passes(*test)?;
             // The coordinate's stride along each of the mask's axes (0 where it does not span it).
-            let mut own_strides = vec![1u64; coord.shape.len()];
-            for d in (0..coord.shape.len().saturating_sub(1)).rev() {
-                own_strides[d] = own_strides[d + 1] * coord.shape[d + 1];
-            }
+            let own_strides = row_major_strides(&coord.shape);
             let strides: Vec<u64> =
                 axes.iter().map(|a| coord.axes.iter().position(|x| x == a).map_or(0, |k| own_strides[k])).collect();
             let mut idx = vec![0u64; axes.len()];
@@ -292,14 +290,8 @@ impl Area {
     pub fn positions_in(&self, shape: &[u64], region: &[DimSelection]) -> (Vec<u64>, Vec<u64>) {
         let axes = self.mask.axes();
         let mshape = self.mask.shape();
-        let mut mstrides = vec![1u64; axes.len()];
-        for d in (0..axes.len().saturating_sub(1)).rev() {
-            mstrides[d] = mstrides[d + 1] * mshape[d + 1];
-        }
-        let mut local_strides = vec![1u64; region.len()];
-        for d in (0..region.len().saturating_sub(1)).rev() {
-            local_strides[d] = local_strides[d + 1] * region[d + 1].count();
-        }
+        let mstrides = row_major_strides(mshape);
+        let local_strides = row_major_strides(&region.iter().map(|r| r.count()).collect::<Vec<_>>());
         let (mut flat, mut local) = (Vec::new(), Vec::new());
         for_each_flat(shape, region, |idx, f| {
             let m: u64 = axes.iter().zip(&mstrides).map(|(&a, s)| idx[a] * s).sum();
@@ -325,10 +317,7 @@ fn for_each_flat(shape: &[u64], sel: &[DimSelection], mut visit: impl FnMut(&[u6
     if sel.iter().any(|s| s.count() == 0) {
         return;
     }
-    let mut strides = vec![1u64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1];
-    }
+    let strides = row_major_strides(shape);
     let mut idx: Vec<u64> = sel.iter().map(|s| s.start).collect();
     loop {
         if !visit(&idx, idx.iter().zip(&strides).map(|(i, s)| i * s).sum()) {

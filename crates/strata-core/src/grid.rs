@@ -31,6 +31,15 @@ pub fn subchunk_grid(chunk: &[u64], sub: &[u64]) -> Vec<u64> {
     chunk.iter().zip(sub).map(|(&c, &s)| ceil_div(c, s)).collect()
 }
 
+/// The row-major (C order) strides of a grid of `shape`, in elements.
+pub fn row_major_strides(shape: &[u64]) -> Vec<u64> {
+    let mut strides = vec![1u64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
 /// The selection `start, start+step, ... < stop` along one dimension (global indices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AxisSelection {

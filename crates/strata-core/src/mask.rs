@@ -36,10 +36,7 @@ impl Mask {
                 bits.len()
             )));
         }
-        let mut strides = vec![1u64; shape.len()];
-        for d in (0..shape.len().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * shape[d + 1];
-        }
+        let strides = crate::grid::row_major_strides(&shape);
         let mut prefix = Vec::with_capacity(bits.len() + 1);
         prefix.push(0u64);
         for &bit in &bits {

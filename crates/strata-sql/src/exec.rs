@@ -221,10 +221,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
         // Every element of the box, row-major.
         None if req.columns.iter().any(|c| matches!(c, Column::Coord(_) | Column::Aux(_))) => {
             let lens: Vec<u64> = sel.iter().map(|s| s.stop - s.start).collect();
-            let mut strides = vec![1u64; shape.len()];
-            for d in (0..shape.len().saturating_sub(1)).rev() {
-                strides[d] = strides[d + 1] * shape[d + 1];
-            }
+            let strides = strata_core::grid::row_major_strides(shape);
             // Row by row (all axes but the last, like an odometer), each row a range.
             let nd = lens.len();
             let mut flat = Vec::with_capacity(elements as usize);
