@@ -787,6 +787,11 @@ def test_queries_through_a_curvilinear_area(served):
     np.testing.assert_array_equal(frame["i"].to_numpy(), i)
     np.testing.assert_array_equal(frame["siconc"].to_numpy(), c[want])
     assert ds.query("siconc > 50", sel=sel, output="count") == len(frame)
+    # Points carry the auxiliary coordinates, as local points do.
+    np.testing.assert_array_equal(frame["latitude"].to_numpy(), lat[j, i])
+    np.testing.assert_array_equal(frame["longitude"].to_numpy(), lon[j, i])
+    local = strata.open(served[1] / "ocean" / "sic").query("siconc > 50", sel=sel)
+    assert list(frame.columns) == list(local.columns)
     for area, code in [
         ("latitude=60", 400),
         ("latitude=a:b", 400),

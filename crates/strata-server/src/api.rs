@@ -13,7 +13,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
-use strata_core::area::{Area, CoordTest};
+use strata_core::area::{self, Area, AuxCoord, CoordTest};
 use strata_core::session::parse_method;
 use strata_core::{DType, DimSelection, Output, Query, StoreReader};
 
@@ -474,13 +474,17 @@ fn part_region(
 }
 
 /// How the rows of a positions or points answer become columns: one per dimension (the
-/// 1-D coordinate's value when there is one, else the index), then the returned variables.
+/// 1-D coordinate's value when there is one, else the index), then, for points, the
+/// auxiliary coordinates the constrained variable's CF `coordinates` names (2-D lat/lon, as
+/// local points and SQL carry them), then the returned variables.
 struct Columns {
     schema: SchemaRef,
     shape: Vec<u64>,
     /// Each dimension's column along it (SQL's: coordinates, CF times as timestamps, or
     /// the index), picked per point.
     coords: Vec<ArrayRef>,
+    /// Each auxiliary coordinate and its stored values (NULL where missing).
+    aux: Vec<(AuxCoord, ArrayRef)>,
     variables: Vec<(DType, Vec<f64>)>,
     row_bytes: usize,
 }
@@ -495,8 +499,24 @@ impl Columns {
             fields.push(Field::new(dim, column.data_type().clone(), false));
             coords.push(column);
         }
+        let mut aux = Vec::new();
+        if query.output == Output::Points {
+            let names = query.predicate.variable_names();
+            let (_, driver) = m.variable(names.first().copied().unwrap_or_default())?;
+            for name in area::auxiliary_coordinates(m, driver) {
+                let (_, v) = m.variable(&name)?;
+                let Some(t) = strata_sql::table::arrow_type(v.dtype) else { continue };
+                if query.variables.contains(&name) {
+                    continue;
+                }
+                let raw = AuxCoord::read_raw(reader, dims, &name)?;
+                let coord = AuxCoord::from_raw(m, dims, &name, &raw)?;
+                fields.push(Field::new(&name, t, true));
+                aux.push((coord, strata_sql::column_array(v.dtype, raw, Some(&v.missing_values()))?));
+            }
+        }
         let mut variables = Vec::new();
-        let mut row_bytes = 8 * dims.len();
+        let mut row_bytes = 8 * (dims.len() + aux.len());
         for name in &query.variables {
             let (_, v) = m.variable(name)?;
             let t = strata_sql::table::arrow_type(v.dtype)
@@ -505,7 +525,7 @@ impl Columns {
             variables.push((v.dtype, v.missing_values()));
             row_bytes += v.dtype.size();
         }
-        Ok(Columns { schema: Arc::new(Schema::new(fields)), shape: shape.to_vec(), coords, variables, row_bytes })
+        Ok(Columns { schema: Arc::new(Schema::new(fields)), shape: shape.to_vec(), coords, aux, variables, row_bytes })
     }
 
     fn batch(&self, answer: &strata_core::Answer) -> Result<RecordBatch, ApiError> {
@@ -515,6 +535,10 @@ impl Columns {
         for (d, column) in self.coords.iter().enumerate() {
             let at = UInt64Array::from(strata_core::points::axis_indices(d, &self.shape, flat));
             arrays.push(arrow::compute::take(column.as_ref(), &at, None).map_err(failed)?);
+        }
+        for (coord, values) in &self.aux {
+            let at = UInt64Array::from(coord.indices(&self.shape, flat)?);
+            arrays.push(arrow::compute::take(values.as_ref(), &at, None).map_err(failed)?);
         }
         for ((dtype, missing), raw) in self.variables.iter().zip(&answer.columns) {
             arrays.push(strata_sql::column_array(*dtype, raw.clone(), Some(missing))?);
