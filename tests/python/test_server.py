@@ -777,6 +777,13 @@ def test_queries_through_a_curvilinear_area(served):
     status, _, body = get(f"{base}/api/query/ocean/sic?{q}")
     assert status == 200, body
     assert json.loads(body)["count"] == int(((c > 15) & (c < 1e19) & arctic).sum()) > 0
+    # The server keeps the area it built: the same request again, and another constraint
+    # through it, answer as a fresh one would.
+    assert json.loads(get(f"{base}/api/query/ocean/sic?{q}")[2])["count"] == json.loads(body)["count"]
+    q90 = urllib.parse.urlencode({"where": "siconc > 90", "area": "latitude=60:"})
+    assert json.loads(get(f"{base}/api/query/ocean/sic?{q90}")[2])["count"] == int(
+        ((c > 90) & (c < 1e19) & arctic).sum()
+    )
     # Points across the dateline, in order, over two connections.
     ds = strata.remote.open(f"{base}/ocean/sic")
     sel = {"latitude": (50, None), "longitude": (300, 60)}

@@ -2,7 +2,7 @@
 
 use crate::encode::{Encoder, Format};
 use crate::pieces::{boxes, streamed, streamed_encoded, Encoding};
-use crate::{ApiError, State};
+use crate::{ApiError, AppState, State};
 use arrow::array::{ArrayRef, UInt64Array};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
@@ -13,7 +13,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
-use strata_core::area::{self, Area, AuxCoord, CoordTest};
+use strata_core::area::{self, AuxCoord};
 use strata_core::session::parse_method;
 use strata_core::{DType, DimSelection, Output, Query, StoreReader};
 
@@ -260,7 +260,12 @@ fn region(isel: Option<&str>, dims: &[String], shape: &[u64]) -> Result<Vec<DimS
 }
 
 /// The engine's query for a request, with the dimensions and shape it ranges over.
-fn engine_query(reader: &StoreReader, req: &QueryRequest) -> Result<(Query, Vec<String>, Vec<u64>), ApiError> {
+fn engine_query(
+    state: &AppState,
+    name: &str,
+    reader: &StoreReader,
+    req: &QueryRequest,
+) -> Result<(Query, Vec<String>, Vec<u64>), ApiError> {
     let predicate = strata_core::constraint::parse(&req.where_)?;
     let m = reader.manifest();
     let names = predicate.variable_names();
@@ -287,7 +292,7 @@ fn engine_query(reader: &StoreReader, req: &QueryRequest) -> Result<(Query, Vec<
     let mask = match req.area.as_deref() {
         None => None,
         Some(text) => {
-            let area = Area::build(reader, &dims, &shape, &area_items(text)?)?;
+            let area = state.areas.get(name, reader, &dims, &shape, text)?;
             area.narrow(&mut region)?.then(|| area.mask().clone())
         }
     };
@@ -302,35 +307,6 @@ fn engine_query(reader: &StoreReader, req: &QueryRequest) -> Result<(Query, Vec<
         raw: req.raw.unwrap_or(false),
     };
     Ok((query, dims, shape))
-}
-
-/// `area` text: `name=lo:hi` items, comma-separated, either end empty (open).
-fn area_items(text: &str) -> Result<Vec<(String, CoordTest)>, ApiError> {
-    let mut items: Vec<(String, CoordTest)> = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = || ApiError::bad_request(format!("area item '{item}' is not name=lo:hi (either end may be empty)"));
-        let (name, range) = item.split_once('=').ok_or_else(bad)?;
-        let (lo, hi) = range.split_once(':').ok_or_else(bad)?;
-        let bound = |b: &str| -> Result<Option<f64>, ApiError> {
-            let b = b.trim();
-            if b.is_empty() {
-                return Ok(None);
-            }
-            match b.parse::<f64>() {
-                Ok(v) if v.is_finite() => Ok(Some(v)),
-                _ => Err(ApiError::bad_request(format!("area '{item}': '{b}' is not a number"))),
-            }
-        };
-        let name = name.trim().to_string();
-        if items.iter().any(|(n, _)| *n == name) {
-            return Err(ApiError::bad_request(format!("area names '{name}' twice")));
-        }
-        items.push((name, CoordTest::Range { lo: bound(lo)?, hi: bound(hi)? }));
-    }
-    if items.is_empty() {
-        return Err(ApiError::bad_request("area is empty: give name=lo:hi items"));
-    }
-    Ok(items)
 }
 
 /// The engine's query (GET with URL parameters, or POST with a JSON body).
@@ -352,7 +328,7 @@ pub(crate) async fn query(
         let state = state.clone();
         move || {
             let reader = state.catalog.reader(&name)?;
-            let (query, dims, shape) = engine_query(&reader, &req)?;
+            let (query, dims, shape) = engine_query(&state, &name, &reader, &req)?;
             Ok((reader, query, dims, shape))
         }
     })

@@ -19,6 +19,7 @@
 //! - `GET /dap/{name}.dds|.das|.dods|.ascii`: OPeNDAP DAP2 with constraint expressions.
 
 mod api;
+mod areas;
 mod catalog;
 mod config;
 mod dap;
@@ -56,6 +57,8 @@ pub(crate) struct AppState {
     pub stop: tokio::sync::Notify,
     /// Requests in flight per client address.
     pub in_flight: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+    /// Areas of auxiliary coordinates built for queries.
+    pub areas: areas::Areas,
 }
 
 pub(crate) type State = Arc<AppState>;
@@ -129,6 +132,7 @@ fn state(config: ServerConfig, session: Session) -> Result<State, ApiError> {
         started: Instant::now(),
         stop: tokio::sync::Notify::new(),
         in_flight: Default::default(),
+        areas: Default::default(),
     }))
 }
 
