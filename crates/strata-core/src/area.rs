@@ -7,7 +7,7 @@
 use crate::constraint::packing;
 use crate::error::{Error, Result};
 use crate::grid::row_major_strides;
-use crate::manifest::{AttrValue, Manifest, Variable};
+use crate::manifest::{Manifest, Variable};
 use crate::mask::Mask;
 use crate::query::CmpOp;
 use crate::reader::{DimSelection, StoreReader};
@@ -25,15 +25,8 @@ pub fn is_auxiliary(manifest: &Manifest, dims: &[String], name: &str) -> bool {
 /// The auxiliary coordinates (see [`is_auxiliary`]) a variable's CF `coordinates`
 /// attribute names, in its order: 2-D lat/lon, a mesh's coordinates.
 pub fn auxiliary_coordinates(manifest: &Manifest, var: &Variable) -> Vec<String> {
-    let Some(text) = string_attr(var, "coordinates") else { return vec![] };
+    let Some(text) = var.string_attr("coordinates") else { return vec![] };
     text.split_whitespace().filter(|n| is_auxiliary(manifest, &var.dims, n)).map(String::from).collect()
-}
-
-fn string_attr<'a>(var: &'a Variable, name: &str) -> Option<&'a str> {
-    var.attrs.iter().find(|a| a.name == name).and_then(|a| match &a.value {
-        AttrValue::String(s) => Some(s.as_str()),
-        _ => None,
-    })
 }
 
 /// What an element's coordinate value must satisfy to be in an area.
@@ -78,10 +71,9 @@ impl AuxCoord {
             )));
         }
         let shape = m.shape(var);
-        let sel: Vec<DimSelection> = shape.iter().map(|&n| DimSelection { start: 0, stop: n, step: 1 }).collect();
         let n = shape.iter().product::<u64>() as usize;
         let mut raw = vec![0u8; n * var.dtype.size()];
-        reader.read_into(name, &sel, &mut raw)?;
+        reader.read_into(name, &whole(&shape), &mut raw)?;
         Ok(raw)
     }
 
@@ -104,8 +96,8 @@ impl AuxCoord {
                 *v = f64::NAN;
             }
         }
-        let units = string_attr(var, "units").unwrap_or("").to_ascii_lowercase();
-        let longitude = string_attr(var, "standard_name") == Some("longitude")
+        let units = var.string_attr("units").unwrap_or("").to_ascii_lowercase();
+        let longitude = var.string_attr("standard_name") == Some("longitude")
             || matches!(units.as_str(), "degrees_east" | "degree_east" | "degrees_e" | "degree_e");
         Ok(AuxCoord {
             name: name.to_string(),
@@ -216,20 +208,11 @@ impl Area {
             let own_strides = row_major_strides(&coord.shape);
             let strides: Vec<u64> =
                 axes.iter().map(|a| coord.axes.iter().position(|x| x == a).map_or(0, |k| own_strides[k])).collect();
-            let mut idx = vec![0u64; axes.len()];
-            let mut at = 0u64;
-            for bit in bits.iter_mut() {
-                *bit &= passes[at as usize];
-                for d in (0..idx.len()).rev() {
-                    idx[d] += 1;
-                    at += strides[d];
-                    if idx[d] < mshape[d] {
-                        break;
-                    }
-                    at -= strides[d] * idx[d];
-                    idx[d] = 0;
-                }
-            }
+            for_each_flat(&mshape, &whole(&mshape), |idx, m| {
+                let at: u64 = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
+                bits[m as usize] &= passes[at as usize];
+                true
+            });
         }
         let extent = extent(&mshape, &bits);
         Ok(Area { mask: Arc::new(Mask::new(axes, mshape, bits)?), extent })
@@ -341,22 +324,20 @@ fn for_each_flat(shape: &[u64], sel: &[DimSelection], mut visit: impl FnMut(&[u6
 /// Per axis, the first and one past the last index holding a set bit (None: no bit is set).
 fn extent(shape: &[u64], bits: &[bool]) -> Vec<Option<(u64, u64)>> {
     let mut ext: Vec<Option<(u64, u64)>> = vec![None; shape.len()];
-    let mut idx = vec![0u64; shape.len()];
-    for &bit in bits {
-        if bit {
-            for (e, &i) in ext.iter_mut().zip(&idx) {
+    for_each_flat(shape, &whole(shape), |idx, flat| {
+        if bits[flat as usize] {
+            for (e, &i) in ext.iter_mut().zip(idx) {
                 *e = Some(e.map_or((i, i + 1), |(lo, hi)| (lo.min(i), hi.max(i + 1))));
             }
         }
-        for d in (0..idx.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
+        true
+    });
     ext
+}
+
+/// Every element of a grid of `shape`.
+fn whole(shape: &[u64]) -> Vec<DimSelection> {
+    shape.iter().map(|&n| DimSelection { start: 0, stop: n, step: 1 }).collect()
 }
 
 #[cfg(test)]

@@ -281,6 +281,14 @@ impl AttrValue {
 }
 
 impl Variable {
+    /// The text of attribute `name`, when it is a single string.
+    pub fn string_attr(&self, name: &str) -> Option<&str> {
+        self.attrs.iter().find(|a| a.name == name).and_then(|a| match &a.value {
+            AttrValue::String(s) => Some(s.as_str()),
+            _ => None,
+        })
+    }
+
     /// The values CF marks as missing (`_FillValue`, `missing_value`), as f64.
     pub fn missing_values(&self) -> Vec<f64> {
         self.attrs

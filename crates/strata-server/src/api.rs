@@ -13,9 +13,10 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
-use strata_core::area::{self, AuxCoord};
+use strata_core::area;
 use strata_core::session::parse_method;
 use strata_core::{DType, DimSelection, Output, Query, StoreReader};
+use strata_sql::table::AuxValues;
 
 /// URL parameters, with a malformed one answered as our JSON error (axum's own rejection is
 /// plain text).
@@ -460,7 +461,7 @@ struct Columns {
     /// the index), picked per point.
     coords: Vec<ArrayRef>,
     /// Each auxiliary coordinate and its stored values (NULL where missing).
-    aux: Vec<(AuxCoord, ArrayRef)>,
+    aux: Vec<AuxValues>,
     variables: Vec<(DType, Vec<f64>)>,
     row_bytes: usize,
 }
@@ -485,10 +486,8 @@ impl Columns {
                 if query.variables.contains(&name) {
                     continue;
                 }
-                let raw = AuxCoord::read_raw(reader, dims, &name)?;
-                let coord = AuxCoord::from_raw(m, dims, &name, &raw)?;
+                aux.push(AuxValues::read(reader, dims, &name)?);
                 fields.push(Field::new(&name, t, true));
-                aux.push((coord, strata_sql::column_array(v.dtype, raw, Some(&v.missing_values()))?));
             }
         }
         let mut variables = Vec::new();
@@ -512,9 +511,8 @@ impl Columns {
             let at = UInt64Array::from(strata_core::points::axis_indices(d, &self.shape, flat));
             arrays.push(arrow::compute::take(column.as_ref(), &at, None).map_err(failed)?);
         }
-        for (coord, values) in &self.aux {
-            let at = UInt64Array::from(coord.indices(&self.shape, flat)?);
-            arrays.push(arrow::compute::take(values.as_ref(), &at, None).map_err(failed)?);
+        for aux in &self.aux {
+            arrays.push(aux.at(&self.shape, flat)?);
         }
         for ((dtype, missing), raw) in self.variables.iter().zip(&answer.columns) {
             arrays.push(strata_sql::column_array(*dtype, raw.clone(), Some(missing))?);

@@ -2,13 +2,14 @@
 //! values, and the planning its scans share. The table provider, the scan and the filter
 //! pushdown all read these; none of them owns the others.
 
-use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::array::{ArrayRef, UInt64Array};
+use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::SchemaRef;
 use std::sync::{Arc, Mutex, OnceLock};
 use strata_core::area::AuxCoord;
 use strata_core::query::Method;
 use strata_core::session::RunLog;
-use strata_core::StoreReader;
+use strata_core::{Error, Result, StoreReader};
 
 /// How a SQL session's scans choose their method (the engine's session), and what they
 /// report.
@@ -55,12 +56,31 @@ pub(crate) struct Aux {
     pub loaded: OnceLock<AuxValues>,
 }
 
+/// An auxiliary coordinate as a column: SQL's tables and the server's points take theirs
+/// from here.
 #[derive(Debug)]
-pub(crate) struct AuxValues {
+pub struct AuxValues {
     /// The values as the engine tests them.
     pub coord: AuxCoord,
     /// The stored values (NULL where missing), row-major over the coordinate's own shape.
     pub array: ArrayRef,
+}
+
+impl AuxValues {
+    /// Reads `name`, an auxiliary coordinate of variables on `dims`.
+    pub fn read(reader: &StoreReader, dims: &[String], name: &str) -> Result<AuxValues> {
+        let raw = AuxCoord::read_raw(reader, dims, name)?;
+        let coord = AuxCoord::from_raw(reader.manifest(), dims, name, &raw)?;
+        let (_, var) = reader.manifest().variable(name)?;
+        let array = crate::exec::column_array(var.dtype, raw, Some(&var.missing_values()))?;
+        Ok(AuxValues { coord, array })
+    }
+
+    /// Its values at the points `flat` (flat indices into the variables' `shape`).
+    pub fn at(&self, shape: &[u64], flat: &[u64]) -> Result<ArrayRef> {
+        let idx = UInt64Array::from(self.coord.indices(shape, flat)?);
+        take(&self.array, &idx, None).map_err(|e| Error::InvalidArgument(format!("building a result batch: {e}")))
+    }
 }
 
 /// A group of variables sharing dimensions.

@@ -250,11 +250,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
     for c in &req.columns {
         match c {
             Column::Coord(d) => arrays.push(coord_column(&t.coords[*d].array, *d, shape, &flat)?),
-            Column::Aux(k) => {
-                let aux = t.aux_values(*k)?;
-                let idx = UInt64Array::from(aux.coord.indices(shape, &flat)?);
-                arrays.push(take(&aux.array, &idx, None).map_err(arrow_error)?);
-            }
+            Column::Aux(k) => arrays.push(t.aux_values(*k)?.at(shape, &flat)?),
             Column::Var(name) => {
                 let (_, v) = reader.manifest().variable(name)?;
                 let raw = raws.next().ok_or_else(|| Error::InvalidArgument(format!("no values read for '{name}'")))?;

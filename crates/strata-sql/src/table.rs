@@ -3,8 +3,8 @@
 //! dimension has no coordinate) and a column per variable (NULL where the value is NaN or a
 //! fill value).
 
-use crate::columns::{Aux, AuxValues, Column, Coord, CoordValues, TableInner};
-pub use crate::columns::{Group, Planning};
+use crate::columns::{Aux, Column, Coord, CoordValues, TableInner};
+pub use crate::columns::{AuxValues, Group, Planning};
 use crate::exec::{ScanRequest, StrataScan};
 use crate::pushdown::{self, Pushdown};
 use async_trait::async_trait;
@@ -15,9 +15,8 @@ use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use std::sync::Arc;
-use strata_core::area::{self, Area, AuxCoord, CoordTest};
+use strata_core::area::{self, Area, CoordTest};
 use strata_core::cftime::TimeUnits;
-use strata_core::manifest::{AttrValue, Variable};
 use strata_core::query::CmpOp;
 use strata_core::{DType, DimSelection, Error, Result, StoreReader};
 
@@ -33,7 +32,7 @@ pub fn groups(reader: &StoreReader) -> Vec<Group> {
         .flat_map(|v| {
             ["coordinates", "bounds", "cell_measures"]
                 .into_iter()
-                .filter_map(move |a| attr_str(v, a))
+                .filter_map(move |a| v.string_attr(a))
                 .flat_map(str::split_whitespace)
                 .filter(|w| !w.ends_with(':'))
         })
@@ -58,13 +57,6 @@ pub fn groups(reader: &StoreReader) -> Vec<Group> {
         )
     });
     out
-}
-
-fn attr_str<'a>(v: &'a Variable, name: &str) -> Option<&'a str> {
-    v.attrs.iter().find(|a| a.name == name).and_then(|a| match &a.value {
-        AttrValue::String(s) => Some(s.as_str()),
-        _ => None,
-    })
 }
 
 /// The Arrow type of a numeric element type (None for text).
@@ -102,7 +94,7 @@ fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     reader.read_into(dim, &[DimSelection { start: 0, stop: len, step: 1 }], &mut raw)?;
     let values = var.dtype.to_f64s(&raw);
     // CF times whose dates are all timestamps' (proleptic Gregorian); others stay numeric.
-    let time = attr_str(var, "units").and_then(|u| TimeUnits::parse(u, attr_str(var, "calendar")).ok());
+    let time = var.string_attr("units").and_then(|u| TimeUnits::parse(u, var.string_attr("calendar")).ok());
     if let Some(micros) = time.and_then(|t| t.all_unix_micros(&values)) {
         let array: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros.clone()));
         return Ok(Coord { values: CoordValues::Time(micros), array });
@@ -118,13 +110,9 @@ impl TableInner {
         if let Some(v) = aux.loaded.get() {
             return Ok(v);
         }
-        let (m, dims) = (self.reader.manifest(), &self.group.dims);
-        let raw = AuxCoord::read_raw(&self.reader, dims, &aux.name)?;
-        let coord = AuxCoord::from_raw(m, dims, &aux.name, &raw)?;
-        let (_, var) = m.variable(&aux.name)?;
-        let array = crate::exec::column_array(var.dtype, raw, Some(&var.missing_values()))?;
+        let values = AuxValues::read(&self.reader, &self.group.dims, &aux.name)?;
         // Two scans reading it at once both get a value; either is the same.
-        Ok(aux.loaded.get_or_init(|| AuxValues { coord, array }))
+        Ok(aux.loaded.get_or_init(|| values))
     }
 }
 
