@@ -16,6 +16,7 @@ use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptio
 
 mod engine;
 mod in_place;
+mod labels;
 mod parallel;
 
 fn to_py(e: Error) -> PyErr {
@@ -755,6 +756,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine::save_cost_model, m)?)?;
     m.add_class::<engine::Constraint>()?;
     m.add_class::<engine::Area>()?;
+    m.add_class::<labels::LabelIndex>()?;
     m.add_class::<engine::QuerySpec>()?;
     m.add_class::<engine::Session>()?;
     m.add_class::<engine::Answer>()?;

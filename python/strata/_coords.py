@@ -1,9 +1,10 @@
-"""Label-based selection through 1-D coordinates, with CF time decoded.
+"""1-D coordinates: CF time decoded into pandas indexes (to label results), and labels
+handed to the engine, which picks their positions (``strata_core::labels``).
 
-Selection follows xarray's rules: a label slice is inclusive at both ends and is applied in
-the coordinate's own order (pandas ``slice_indexer``), partial date strings such as
-``"2000-01"`` cover their whole period, and a scalar label must match exactly unless a
-``method`` ("nearest", "pad", "backfill") is given.
+Selection follows xarray's rules, decided in the engine: a label slice is inclusive at both
+ends and is applied in the coordinate's own order, partial date strings such as
+``"2000-01"`` cover their whole period in the coordinate's CF calendar, and a scalar label
+must match exactly unless a ``method`` ("nearest", "pad", "backfill") is given.
 """
 
 from __future__ import annotations
@@ -106,35 +107,49 @@ def coordinate_index(values: np.ndarray, attrs: dict[str, Any], decode_times: bo
     return pd.Index(np.asarray(values))
 
 
-def label_to_positions(index: pd.Index, label: Any, dim: str, method: str | None = None) -> slice | int:
-    """Positions of ``label`` (a slice of labels or a single label) along ``dim``."""
+def label_to_positions(index: _core.LabelIndex, label: Any, dim: str, method: str | None = None) -> slice | int:
+    """Positions of ``label`` (a slice of labels or a single label) along ``dim``, picked
+    by the engine (``strata_core::labels``)."""
     if isinstance(label, slice):
         if label.step is not None:
             raise InvalidArgumentError(f"label slices on '{dim}' cannot have a step; use isel for strides")
-        if not (index.is_monotonic_increasing or index.is_monotonic_decreasing):
-            raise InvalidArgumentError(f"coordinate '{dim}' is not monotonic: select by position (isel)")
-        try:
-            pos = index.slice_indexer(label.start, label.stop)
-        except (KeyError, TypeError, ValueError) as err:
-            raise InvalidArgumentError(f"cannot select {label} on '{dim}': {err}") from err
-        return pos
-    try:
-        if method is None:
-            loc = index.get_loc(label)
-        else:
-            loc = int(index.get_indexer([label], method=method)[0])
-            if loc < 0:
-                raise KeyError(label)
-    except (KeyError, TypeError, ValueError) as err:
-        raise InvalidArgumentError(
-            f"{label!r} is not a value of coordinate '{dim}' (use a slice, or method='nearest')"
-        ) from err
-    if isinstance(loc, slice):
-        return loc
-    if isinstance(loc, np.ndarray):
-        hits = np.flatnonzero(loc)
-        return slice(int(hits[0]), int(hits[-1]) + 1)
-    return int(loc)
+        return slice(*index.range(engine_label(label.start, dim), engine_label(label.stop, dim)))
+    return as_positions(index.locate(engine_label(label, dim), method))
+
+
+def as_positions(pick: int | tuple[int, int]) -> slice | int:
+    """The engine's pick (a position, or a range) as a NumPy index."""
+    return slice(*pick) if isinstance(pick, tuple) else pick
+
+
+def engine_label(label: Any, dim: str) -> float | str | None:
+    """A label as the engine takes it: a number, or text (dates as ISO 8601 to the
+    microsecond, whatever their type: datetime, pandas, NumPy or cftime)."""
+    if label is None or isinstance(label, str):
+        return label
+    if isinstance(label, bool | np.bool_):
+        raise InvalidArgumentError(f"cannot select '{dim}' by a boolean")
+    if isinstance(label, int | float | np.integer | np.floating):
+        return float(label)
+    if isinstance(label, np.datetime64):
+        return str(np.datetime_as_string(label.astype("datetime64[us]")))
+    if all(hasattr(label, f) for f in ("year", "month", "day")):  # datetime, date, Timestamp, cftime
+        sign = "-" if label.year < 0 else ""
+        h, m, s, us = (getattr(label, f, 0) for f in ("hour", "minute", "second", "microsecond"))
+        return f"{sign}{abs(label.year):04d}-{label.month:02d}-{label.day:02d}T{h:02d}:{m:02d}:{s:02d}.{us:06d}"
+    raise InvalidArgumentError(f"cannot select '{dim}' by {type(label).__name__} {label!r}")
+
+
+def label_index(values: np.ndarray, attrs: dict[str, Any], dim: str) -> _core.LabelIndex:
+    """The engine's index of a coordinate given by its values and attributes (a remote
+    dataset's schema)."""
+    units, calendar = attrs.get("units"), attrs.get("calendar")
+    return _core.LabelIndex(
+        dim,
+        np.ascontiguousarray(values, dtype="f8"),
+        units if isinstance(units, str) else None,
+        calendar if isinstance(calendar, str) else None,
+    )
 
 
 def index_range(k: Any, n: int, dim: str) -> tuple[int, int, int]:

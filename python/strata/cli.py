@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import re
 import sys
 import time
 
@@ -218,48 +217,16 @@ def _index_slice(rng: str, flag: str):
     return slice(*vals)
 
 
-# A date, partial or with a time of day (whose colons are not range separators).
-_DATE = r"[+-]?\d{1,6}-\d{1,2}(?:-\d{1,2}(?:[T ]\d{1,2}(?::\d{2}(?::\d{2}(?:\.\d+)?)?)?)?)?Z?|[+-]?\d{4}"
-_DATE_RANGE = re.compile(rf"\s*(?P<lo>{_DATE})?\s*(?:(?P<sep>:)\s*(?P<hi>{_DATE})?)?\s*")
-
-
-def _split_labels(rng: str, index) -> tuple[str, str | None]:
-    """A --sel value as (LO, HI) for a range, (LABEL, None) for one label. On a time axis
-    colons inside a time of day (``2019-03-01T06:00``) do not separate a range."""
-    if _is_time_index(index):
-        m = _DATE_RANGE.fullmatch(rng)
-        if m and (m["lo"] or m["hi"]):
-            return (m["lo"] or "", m["hi"] or "") if m["sep"] else (m["lo"], None)
-    lo, colon, hi = rng.partition(":")
-    return (lo, hi) if colon else (lo, None)
-
-
-def _is_time_index(index) -> bool:
-    return getattr(index, "inferred_type", "") in ("datetime64", "date") or hasattr(index, "calendar")
-
-
-def _label(text: str, index):
-    """A --sel bound: text for time axes (dates may be partial, "1988" means the whole year),
-    a number for numeric coordinates."""
+def _number(text: str) -> float | None:
+    """A --sel bound of a range of an auxiliary coordinate (2-D latitude): a number, or
+    None when empty."""
     text = text.strip()
     if not text:
         return None
-    if _is_time_index(index):
-        if not re.fullmatch(_DATE, text):
-            raise InvalidArgumentError(f"'{text}' is not a date (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS])")
-        return text
     try:
         return float(text)
     except ValueError:
-        if index is None or getattr(index, "dtype", None) is None or index.dtype.kind in "iufc":
-            raise InvalidArgumentError(f"'{text}' is not a number") from None
-        return text
-
-
-def _sel_label(rng: str, index):
-    """A --sel value as the label, or the slice of labels, it selects on ``index``."""
-    lo, hi = _split_labels(rng, index)
-    return _label(lo, index) if hi is None else slice(_label(lo, index), _label(hi, index))
+        raise InvalidArgumentError(f"'{text}' is not a number") from None
 
 
 def cmd_query(args) -> int:
@@ -302,7 +269,7 @@ def _positions(args, ds, var) -> tuple[dict, dict]:
         dim, rng = _parse_range(item, "--isel")
         positions[dim] = _index_slice(rng, "--isel")
     from ._area import is_auxiliary
-    from ._coords import label_to_positions
+    from ._coords import as_positions
 
     for item in args.sel or []:
         dim, rng = _parse_range(item, "--sel")
@@ -310,14 +277,14 @@ def _positions(args, ds, var) -> tuple[dict, dict]:
             lo, colon, hi = rng.partition(":")
             if not colon:
                 raise InvalidArgumentError(f"--sel {dim}: '{dim}' is not a dimension; give a range LO:HI")
-            by_aux[dim] = tuple(_label(b, None) for b in (lo, hi))
+            by_aux[dim] = (_number(lo), _number(hi))
             continue
         if dim not in var.dims:
             raise InvalidArgumentError(f"'{var.name}' has no dimension '{dim}' (dims: {var.dims})")
         if dim in positions:
             raise InvalidArgumentError(f"dimension '{dim}' is given more than once")
-        index = ds.coordinate_index(dim)
-        positions[dim] = label_to_positions(index, _sel_label(rng, index), dim, getattr(args, "method", None))
+        # The engine splits LO:HI (not at the colons of a time of day) and picks the positions.
+        positions[dim] = as_positions(ds.label_index(dim).select_text(rng, getattr(args, "method", None)))
     return positions, by_aux
 
 
@@ -634,19 +601,21 @@ def cmd_serve(args) -> int:
 
 def cmd_fetch(args) -> int:
     from . import remote
+    from ._coords import as_positions
 
     ds = remote.open(args.url, token=args.token)
     isel: dict = {}
     for item in args.isel or []:
         dim, rng = _parse_range(item, "--isel")
         isel[dim] = _index_slice(rng, "--isel")
-    sel: dict = {}
     for item in args.sel or []:
         dim, rng = _parse_range(item, "--sel")
-        sel[dim] = _sel_label(rng, ds.coordinate_index(dim))
+        if dim in isel:
+            raise InvalidArgumentError(f"dimension '{dim}' is selected twice")
+        isel[dim] = as_positions(ds.label_index(dim).select_text(rng))
     variables = [v for v in args.vars.split(",") if v] if args.vars else None
     t0 = time.perf_counter()
-    size = ds.fetch(args.output, variables, isel=isel, sel=sel, streams=args.streams, progress=sys.stderr.isatty())
+    size = ds.fetch(args.output, variables, isel=isel, streams=args.streams, progress=sys.stderr.isatty())
     dt_s = time.perf_counter() - t0
     print(f"wrote {args.output}: {_human(size)} in {dt_s:.2f} s over {args.streams} streams")
     return 0

@@ -139,6 +139,14 @@ class Dataset:
             self._indexes[key] = coordinate_index(coord.values, coord.attrs, decode_times)
         return self._indexes[key]
 
+    def label_index(self, dim: str) -> _core.LabelIndex:
+        """The engine's index of the 1-D coordinate of ``dim``: it picks the positions of
+        labels (``sel``)."""
+        key = ("labels", dim)
+        if key not in self._indexes:
+            self._indexes[key] = _core.LabelIndex.read(self._reader, dim)
+        return self._indexes[key]
+
     def query(
         self,
         where: str,
@@ -440,7 +448,7 @@ class Variable:
         for dim, label in indexers.items():
             if dim not in self.dims:
                 raise InvalidArgumentError(f"'{self.name}' has no dimension '{dim}' (dims: {self.dims})")
-            positions[dim] = label_to_positions(self._ds.coordinate_index(dim), label, dim, method)
+            positions[dim] = label_to_positions(self._ds.label_index(dim), label, dim, method)
         return self.isel(**positions)
 
 

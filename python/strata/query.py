@@ -88,7 +88,7 @@ def _region(ds: Dataset, dims: tuple[str, ...], shape: tuple[int, ...], isel: di
             raise InvalidArgumentError(f"dimension '{dim}' is selected twice")
         if dim not in dims:
             raise InvalidArgumentError(f"the constraint's variables have no dimension '{dim}' (dims: {dims})")
-        picks[dim] = label_to_positions(ds.coordinate_index(dim), label, dim)
+        picks[dim] = label_to_positions(ds.label_index(dim), label, dim)
     for dim in picks:
         if dim not in dims:
             raise InvalidArgumentError(f"the constraint's variables have no dimension '{dim}' (dims: {dims})")

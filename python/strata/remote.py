@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from . import errors
-from ._coords import coordinate_index, index_range, label_to_positions
+from . import _core, errors
+from ._coords import coordinate_index, index_range, label_index, label_to_positions
 
 _KINDS = {
     "invalid_argument": errors.InvalidArgumentError,
@@ -115,6 +115,17 @@ class RemoteDataset:
             self._indexes[dim] = coordinate_index(values, c["attrs"])
         return self._indexes[dim]
 
+    def label_index(self, dim: str) -> _core.LabelIndex:
+        """The engine's index of the 1-D coordinate of ``dim``, from the schema's values."""
+        key = ("labels", dim)
+        if key not in self._indexes:
+            c = self.schema["logical"]["coordinates"].get(dim)
+            if c is None or c["values"] is None:
+                raise errors.InvalidArgumentError(f"dimension '{dim}' has no 1-D coordinate to select by label")
+            values = np.array([np.nan if isinstance(x, str) else x for x in c["values"]], dtype="f8")
+            self._indexes[key] = label_index(values, c["attrs"], dim)
+        return self._indexes[key]
+
     # -- selections -----------------------------------------------------------------------
 
     def _isel_text(self, isel: dict | None, sel: dict | None) -> str | None:
@@ -126,7 +137,7 @@ class RemoteDataset:
                 )
             if dim in picks:
                 raise errors.InvalidArgumentError(f"dimension '{dim}' is selected twice")
-            picks[dim] = label_to_positions(self.coordinate_index(dim), label, dim)
+            picks[dim] = label_to_positions(self.label_index(dim), label, dim)
         items = []
         dims = self.dims
         for dim, k in picks.items():

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import DATA, needs_data
-from strata import _coords
+from strata import _coords, _core
 from strata.errors import InvalidArgumentError
 
 CALENDARS = (
@@ -75,9 +75,13 @@ def test_every_calendar_decodes_as_cftime_does(calendar, units, scale):
 
 
 def test_units_the_engine_does_not_decode_go_to_cftime_and_bad_ones_fail():
-    # Months are not a fixed length: cftime's rules (360_day only) decide, as before.
+    # Months of the 360-day calendar are 30 days (the engine decodes them, as cftime does);
+    # elsewhere they are not a fixed length and cftime refuses them.
     got = _coords.decode_time(np.arange(3.0), {"units": "months since 2000-01-01", "calendar": "360_day"})
     assert [(t.year, t.month) for t in got] == [(2000, 1), (2000, 2), (2000, 3)]
+    assert _core.cf_date_fields(np.arange(3.0), "months since 2000-01-01", "360_day") is not None
+    with pytest.raises((ValueError, InvalidArgumentError)):
+        _coords.decode_time(np.arange(3.0), {"units": "months since 2000-01-01", "calendar": "standard"})
     with pytest.raises((ValueError, InvalidArgumentError)):
         _coords.decode_time(np.arange(3.0), {"units": "days since yesterday"})
 

@@ -77,6 +77,8 @@ def test_append_and_log(store, tmp_path, capsys):
         (["query", "{store}", "temp", "--isel", "time"], "expects DIM=RANGE"),
         (["query", "{store}", "temp", "--isel", "time=a:b"], "START:STOP"),
         (["query", "{store}", "temp", "--sel", "lat=1.2345"], "not a value of coordinate"),
+        (["query", "{store}", "temp", "--sel", "time=2000-13"], "is not a date or a range of dates"),
+        (["query", "{store}", "temp", "--sel", "lat=north"], "is not a number or a range of numbers"),
         (["query", "{store}", "temp", "-o", "x.csv"], "must end in .nc or .npy"),
         (["info", "/nonexistent/x.strata"], "not a strata store"),
         (["import", "-q", "/nonexistent.nc", "{tmp}/x.strata"], "no such file"),

@@ -1,8 +1,8 @@
 //! CF time coordinates ("days since 1800-01-01 00:00:00") decoded to dates, in every CF
 //! calendar: `standard`/`gregorian` (Julian before 1582-10-15, Gregorian from then on),
 //! `proleptic_gregorian`, `julian`, `noleap`/`365_day`, `all_leap`/`366_day` and `360_day`.
-//! Units are fixed lengths from microseconds to days (months and years are not, and are
-//! refused). Python's coordinate selection and SQL's timestamp columns both decode here.
+//! Units are fixed lengths from microseconds to days, and months of 30 days in the 360-day
+//! calendar (months and years are refused elsewhere: their length varies). Python's coordinate selection and SQL's timestamp columns both decode here.
 
 use crate::error::{Error, Result};
 
@@ -65,7 +65,7 @@ pub struct CfDate {
     pub micros: i64,
 }
 
-const DAY_MICROS: i64 = 86_400_000_000;
+pub const DAY_MICROS: i64 = 86_400_000_000;
 
 /// Years beyond this (either side of year 0) are refused: they mean nothing as dates, and
 /// the day counts stay far from i64's limits (found by the cf_time fuzz target: a reference
@@ -202,7 +202,14 @@ impl TimeUnits {
         let calendar = Calendar::parse(calendar)?;
         let bad = |why: &str| Error::InvalidArgument(format!("CF time units '{units}': {why}"));
         let (unit, reference) = units.split_once(" since ").ok_or_else(|| bad("no ' since '"))?;
-        let unit_micros = unit_micros(unit.trim()).ok_or_else(|| bad("the unit is not a fixed length"))?;
+        let unit = unit.trim();
+        // A month of the 360-day calendar is 30 days (cftime takes months there only).
+        let month = calendar == Calendar::Day360 && matches!(unit.to_ascii_lowercase().as_str(), "months" | "month");
+        let unit_micros = match unit_micros(unit) {
+            Some(u) => u,
+            None if month => 30.0 * 86_400e6,
+            None => return Err(bad("the unit is not a fixed length")),
+        };
         let (y, m, d, micros) = parse_reference(reference).ok_or_else(|| bad("the reference date does not parse"))?;
         let reference_day = day_number(calendar, y, m, d)?;
         Ok(TimeUnits { calendar, unit_micros, reference_day, reference_micros: micros })
@@ -216,6 +223,13 @@ impl TimeUnits {
         // A date is within the years `day_number` takes (a reference at the limit and a
         // negative value would step past it).
         (year.abs() <= MAX_YEAR).then_some(CfDate { year, month, day: d, micros })
+    }
+
+    /// `value` as microseconds since day number 0 of the calendar (see [`day_number`]): an
+    /// instant that orders and subtracts within the calendar (None as [`date`](Self::date)).
+    pub fn instant(&self, value: f64) -> Option<i128> {
+        let (day, micros) = self.day_and_micros(value)?;
+        Some(instant(day, micros))
     }
 
     /// The day number (see [`day_number`]) and microseconds into the day of `value`.
@@ -246,6 +260,12 @@ impl TimeUnits {
     pub fn all_unix_micros(&self, values: &[f64]) -> Option<Vec<i64>> {
         values.iter().map(|&v| self.unix_micros(v)).collect()
     }
+}
+
+/// Microseconds since day number 0 of `day`'s calendar at `micros` into that day (an i128:
+/// [`MAX_YEAR`]'s days in microseconds overflow an i64).
+pub fn instant(day: i64, micros: i64) -> i128 {
+    i128::from(day) * i128::from(DAY_MICROS) + i128::from(micros)
 }
 
 /// Julian Day Number of 1970-01-01.
