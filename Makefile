@@ -145,7 +145,7 @@ clean:
 # which RUSTC_BOOTSTRAP enables on the stable toolchain).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := index_file manifest codec_chain lossy_codecs constraint store dap_constraint write_config part_messages \
-  hdf5_chunk cf_time
+  hdf5_chunk cf_time labels
 FUZZ_SERVER_TARGETS ?= server_request sql_query
 # `make fuzz` records each target's executions (libFuzzer's "Done N runs") and crashes in
 # FUZZ_RECORD; the CI smoke run records nothing. The corpus in fuzz/corpus carries over.
