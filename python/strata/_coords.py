@@ -140,18 +140,6 @@ def engine_label(label: Any, dim: str) -> float | str | None:
     raise InvalidArgumentError(f"cannot select '{dim}' by {type(label).__name__} {label!r}")
 
 
-def label_index(values: np.ndarray, attrs: dict[str, Any], dim: str) -> _core.LabelIndex:
-    """The engine's index of a coordinate given by its values and attributes (a remote
-    dataset's schema)."""
-    units, calendar = attrs.get("units"), attrs.get("calendar")
-    return _core.LabelIndex(
-        dim,
-        np.ascontiguousarray(values, dtype="f8"),
-        units if isinstance(units, str) else None,
-        calendar if isinstance(calendar, str) else None,
-    )
-
-
 def index_range(k: Any, n: int, dim: str) -> tuple[int, int, int]:
     """(start, stop, step) of a positional selection along ``dim`` of length ``n``: an
     integer (negative from the end) selects one position; stop is never before start."""

@@ -601,21 +601,17 @@ def cmd_serve(args) -> int:
 
 def cmd_fetch(args) -> int:
     from . import remote
-    from ._coords import as_positions
 
     ds = remote.open(args.url, token=args.token)
     isel: dict = {}
     for item in args.isel or []:
         dim, rng = _parse_range(item, "--isel")
         isel[dim] = _index_slice(rng, "--isel")
-    for item in args.sel or []:
-        dim, rng = _parse_range(item, "--sel")
-        if dim in isel:
-            raise InvalidArgumentError(f"dimension '{dim}' is selected twice")
-        isel[dim] = as_positions(ds.label_index(dim).select_text(rng))
+    # --sel text goes to the server as written: its engine splits LO:HI and picks positions.
+    sel = dict(_parse_range(item, "--sel") for item in args.sel or [])
     variables = [v for v in args.vars.split(",") if v] if args.vars else None
     t0 = time.perf_counter()
-    size = ds.fetch(args.output, variables, isel=isel, streams=args.streams, progress=sys.stderr.isatty())
+    size = ds.fetch(args.output, variables, isel=isel, sel=sel, streams=args.streams, progress=sys.stderr.isatty())
     dt_s = time.perf_counter() - t0
     print(f"wrote {args.output}: {_human(size)} in {dt_s:.2f} s over {args.streams} streams")
     return 0

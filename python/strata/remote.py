@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _core, errors
-from ._coords import coordinate_index, index_range, label_index, label_to_positions
+from . import errors
+from ._coords import coordinate_index, engine_label, index_range
 
 _KINDS = {
     "invalid_argument": errors.InvalidArgumentError,
@@ -115,36 +115,37 @@ class RemoteDataset:
             self._indexes[dim] = coordinate_index(values, c["attrs"])
         return self._indexes[dim]
 
-    def label_index(self, dim: str) -> _core.LabelIndex:
-        """The engine's index of the 1-D coordinate of ``dim``, from the schema's values."""
-        key = ("labels", dim)
-        if key not in self._indexes:
-            c = self.schema["logical"]["coordinates"].get(dim)
-            if c is None or c["values"] is None:
-                raise errors.InvalidArgumentError(f"dimension '{dim}' has no 1-D coordinate to select by label")
-            values = np.array([np.nan if isinstance(x, str) else x for x in c["values"]], dtype="f8")
-            self._indexes[key] = label_index(values, c["attrs"], dim)
-        return self._indexes[key]
-
     # -- selections -----------------------------------------------------------------------
 
-    def _isel_text(self, isel: dict | None, sel: dict | None) -> str | None:
-        picks: dict[str, Any] = dict(isel or {})
+    def _isel_text(self, isel: dict | None) -> str | None:
+        items = []
+        dims = self.dims
+        for dim, k in (isel or {}).items():
+            if dim not in dims:
+                raise errors.InvalidArgumentError(f"no dimension '{dim}' (dims: {list(dims)})")
+            start, stop, step = index_range(k, dims[dim], dim)
+            items.append(f"{dim}={start}:{stop}:{step}")
+        return ",".join(items) or None
+
+    def _sel_text(self, sel: dict | None) -> str | None:
+        """Labels as the server's ``sel`` text (``time=2000-01:2000-06``): the server's
+        engine picks their positions, by the rules of a local ``sel``. A string is sent as
+        written, so the command line's ``LO:HI`` text works too."""
+        items = []
         for dim, label in (sel or {}).items():
             if dim not in self.dims:
                 raise errors.InvalidArgumentError(
                     f"no dimension '{dim}' (dims: {list(self.dims)}); a range of a 2-D coordinate selects in a query"
                 )
-            if dim in picks:
-                raise errors.InvalidArgumentError(f"dimension '{dim}' is selected twice")
-            picks[dim] = label_to_positions(self.label_index(dim), label, dim)
-        items = []
-        dims = self.dims
-        for dim, k in picks.items():
-            if dim not in dims:
-                raise errors.InvalidArgumentError(f"no dimension '{dim}' (dims: {list(dims)})")
-            start, stop, step = index_range(k, dims[dim], dim)
-            items.append(f"{dim}={start}:{stop}:{step}")
+            if isinstance(label, slice):
+                if label.step is not None:
+                    raise errors.InvalidArgumentError(
+                        f"label slices on '{dim}' cannot have a step; use isel for strides"
+                    )
+                text = f"{_label_text(label.start, dim)}:{_label_text(label.stop, dim)}"
+            else:
+                text = _label_text(label, dim)
+            items.append(f"{dim}={text}")
         return ",".join(items) or None
 
     def query(
@@ -169,9 +170,9 @@ class RemoteDataset:
         # area; the server decides whether they are the variables' auxiliary coordinates.
         by_dim = {k: v for k, v in (sel or {}).items() if k in self.dims}
         area = [f"{k}={_bound(lo)}:{_bound(hi)}" for k, (lo, hi) in _area_ranges(sel, by_dim).items()]
-        region = self._isel_text(isel, by_dim)
-        if region:
-            body["isel"] = region
+        for key, text in (("isel", self._isel_text(isel)), ("sel", self._sel_text(by_dim))):
+            if text:
+                body[key] = text
         if area:
             body["area"] = ",".join(area)
         if variables is not None:
@@ -205,7 +206,7 @@ class RemoteDataset:
             return _arrow(r).to_pandas()
 
     def _subset_params(self, variables, isel, sel) -> dict:
-        params: dict[str, Any] = {"isel": self._isel_text(isel, sel)}
+        params: dict[str, Any] = {"isel": self._isel_text(isel), "sel": self._sel_text(sel)}
         if variables is not None:
             params["vars"] = ",".join(variables)
         return params
@@ -404,3 +405,12 @@ def _error_from(code: int, body: bytes) -> errors.StrataError:
         kind, message = "", text.strip() or f"HTTP {code}"
     cls = _KINDS.get(kind, errors.StrataIOError)
     return cls(f"server answered {code}: {message}")
+
+
+def _label_text(label: Any, dim: str) -> str:
+    """One label as ``sel`` text: empty for an open end."""
+    value = engine_label(label, dim)
+    text = "" if value is None else repr(value) if isinstance(value, float) else value
+    if "," in text:
+        raise errors.InvalidArgumentError(f"a label on '{dim}' cannot hold a comma: {text!r}")
+    return text

@@ -16,11 +16,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import warnings
 
 import netCDF4
 import numpy as np
 import pyarrow as pa
 import pytest
+import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -809,3 +811,52 @@ def test_queries_through_a_curvilinear_area(served):
             f"{base}/api/query/ocean/sic?" + urllib.parse.urlencode({"where": "siconc > 1", "area": area})
         )
         assert status == code, (area, body)
+
+
+def test_queries_and_subsets_select_by_labels_at_the_server(served, source, tmp_path):
+    """`sel=time=1999-01:1999-06,lat=-10:10` is picked by the server's engine, with the rules
+    of a local `sel` (partial dates, both ends included, the colons of a time of day): the
+    answer equals xarray's selection of the same labels."""
+    base, _ = served
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = xr.open_dataset(DATA / ERSST, mask_and_scale=False)
+    want = ref["sst"].sel(time=slice("1999-01", "1999-06"), lat=slice(-10, 10)).values
+    q = urllib.parse.urlencode({"where": "sst > 28", "sel": "time=1999-01:1999-06,lat=-10:10"})
+    status, _, body = get(f"{base}/api/query/ersst?{q}")
+    assert status == 200, body
+    assert json.loads(body)["count"] == int((want > 28).sum()) > 0
+    # A time of day with colons, a single date, and an empty range (an empty answer).
+    q = urllib.parse.urlencode({"where": "sst > 28", "sel": "time=1999-01-15T00:00:00:1999-02-15T00:00"})
+    assert json.loads(get(f"{base}/api/query/ersst?{q}")[2])["count"] == int(
+        (ref["sst"].sel(time=slice("1999-01-15", "1999-02-15")).values > 28).sum()
+    )
+    q = urllib.parse.urlencode({"where": "sst > -5", "sel": "time=1999-03-15"})
+    assert json.loads(get(f"{base}/api/query/ersst?{q}")[2])["count"] == int(
+        (ref["sst"].sel(time="1999-03-15").values > -5).sum()
+    )
+    q = urllib.parse.urlencode({"where": "sst > 28", "sel": "time=2100:"})
+    assert json.loads(get(f"{base}/api/query/ersst?{q}")[2])["count"] == 0
+    # A subset file, and the remote client, which sends its labels there.
+    q = urllib.parse.urlencode({"vars": "sst", "sel": "time=1999-01:1999-06,lat=-10:10"})
+    status, _, body = get(f"{base}/api/subset/ersst?{q}")
+    assert status == 200, body
+    (tmp_path / "s.nc").write_bytes(body)
+    with netCDF4.Dataset(tmp_path / "s.nc") as nc:
+        nc.set_auto_mask(False)
+        np.testing.assert_array_equal(nc["sst"][:], want)
+    ds = strata.remote.open(f"{base}/ersst")
+    got = ds.subset(["sst"], sel={"time": slice("1999-01", "1999-06"), "lat": slice(-10, 10)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        decoded = xr.open_dataset(DATA / ERSST)["sst"].sel(time=slice("1999-01", "1999-06"), lat=slice(-10, 10))
+    np.testing.assert_array_equal(got["sst"].values, decoded.values)
+    for sel, message in [
+        ("time=1999-13", "not a date"),
+        ("lat=north", "not a number"),
+        ("time=1999-03-01", "not a value of coordinate 'time'"),
+        ("depth=0:1", "no 1-D coordinate"),
+        ("time=1999,time=2000", "selected twice"),
+    ]:
+        status, _, body = get(f"{base}/api/query/ersst?" + urllib.parse.urlencode({"where": "sst > 1", "sel": sel}))
+        assert status == 400 and message in json.loads(body)["error"]["message"], (sel, body)

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
 use strata_core::area;
+use strata_core::labels::{LabelIndex, Method};
 use strata_core::session::parse_method;
 use strata_core::{DType, DimSelection, Output, Query, StoreReader};
 use strata_sql::table::AuxValues;
@@ -157,6 +158,8 @@ pub(crate) struct QueryRequest {
     pub variables: Option<Names>,
     /// Index ranges: `time=0:12,lat=10:20:2,lon=5`.
     pub isel: Option<String>,
+    /// Labels on 1-D coordinates: `time=2000-01:2000-06,lat=-10:10` (see [`selection_items`]).
+    pub sel: Option<String>,
     /// Ranges of auxiliary coordinates (2-D latitude/longitude, a mesh's coordinates), both
     /// ends included, either open: `latitude=60:,longitude=300:60` (a longitude range
     /// across the dateline). The engine's area mask.
@@ -184,6 +187,35 @@ struct IselItem {
     stop: Option<u64>,
     step: u64,
     text: String,
+    /// Picked by labels (`sel`): an empty range is no error, only an empty answer.
+    by_label: bool,
+}
+
+/// `isel` items and `sel` items as one list: `sel` text is labels on 1-D coordinates
+/// (`time=2000-01:2000-06,lat=-10:10`, partial dates, both ends included), whose positions
+/// the engine picks (`strata_core::labels`), as `Variable.sel` and `--sel` do.
+fn selection_items(reader: &StoreReader, isel: Option<&str>, sel: Option<&str>) -> Result<Vec<IselItem>, ApiError> {
+    let mut items = isel_items(isel)?;
+    let Some(text) = sel.filter(|t| !t.trim().is_empty()) else { return Ok(items) };
+    for item in text.split(',') {
+        let (dim, labels) = item
+            .split_once('=')
+            .ok_or_else(|| ApiError::bad_request(format!("sel item '{item}' is not dim=label or dim=lo:hi")))?;
+        let dim = dim.trim().to_string();
+        if items.iter().any(|x| x.dim == dim) {
+            return Err(ApiError::bad_request(format!("'{dim}' is selected twice (in isel or sel)")));
+        }
+        let s = LabelIndex::read(reader, &dim)?.select_text(labels, Method::Exact)?.selection();
+        items.push(IselItem {
+            dim,
+            start: Some(s.start),
+            stop: Some(s.stop),
+            step: 1,
+            text: item.to_string(),
+            by_label: true,
+        });
+    }
+    Ok(items)
 }
 
 /// `time=0:12,lat=10:20:2,lon=5`.
@@ -220,7 +252,7 @@ fn isel_items(text: Option<&str>) -> Result<Vec<IselItem>, ApiError> {
         if out.iter().any(|x| x.dim == dim) {
             return Err(ApiError::bad_request(format!("isel selects '{dim}' twice")));
         }
-        out.push(IselItem { dim, start, stop, step, text: item.to_string() });
+        out.push(IselItem { dim, start, stop, step, text: item.to_string(), by_label: false });
     }
     Ok(out)
 }
@@ -234,7 +266,7 @@ fn apply_isel(items: &[IselItem], dims: &[String], shape: &[u64]) -> Result<Vec<
             Some(x) => {
                 let start = x.start.unwrap_or(0);
                 let stop = x.stop.unwrap_or(n).min(n);
-                if start >= n || start > stop {
+                if (start >= n && !(x.by_label && start == stop)) || start > stop {
                     return Err(ApiError::bad_request(format!(
                         "isel '{}' is out of range for '{d}' of length {n}",
                         x.text
@@ -248,12 +280,19 @@ fn apply_isel(items: &[IselItem], dims: &[String], shape: &[u64]) -> Result<Vec<
     Ok(sel)
 }
 
-/// Region from `isel` text over `dims` of `shape` (every named dimension must be one of them).
-fn region(isel: Option<&str>, dims: &[String], shape: &[u64]) -> Result<Vec<DimSelection>, ApiError> {
-    let items = isel_items(isel)?;
+/// Region from `isel` and `sel` text over `dims` of `shape` (every named dimension must be
+/// one of them).
+fn region(
+    reader: &StoreReader,
+    isel: Option<&str>,
+    sel: Option<&str>,
+    dims: &[String],
+    shape: &[u64],
+) -> Result<Vec<DimSelection>, ApiError> {
+    let items = selection_items(reader, isel, sel)?;
     if let Some(x) = items.iter().find(|x| !dims.contains(&x.dim)) {
         return Err(ApiError::bad_request(format!(
-            "isel names '{}', not a dimension of the constrained variables {dims:?}",
+            "'{}' is not a dimension of the constrained variables {dims:?} (a 2-D coordinate's range goes in area)",
             x.dim
         )));
     }
@@ -289,7 +328,7 @@ fn engine_query(
             )));
         }
     }
-    let mut region = region(req.isel.as_deref(), &dims, &shape)?;
+    let mut region = region(reader, req.isel.as_deref(), req.sel.as_deref(), &dims, &shape)?;
     let mask = match req.area.as_deref() {
         None => None,
         Some(text) => {
@@ -578,6 +617,8 @@ pub(crate) struct SubsetRequest {
     /// `coords=false`.
     pub vars: Option<Names>,
     pub isel: Option<String>,
+    /// Labels on 1-D coordinates, as the query's `sel`.
+    pub sel: Option<String>,
     pub coords: Option<bool>,
     /// Cut the file into `parts` equal byte ranges and answer range `part` (from 0).
     pub parts: Option<u64>,
@@ -679,7 +720,7 @@ pub(crate) async fn subset(
 
 fn subset_layout(reader: &StoreReader, req: &SubsetRequest) -> Result<crate::netcdf::Layout, ApiError> {
     let m = reader.manifest();
-    let items = isel_items(req.isel.as_deref())?;
+    let items = selection_items(reader, req.isel.as_deref(), req.sel.as_deref())?;
     if let Some(x) = items.iter().find(|x| m.dim(&x.dim).is_none()) {
         return Err(ApiError::bad_request(format!("isel names '{}', which is not a dimension of this dataset", x.dim)));
     }
