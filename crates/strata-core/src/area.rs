@@ -6,7 +6,7 @@
 
 use crate::constraint::packing;
 use crate::error::{Error, Result};
-use crate::grid::row_major_strides;
+use crate::grid::{for_each_flat, row_major_strides};
 use crate::manifest::{Manifest, Variable};
 use crate::mask::Mask;
 use crate::query::CmpOp;
@@ -291,33 +291,6 @@ impl Area {
             true
         });
         (flat, local)
-    }
-}
-
-/// Calls `visit` with the index and the flat index (row-major over `shape`) of every element
-/// `sel` picks, in order, until it returns false.
-fn for_each_flat(shape: &[u64], sel: &[DimSelection], mut visit: impl FnMut(&[u64], u64) -> bool) {
-    if sel.iter().any(|s| s.count() == 0) {
-        return;
-    }
-    let strides = row_major_strides(shape);
-    let mut idx: Vec<u64> = sel.iter().map(|s| s.start).collect();
-    loop {
-        if !visit(&idx, idx.iter().zip(&strides).map(|(i, s)| i * s).sum()) {
-            return;
-        }
-        let mut d = sel.len();
-        loop {
-            if d == 0 {
-                return;
-            }
-            d -= 1;
-            idx[d] += sel[d].step.max(1);
-            if idx[d] < sel[d].stop {
-                break;
-            }
-            idx[d] = sel[d].start;
-        }
     }
 }
 

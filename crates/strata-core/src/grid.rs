@@ -40,6 +40,48 @@ pub fn row_major_strides(shape: &[u64]) -> Vec<u64> {
     strides
 }
 
+/// Calls `visit` with the index and the flat index (row-major over `shape`) of every element
+/// `sel` picks, in order, until it returns false.
+pub fn for_each_flat(shape: &[u64], sel: &[AxisSelection], mut visit: impl FnMut(&[u64], u64) -> bool) {
+    if sel.iter().any(|s| s.count() == 0) {
+        return;
+    }
+    let strides = row_major_strides(shape);
+    let mut idx: Vec<u64> = sel.iter().map(|s| s.start).collect();
+    loop {
+        if !visit(&idx, idx.iter().zip(&strides).map(|(i, s)| i * s).sum()) {
+            return;
+        }
+        let mut d = sel.len();
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += sel[d].step.max(1);
+            if idx[d] < sel[d].stop {
+                break;
+            }
+            idx[d] = sel[d].start;
+        }
+    }
+}
+
+/// The flat indices (row-major over `shape`) of every element `sel` picks, in order: a row
+/// of the last axis at a time.
+pub fn flat_indices(shape: &[u64], sel: &[AxisSelection]) -> Vec<u64> {
+    let Some((last, outer)) = sel.split_last() else { return vec![0] };
+    let count: u64 = sel.iter().map(|s| s.count()).product();
+    let mut out = Vec::with_capacity(count as usize);
+    let row = shape[shape.len() - 1];
+    for_each_flat(&shape[..shape.len() - 1], outer, |_, f| {
+        let base = f * row;
+        out.extend((last.start..last.stop).step_by(last.step.max(1) as usize).map(|i| base + i));
+        true
+    });
+    out
+}
+
 /// The selection `start, start+step, ... < stop` along one dimension (global indices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AxisSelection {
@@ -227,6 +269,33 @@ pub unsafe fn copy_block_raw(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flat_indices_are_the_walk_of_every_picked_element() {
+        let shape = [4u64, 5, 6];
+        let sel = |start, stop, step| AxisSelection { start, stop, step };
+        for s in [
+            vec![sel(0, 4, 1), sel(0, 5, 1), sel(0, 6, 1)],
+            vec![sel(1, 4, 2), sel(2, 5, 1), sel(1, 6, 3)],
+            vec![sel(3, 4, 1), sel(0, 0, 1), sel(0, 6, 1)],
+        ] {
+            let mut walked = Vec::new();
+            for_each_flat(&shape, &s, |idx, f| {
+                assert_eq!(f, ravel(idx, &shape));
+                walked.push(f);
+                true
+            });
+            let want: Vec<u64> = (0..shape.iter().product::<u64>())
+                .filter(|&f| {
+                    let idx = unravel(f, &shape);
+                    idx.iter().zip(&s).all(|(&i, a)| i >= a.start && i < a.stop && (i - a.start) % a.step == 0)
+                })
+                .collect();
+            assert_eq!(walked, want);
+            assert_eq!(flat_indices(&shape, &s), want);
+        }
+        assert_eq!(flat_indices(&[], &[]), vec![0]);
+    }
 
     #[test]
     fn axis_blocks_cover_exactly_the_selection() {

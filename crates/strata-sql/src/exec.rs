@@ -220,28 +220,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
         Some(f) => f,
         // Every element of the box, row-major.
         None if req.columns.iter().any(|c| matches!(c, Column::Coord(_) | Column::Aux(_))) => {
-            let lens: Vec<u64> = sel.iter().map(|s| s.stop - s.start).collect();
-            let strides = strata_core::grid::row_major_strides(shape);
-            // Row by row (all axes but the last, like an odometer), each row a range.
-            let nd = lens.len();
-            let mut flat = Vec::with_capacity(elements as usize);
-            let mut at = vec![0u64; nd.saturating_sub(1)];
-            let rows: u64 = lens[..nd.saturating_sub(1)].iter().product();
-            for _ in 0..rows {
-                let base: u64 = at.iter().enumerate().map(|(d, &i)| (sel[d].start + i) * strides[d]).sum();
-                match sel.last() {
-                    Some(last) => flat.extend(base + last.start..base + last.stop),
-                    None => flat.push(base),
-                }
-                for d in (0..at.len()).rev() {
-                    at[d] += 1;
-                    if at[d] < lens[d] {
-                        break;
-                    }
-                    at[d] = 0;
-                }
-            }
-            flat
+            strata_core::grid::flat_indices(shape, &sel)
         }
         None => vec![],
     };
