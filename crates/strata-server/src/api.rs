@@ -365,7 +365,7 @@ pub(crate) async fn query(
         _ => return Err(ApiError::bad_request("parts=N&part=i needs both, with 0 <= i < N")),
     };
     let (reader, query, dims, shape) = blocking({
-        let state = state.clone();
+        let (state, name) = (state.clone(), name.clone());
         move || {
             let reader = state.catalog.reader(&name)?;
             let (query, dims, shape) = engine_query(&state, &name, &reader, &req)?;
@@ -384,14 +384,15 @@ pub(crate) async fn query(
         }))
         .into_response());
     }
-    let columns = Columns::new(&reader, &query, &dims, &shape)?;
-    let (query, estimate) = blocking({
+    // Both read from the store: off the async threads.
+    let (columns, query, estimate) = blocking({
         let (state, reader) = (state.clone(), reader.clone());
         move || {
+            let columns = Columns::new(&state, &name, &reader, &query, &dims, &shape)?;
             let plan = state.session.plan(&reader, &query)?;
-            let Some((n, i)) = split else { return Ok((query.clone(), plan.selected())) };
+            let Some((n, i)) = split else { return Ok((columns, query.clone(), plan.selected())) };
             let (region, share) = part_region(reader.manifest(), &plan, &dims, &query.region, n, i);
-            Ok((Query { region, ..query }, plan.selected() * share))
+            Ok((columns, Query { region, ..query }, plan.selected() * share))
         }
     })
     .await?;
@@ -500,13 +501,20 @@ struct Columns {
     /// the index), picked per point.
     coords: Vec<ArrayRef>,
     /// Each auxiliary coordinate and its stored values (NULL where missing).
-    aux: Vec<AuxValues>,
+    aux: Vec<Arc<AuxValues>>,
     variables: Vec<(DType, Vec<f64>)>,
     row_bytes: usize,
 }
 
 impl Columns {
-    fn new(reader: &StoreReader, query: &Query, dims: &[String], shape: &[u64]) -> Result<Columns, ApiError> {
+    fn new(
+        state: &State,
+        name: &str,
+        reader: &StoreReader,
+        query: &Query,
+        dims: &[String],
+        shape: &[u64],
+    ) -> Result<Columns, ApiError> {
         let m = reader.manifest();
         let mut fields = Vec::new();
         let mut coords = Vec::new();
@@ -519,14 +527,14 @@ impl Columns {
         if query.output == Output::Points {
             let names = query.predicate.variable_names();
             let (_, driver) = m.variable(names.first().copied().unwrap_or_default())?;
-            for name in area::auxiliary_coordinates(m, driver) {
-                let (_, v) = m.variable(&name)?;
+            for coord in area::auxiliary_coordinates(m, driver) {
+                let (_, v) = m.variable(&coord)?;
                 let Some(t) = strata_sql::table::arrow_type(v.dtype) else { continue };
-                if query.variables.contains(&name) {
+                if query.variables.contains(&coord) {
                     continue;
                 }
-                aux.push(AuxValues::read(reader, dims, &name)?);
-                fields.push(Field::new(&name, t, true));
+                aux.push(state.aux_coords.get(name, reader, dims, &coord)?);
+                fields.push(Field::new(&coord, t, true));
             }
         }
         let mut variables = Vec::new();

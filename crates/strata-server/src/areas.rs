@@ -1,23 +1,59 @@
-//! Areas of auxiliary coordinates (`area=latitude=60:` on a query), kept per dataset version:
-//! building one reads its coordinates (3–5 ms on CanESM5's 291 x 360 grid), which is several
-//! times what a count through it takes once built.
+//! What a query builds from a dataset version and later requests reuse, kept per version:
+//! areas of auxiliary coordinates (`area=latitude=60:`), whose building reads their
+//! coordinates (3–5 ms on CanESM5's 291 x 360 grid, several times what a count through one
+//! takes), and those coordinates' values, which points carry.
 
 use crate::ApiError;
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use strata_core::area::{Area, CoordTest};
 use strata_core::StoreReader;
+use strata_sql::table::AuxValues;
 
-/// At most this many areas are kept; the next one clears them (requests rebuild theirs).
+/// At most this many values are kept in each; the next one clears them (requests rebuild
+/// theirs).
 const KEPT: usize = 256;
 
-/// (dataset, its version, the queried variables' dimensions, the request's area text)
+/// Values built once per key. Keys name the dataset and its version: a new version builds
+/// anew, and old versions' values go when the map fills.
+#[derive(Debug)]
+pub(crate) struct Kept<K, V> {
+    kept: Mutex<HashMap<K, Arc<V>>>,
+}
+
+impl<K, V> Default for Kept<K, V> {
+    fn default() -> Self {
+        Kept { kept: Mutex::new(HashMap::new()) }
+    }
+}
+
+impl<K: Eq + Hash, V> Kept<K, V> {
+    /// The value kept for `key`, or the one `build` makes (kept for next time).
+    fn get_or(&self, key: K, build: impl FnOnce() -> Result<V, ApiError>) -> Result<Arc<V>, ApiError> {
+        if let Some(v) = self.kept.lock().ok().and_then(|k| k.get(&key).cloned()) {
+            return Ok(v);
+        }
+        let value = Arc::new(build()?);
+        if let Ok(mut kept) = self.kept.lock() {
+            if kept.len() >= KEPT {
+                kept.clear();
+            }
+            kept.insert(key, value.clone());
+        }
+        Ok(value)
+    }
+}
+
+/// (dataset, its version, the queried variables' dimensions, the request's area text or the
+/// auxiliary coordinate's name)
 type Key = (String, u64, Vec<String>, String);
 
-#[derive(Debug, Default)]
-pub(crate) struct Areas {
-    kept: Mutex<HashMap<Key, Arc<Area>>>,
-}
+/// Areas, by their text.
+pub(crate) type Areas = Kept<Key, Area>;
+
+/// Auxiliary coordinates' values, by name.
+pub(crate) type AuxCoords = Kept<Key, AuxValues>;
 
 impl Areas {
     /// The area `text` selects for variables on `dims` (of `shape`) of dataset `name`.
@@ -30,17 +66,21 @@ impl Areas {
         text: &str,
     ) -> Result<Arc<Area>, ApiError> {
         let key = (name.to_string(), reader.manifest().version, dims.to_vec(), text.to_string());
-        if let Some(a) = self.kept.lock().ok().and_then(|k| k.get(&key).cloned()) {
-            return Ok(a);
-        }
-        let area = Arc::new(Area::build(reader, dims, shape, &items(text)?)?);
-        if let Ok(mut kept) = self.kept.lock() {
-            if kept.len() >= KEPT {
-                kept.clear();
-            }
-            kept.insert(key, area.clone());
-        }
-        Ok(area)
+        self.get_or(key, || Ok(Area::build(reader, dims, shape, &items(text)?)?))
+    }
+}
+
+impl AuxCoords {
+    /// The values of `coord`, an auxiliary coordinate of variables on `dims` of dataset `name`.
+    pub fn get(
+        &self,
+        name: &str,
+        reader: &StoreReader,
+        dims: &[String],
+        coord: &str,
+    ) -> Result<Arc<AuxValues>, ApiError> {
+        let key = (name.to_string(), reader.manifest().version, dims.to_vec(), coord.to_string());
+        self.get_or(key, || Ok(AuxValues::read(reader, dims, coord)?))
     }
 }
 

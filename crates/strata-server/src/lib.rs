@@ -59,6 +59,8 @@ pub(crate) struct AppState {
     pub in_flight: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
     /// Areas of auxiliary coordinates built for queries.
     pub areas: areas::Areas,
+    /// Auxiliary coordinates' values, which points carry.
+    pub aux_coords: areas::AuxCoords,
 }
 
 pub(crate) type State = Arc<AppState>;
@@ -133,6 +135,7 @@ fn state(config: ServerConfig, session: Session) -> Result<State, ApiError> {
         stop: tokio::sync::Notify::new(),
         in_flight: Default::default(),
         areas: Default::default(),
+        aux_coords: Default::default(),
     }))
 }
 
