@@ -159,3 +159,23 @@ def test_labels_of_every_date_type_select_the_same():
         ours.select_text("2000-13")
     with pytest.raises(strata.InvalidArgumentError, match="cannot select 'time' by a boolean"):
         _coords.engine_label(True, "time")
+
+
+def test_text_coordinates_select_as_xarray(tmp_path):
+    import netCDF4
+
+    path = tmp_path / "stations.nc"
+    names = ["Bergen", "Bodo", "Oslo", "Tromso"]
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("station", len(names))
+        nc.createDimension("time", 3)
+        nc.createVariable("station", str, ("station",))[:] = np.array(names, dtype=object)
+        nc.createVariable("temp", "f4", ("station", "time"))[:] = np.arange(12, dtype="f4").reshape(4, 3)
+    strata.import_file(path, tmp_path / "s.strata")
+    temp = strata.open(tmp_path / "s.strata")["temp"]
+    ref = xr.open_dataset(path)["temp"]
+    for label in ["Oslo", slice("Bodo", "Oslo"), slice("C", None), slice(None, "Bodo")]:
+        np.testing.assert_array_equal(temp.sel(station=label), ref.sel(station=label).values, str(label))
+    np.testing.assert_array_equal(temp.sel(station="Narvik", method="pad"), ref.sel(station="Narvik", method="pad"))
+    with pytest.raises(strata.InvalidArgumentError, match="not a value of coordinate 'station'"):
+        temp.sel(station="Narvik")

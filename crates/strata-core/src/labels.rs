@@ -14,6 +14,7 @@
 //! `CFTimeIndex` does (pandas 3 refuses them).
 
 use crate::cftime::{self, TimeUnits, DAY_MICROS};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::reader::{DimSelection, StoreReader};
 
@@ -105,6 +106,8 @@ enum Order {
 #[derive(Debug, Clone)]
 enum Values {
     Numbers(Vec<f64>),
+    /// Text values (a station's name), compared as strings.
+    Texts(Vec<String>),
     /// Instants (see [`cftime::instant`]); the finest resolution they need.
     Times {
         units: TimeUnits,
@@ -122,7 +125,7 @@ pub struct LabelIndex {
 }
 
 /// A label's bounds on the coordinate's scale: the period it covers (one value for numbers).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Bounds<T> {
     lower: T,
     upper: T,
@@ -147,10 +150,17 @@ impl LabelIndex {
         };
         let order = match &values {
             Values::Numbers(v) => order_of(v),
+            Values::Texts(v) => order_of(v),
             Values::Times { at, .. } if at.contains(&i128::MIN) => Order::Neither,
             Values::Times { at, .. } => order_of(at),
         };
         Ok(LabelIndex { dim: dim.to_string(), values, order })
+    }
+
+    /// A coordinate of text values (station names), compared as strings.
+    pub fn texts(dim: &str, values: Vec<String>) -> LabelIndex {
+        let order = order_of(&values);
+        LabelIndex { dim: dim.to_string(), values: Values::Texts(values), order }
     }
 
     /// The 1-D coordinate variable of `dim` (the variable named after it), read whole.
@@ -164,6 +174,9 @@ impl LabelIndex {
                 )))
             }
         };
+        if var.dtype == DType::String {
+            return Ok(LabelIndex::texts(dim, var.inline_strings.clone().unwrap_or_default()));
+        }
         let shape = m.shape(var);
         let mut raw = vec![0u8; shape[0] as usize * var.dtype.size()];
         reader.read_into(dim, &[DimSelection { start: 0, stop: shape[0], step: 1 }], &mut raw)?;
@@ -173,6 +186,7 @@ impl LabelIndex {
     pub fn len(&self) -> usize {
         match &self.values {
             Values::Numbers(v) => v.len(),
+            Values::Texts(v) => v.len(),
             Values::Times { at, .. } => at.len(),
         }
     }
@@ -195,11 +209,15 @@ impl LabelIndex {
         let (a, b) = match &self.values {
             Values::Numbers(v) => {
                 let (lo, hi) = (self.bounds_num(start)?, self.bounds_num(stop)?);
-                self.search(v, lo, hi)
+                self.search(v, lo.as_ref(), hi.as_ref())
+            }
+            Values::Texts(v) => {
+                let (lo, hi) = (self.bounds_text(start)?, self.bounds_text(stop)?);
+                self.search(v, lo.as_ref(), hi.as_ref())
             }
             Values::Times { at, .. } => {
                 let (lo, hi) = (self.bounds_time(start)?, self.bounds_time(stop)?);
-                self.search(at, lo, hi)
+                self.search(at, lo.as_ref(), hi.as_ref())
             }
         };
         Ok((a as u64, b.max(a) as u64))
@@ -210,7 +228,11 @@ impl LabelIndex {
         match &self.values {
             Values::Numbers(v) => {
                 let b = self.bounds_num(Some(label))?.expect("a label");
-                self.locate_in(v, b, method, label, |a, b| (a - b).abs())
+                self.locate_in(v, &b, method, label, Some(|a: &f64, b: &f64| (a - b).abs()))
+            }
+            Values::Texts(v) => {
+                let b = self.bounds_text(Some(label))?.expect("a label");
+                self.locate_in(v, &b, method, label, None::<fn(&String, &String) -> f64>)
             }
             Values::Times { at, resolution, .. } => {
                 let b = self.bounds_time(Some(label))?.expect("a label");
@@ -218,14 +240,14 @@ impl LabelIndex {
                     // Coarser than the values: the period's positions (pandas' partial dates).
                     let (start, stop) = match self.order {
                         Order::Neither => bounding(at.iter().map(|&t| t >= b.lower && t <= b.upper)),
-                        _ => self.search(at, Some(b), Some(b)),
+                        _ => self.search(at, Some(&b), Some(&b)),
                     };
                     if stop <= start {
                         return Err(self.missing(label));
                     }
                     return Ok(Pick::Range { start: start as u64, stop: stop as u64 });
                 }
-                self.locate_in(at, b, method, label, |a, b| (a - b).abs() as f64)
+                self.locate_in(at, &b, method, label, Some(|a: &i128, b: &i128| (a - b).abs() as f64))
             }
         }
     }
@@ -248,6 +270,8 @@ impl LabelIndex {
         let is_label = |t: &str| match &self.values {
             Values::Times { .. } => parse_date(t).is_some(),
             Values::Numbers(_) => t.parse::<f64>().is_ok(),
+            // A value, or any text that is not split at a colon.
+            Values::Texts(v) => v.iter().any(|x| x == t) || !t.contains(':'),
         };
         let label = |t: &str| (!t.trim().is_empty()).then(|| Label::Text(t.trim().to_string()));
         if is_label(text) {
@@ -258,14 +282,16 @@ impl LabelIndex {
         let found: Vec<usize> = splits.into_iter().filter(|&i| fits(&text[..i]) && fits(&text[i + 1..])).collect();
         match found[..] {
             [i] => Ok(Selection::Range(label(&text[..i]), label(&text[i + 1..]))),
-            _ => Err(Error::InvalidArgument(if self.is_time() {
-                format!(
+            _ => Err(Error::InvalidArgument(match self.values {
+                Values::Times { .. } => format!(
                     "'{text}' on '{}' is not a date or a range of dates \
                      (YYYY[-MM[-DD[THH[:MM[:SS[.ffffff]]]]]], LO:HI)",
                     self.dim
-                )
-            } else {
-                format!("'{text}' on '{}' is not a number or a range of numbers (LO:HI)", self.dim)
+                ),
+                Values::Numbers(_) => {
+                    format!("'{text}' on '{}' is not a number or a range of numbers (LO:HI)", self.dim)
+                }
+                Values::Texts(_) => format!("'{text}' on '{}' is not a value or a range LO:HI", self.dim),
             })),
         }
     }
@@ -299,6 +325,16 @@ impl LabelIndex {
         Ok(Some(Bounds { lower: x, upper: x, resolution: Resolution::Micro }))
     }
 
+    fn bounds_text(&self, label: Option<&Label>) -> Result<Option<Bounds<String>>> {
+        match label {
+            None => Ok(None),
+            Some(Label::Text(t)) => {
+                Ok(Some(Bounds { lower: t.clone(), upper: t.clone(), resolution: Resolution::Micro }))
+            }
+            Some(Label::Number(x)) => Err(self.error(&format!("holds text: select it with a string, not {x}"))),
+        }
+    }
+
     fn bounds_time(&self, label: Option<&Label>) -> Result<Option<Bounds<i128>>> {
         let Values::Times { units, .. } = &self.values else { unreachable!("a time axis") };
         let text = match label {
@@ -316,28 +352,29 @@ impl LabelIndex {
 
     /// Positions from the first at or after `lo` to the last at or before `hi`, in the
     /// coordinate's order (monotonic).
-    fn search<T: PartialOrd + Copy>(&self, v: &[T], lo: Option<Bounds<T>>, hi: Option<Bounds<T>>) -> (usize, usize) {
+    fn search<T: PartialOrd>(&self, v: &[T], lo: Option<&Bounds<T>>, hi: Option<&Bounds<T>>) -> (usize, usize) {
         if self.order == Order::Decreasing {
-            let a = lo.map_or(0, |b| v.partition_point(|&x| x > b.upper));
-            let z = hi.map_or(v.len(), |b| v.partition_point(|&x| x >= b.lower));
+            let a = lo.map_or(0, |b| v.partition_point(|x| *x > b.upper));
+            let z = hi.map_or(v.len(), |b| v.partition_point(|x| *x >= b.lower));
             (a, z)
         } else {
-            let a = lo.map_or(0, |b| v.partition_point(|&x| x < b.lower));
-            let z = hi.map_or(v.len(), |b| v.partition_point(|&x| x <= b.upper));
+            let a = lo.map_or(0, |b| v.partition_point(|x| *x < b.lower));
+            let z = hi.map_or(v.len(), |b| v.partition_point(|x| *x <= b.upper));
             (a, z)
         }
     }
 
-    fn locate_in<T: PartialOrd + Copy>(
+    /// `distance`: None where values have none (text): no nearest.
+    fn locate_in<T: PartialOrd>(
         &self,
         v: &[T],
-        b: Bounds<T>,
+        b: &Bounds<T>,
         method: Method,
         label: &Label,
-        distance: impl Fn(T, T) -> f64,
+        distance: Option<impl Fn(&T, &T) -> f64>,
     ) -> Result<Pick> {
-        let x = b.lower;
-        let (start, stop) = bounding(v.iter().map(|&y| y == x));
+        let x = &b.lower;
+        let (start, stop) = bounding(v.iter().map(|y| y == x));
         if stop > start {
             return Ok(if stop - start == 1 {
                 Pick::At(start as u64)
@@ -353,8 +390,8 @@ impl LabelIndex {
         }
         // Positions before (pad) and after (backfill) the label in the coordinate's order.
         let after = match self.order {
-            Order::Decreasing => v.partition_point(|&y| y > x),
-            _ => v.partition_point(|&y| y < x),
+            Order::Decreasing => v.partition_point(|y| y > x),
+            _ => v.partition_point(|y| y < x),
         };
         let pad = after.checked_sub(1);
         let backfill = (after < v.len()).then_some(after);
@@ -363,7 +400,10 @@ impl LabelIndex {
             Method::Backfill => backfill,
             _ => match (pad, backfill) {
                 (Some(p), Some(q)) => {
-                    let (dp, dq) = (distance(v[p], x), distance(v[q], x));
+                    let Some(distance) = distance else {
+                        return Err(self.error("holds text: nearest needs numbers or dates (pad, backfill work)"));
+                    };
+                    let (dp, dq) = (distance(&v[p], x), distance(&v[q], x));
                     let larger = if v[p] > v[q] { p } else { q };
                     Some(if dp < dq {
                         p
@@ -610,6 +650,19 @@ mod tests {
         assert_eq!(x.parse("-10:10").unwrap(), Selection::Range(Some(text("-10")), Some(text("10"))));
         assert_eq!(x.parse("5").unwrap(), one("5"));
         assert!(x.parse("a:b").is_err());
+    }
+
+    #[test]
+    fn text_coordinates_select_by_their_values() {
+        let names: Vec<String> = ["Bergen", "Oslo", "Tromso"].iter().map(|s| s.to_string()).collect();
+        let t = LabelIndex::texts("station", names);
+        assert_eq!(t.locate(&text("Oslo"), Method::Exact).unwrap(), Pick::At(1));
+        assert_eq!(t.select_text("Bergen:Oslo", Method::Exact).unwrap(), Pick::Range { start: 0, stop: 2 });
+        assert_eq!(t.locate(&text("Narvik"), Method::Pad).unwrap(), Pick::At(0));
+        assert!(t.locate(&text("Narvik"), Method::Exact).unwrap_err().to_string().contains("not a value"));
+        assert!(t.locate(&text("Narvik"), Method::Nearest).unwrap_err().to_string().contains("holds text"));
+        assert!(t.locate(&Label::Number(1.0), Method::Exact).is_err());
+        assert!(t.select_text("a:b:c", Method::Exact).unwrap_err().to_string().contains("not a value or a range"));
     }
 
     #[test]
