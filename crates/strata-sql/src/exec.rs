@@ -220,7 +220,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
         Some(f) => f,
         // Every element of the box, row-major.
         None if req.columns.iter().any(|c| matches!(c, Column::Coord(_) | Column::Aux(_))) => {
-            strata_core::grid::flat_indices(shape, &sel)
+            strata_core::grid::flat_indices(shape, sel)
         }
         None => vec![],
     };
