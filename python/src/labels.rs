@@ -67,15 +67,6 @@ impl LabelIndex {
         Ok(LabelIndex { inner })
     }
 
-    #[getter]
-    fn is_time(&self) -> bool {
-        self.inner.is_time()
-    }
-
-    fn __len__(&self) -> usize {
-        self.inner.len()
-    }
-
     /// Positions `(start, stop)` from label `start` to `stop`, both included; None is open.
     #[pyo3(signature = (start=None, stop=None))]
     fn range(&self, start: Option<PyLabel>, stop: Option<PyLabel>) -> PyResult<(u64, u64)> {

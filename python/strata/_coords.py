@@ -111,10 +111,15 @@ def label_to_positions(index: _core.LabelIndex, label: Any, dim: str, method: st
     """Positions of ``label`` (a slice of labels or a single label) along ``dim``, picked
     by the engine (``strata_core::labels``)."""
     if isinstance(label, slice):
-        if label.step is not None:
-            raise InvalidArgumentError(f"label slices on '{dim}' cannot have a step; use isel for strides")
-        return slice(*index.range(engine_label(label.start, dim), engine_label(label.stop, dim)))
+        return slice(*index.range(*slice_labels(label, dim)))
     return as_positions(index.locate(engine_label(label, dim), method))
+
+
+def slice_labels(label: slice, dim: str) -> tuple[float | str | None, float | str | None]:
+    """A slice of labels as the engine's two ends (a label slice has no step)."""
+    if label.step is not None:
+        raise InvalidArgumentError(f"label slices on '{dim}' cannot have a step; use isel for strides")
+    return engine_label(label.start, dim), engine_label(label.stop, dim)
 
 
 def as_positions(pick: int | tuple[int, int]) -> slice | int:

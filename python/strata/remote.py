@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import errors
-from ._coords import coordinate_index, engine_label, index_range
+from ._coords import coordinate_index, engine_label, index_range, slice_labels
 
 _KINDS = {
     "invalid_argument": errors.InvalidArgumentError,
@@ -138,11 +138,7 @@ class RemoteDataset:
                     f"no dimension '{dim}' (dims: {list(self.dims)}); a range of a 2-D coordinate selects in a query"
                 )
             if isinstance(label, slice):
-                if label.step is not None:
-                    raise errors.InvalidArgumentError(
-                        f"label slices on '{dim}' cannot have a step; use isel for strides"
-                    )
-                text = f"{_label_text(label.start, dim)}:{_label_text(label.stop, dim)}"
+                text = ":".join(_label_text(end, dim) for end in slice_labels(label, dim))
             else:
                 text = _label_text(label, dim)
             items.append(f"{dim}={text}")
@@ -169,7 +165,7 @@ class RemoteDataset:
         # Ranges of coordinates that are not dimensions (2-D lat/lon) go to the server as its
         # area; the server decides whether they are the variables' auxiliary coordinates.
         by_dim = {k: v for k, v in (sel or {}).items() if k in self.dims}
-        area = [f"{k}={_bound(lo)}:{_bound(hi)}" for k, (lo, hi) in _area_ranges(sel, by_dim).items()]
+        area = [f"{k}={_label_text(lo, k)}:{_label_text(hi, k)}" for k, (lo, hi) in _area_ranges(sel, by_dim).items()]
         for key, text in (("isel", self._isel_text(isel)), ("sel", self._sel_text(by_dim))):
             if text:
                 body[key] = text
@@ -352,10 +348,6 @@ def _area_ranges(sel: dict | None, by_dim: dict) -> dict[str, tuple[float | None
     from ._area import range_bounds
 
     return {k: range_bounds(k, v) for k, v in (sel or {}).items() if k not in by_dim}
-
-
-def _bound(x: float | None) -> str:
-    return "" if x is None else repr(float(x))
 
 
 def _arrow(response):

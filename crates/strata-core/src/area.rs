@@ -70,11 +70,7 @@ impl AuxCoord {
                 var.dims
             )));
         }
-        let shape = m.shape(var);
-        let n = shape.iter().product::<u64>() as usize;
-        let mut raw = vec![0u8; n * var.dtype.size()];
-        reader.read_into(name, &whole(&shape), &mut raw)?;
-        Ok(raw)
+        reader.read_whole(name)
     }
 
     /// `name`'s values from its stored bytes (`raw`, whole, as [`AuxCoord::read_raw`] gives).

@@ -165,21 +165,15 @@ impl LabelIndex {
 
     /// The 1-D coordinate variable of `dim` (the variable named after it), read whole.
     pub fn read(reader: &StoreReader, dim: &str) -> Result<LabelIndex> {
-        let m = reader.manifest();
-        let var = match m.variable(dim) {
-            Ok((_, v)) if v.dims.len() == 1 && v.dims[0] == dim => v,
-            _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "dimension '{dim}' has no 1-D coordinate to select by label: select by position (isel)"
-                )))
-            }
-        };
+        let var = reader.manifest().coordinate(dim).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "dimension '{dim}' has no 1-D coordinate to select by label: select by position (isel)"
+            ))
+        })?;
         if var.dtype == DType::String {
             return Ok(LabelIndex::texts(dim, var.inline_strings.clone().unwrap_or_default()));
         }
-        let shape = m.shape(var);
-        let mut raw = vec![0u8; shape[0] as usize * var.dtype.size()];
-        reader.read_into(dim, &[DimSelection { start: 0, stop: shape[0], step: 1 }], &mut raw)?;
+        let raw = reader.read_whole(dim)?;
         LabelIndex::new(dim, var.dtype.to_f64s(&raw), var.string_attr("units"), var.string_attr("calendar"))
     }
 

@@ -281,6 +281,11 @@ impl AttrValue {
 }
 
 impl Variable {
+    /// Whether it is the coordinate variable of its one dimension (named after it).
+    pub fn is_coordinate(&self) -> bool {
+        self.dims.len() == 1 && self.dims[0] == self.name
+    }
+
     /// The text of attribute `name`, when it is a single string.
     pub fn string_attr(&self, name: &str) -> Option<&str> {
         self.attrs.iter().find(|a| a.name == name).and_then(|a| match &a.value {
@@ -347,6 +352,11 @@ impl Manifest {
 
     pub fn dim(&self, name: &str) -> Option<&Dim> {
         self.dims.iter().find(|d| d.name == name)
+    }
+
+    /// The coordinate variable of dimension `dim`: 1-D, named after it (NetCDF's rule).
+    pub fn coordinate(&self, dim: &str) -> Option<&Variable> {
+        self.variables.iter().find(|v| v.name == dim && v.is_coordinate())
     }
 
     pub fn variable(&self, name: &str) -> Result<(usize, &Variable)> {

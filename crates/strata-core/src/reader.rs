@@ -490,6 +490,17 @@ impl StoreReader {
     }
 
     /// Reads the selection of variable `name` into `out` (C order, little-endian).
+    /// Every element of variable `name`, as stored (little-endian bytes).
+    pub fn read_whole(&self, name: &str) -> Result<Vec<u8>> {
+        let (_, var) = self.manifest().variable(name)?;
+        let shape = self.manifest().shape(var);
+        let n: u64 = shape.iter().product();
+        let mut out = vec![0u8; n as usize * var.dtype.size()];
+        let sel: Vec<DimSelection> = shape.iter().map(|&n| DimSelection { start: 0, stop: n, step: 1 }).collect();
+        self.read_into(name, &sel, &mut out)?;
+        Ok(out)
+    }
+
     pub fn read_into(&self, name: &str, sel: &[DimSelection], out: &mut [u8]) -> Result<()> {
         self.read_into_at(name, sel, None, out)
     }

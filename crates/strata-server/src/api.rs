@@ -742,8 +742,7 @@ fn subset_layout(reader: &StoreReader, req: &SubsetRequest) -> Result<crate::net
         for n in &names {
             let (_, v) = m.variable(n)?;
             for d in &v.dims {
-                let is_coord = m.variable(d).is_ok_and(|(_, c)| c.dims.len() == 1 && c.dims[0] == *d);
-                if is_coord && !names.contains(d) && !extra.contains(d) {
+                if m.coordinate(d).is_some() && !names.contains(d) && !extra.contains(d) {
                     extra.push(d.clone());
                 }
             }

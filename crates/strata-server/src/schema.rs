@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 use strata_core::manifest::{AttrValue, Attribute};
-use strata_core::{DimSelection, StoreReader};
+use strata_core::StoreReader;
 
 /// 1-D coordinate variables longer than this are described without their values.
 const MAX_COORD_VALUES: u64 = 100_000;
@@ -62,12 +62,10 @@ pub(crate) fn describe(name: &str, reader: &StoreReader) -> strata_core::Result<
         .collect();
     let mut coordinates = serde_json::Map::new();
     for v in &m.variables {
-        if v.dims.len() == 1 && v.dims[0] == v.name && v.chunking.is_some() && v.dtype.num_type().is_some() {
+        if v.is_coordinate() && v.chunking.is_some() && v.dtype.num_type().is_some() {
             let n = m.shape(v)[0];
             let values = if n <= MAX_COORD_VALUES {
-                let mut buf = vec![0u8; n as usize * v.dtype.size()];
-                reader.read_into(&v.name, &[DimSelection { start: 0, stop: n, step: 1 }], &mut buf)?;
-                Value::Array(v.dtype.to_f64s(&buf).into_iter().map(num).collect())
+                Value::Array(v.dtype.to_f64s(&reader.read_whole(&v.name)?).into_iter().map(num).collect())
             } else {
                 Value::Null
             };

@@ -39,8 +39,7 @@ pub fn groups(reader: &StoreReader) -> Vec<Group> {
         .collect();
     let mut out: Vec<Group> = Vec::new();
     for v in &m.variables {
-        let is_coord = v.dims.len() == 1 && v.dims[0] == v.name;
-        if is_coord || v.chunking.is_none() || v.dims.is_empty() || v.dtype == DType::Char {
+        if v.is_coordinate() || v.chunking.is_none() || v.dims.is_empty() || v.dtype == DType::Char {
             continue;
         }
         match out.iter_mut().find(|g| g.dims == v.dims) {
@@ -85,13 +84,11 @@ pub fn coordinate_column(reader: &StoreReader, dim: &str, len: u64) -> Result<Ar
 
 fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     let m = reader.manifest();
-    let var = m.variables.iter().find(|v| v.name == dim && v.dims.len() == 1 && v.dims[0] == dim);
-    let Some(var) = var.filter(|v| v.chunking.is_some() && arrow_type(v.dtype).is_some()) else {
+    let Some(var) = m.coordinate(dim).filter(|v| v.chunking.is_some() && arrow_type(v.dtype).is_some()) else {
         let array: ArrayRef = Arc::new(Int64Array::from_iter_values(0..len as i64));
         return Ok(Coord { values: CoordValues::Index, array });
     };
-    let mut raw = vec![0u8; len as usize * var.dtype.size()];
-    reader.read_into(dim, &[DimSelection { start: 0, stop: len, step: 1 }], &mut raw)?;
+    let raw = reader.read_whole(dim)?;
     let values = var.dtype.to_f64s(&raw);
     // CF times whose dates are all timestamps' (proleptic Gregorian); others stay numeric.
     let time = var.string_attr("units").and_then(|u| TimeUnits::parse(u, var.string_attr("calendar")).ok());
