@@ -6,6 +6,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::sync::Arc;
 use strata_core::area::{self, CoordTest};
+use strata_core::joined::Columns;
 use strata_core::query::{Method, Predicate};
 use strata_core::session::{self, Output, Query};
 use strata_core::Error;
@@ -273,8 +274,7 @@ impl Session {
     /// index): the coordinate's values at each point as uint8 bytes when `coordinates[d]`
     /// gives them (the coordinate's elements as bytes, and their size), and the index along
     /// the dimension (uint64) when `indices[d]`. `values` has uint8 arrays per returned
-    /// variable. Each column comes as a list of its pieces' arrays, in order, for the caller
-    /// to join. No flat index array is made.
+    /// variable. No flat index array is made.
     #[allow(clippy::type_complexity)]
     fn points<'py>(
         &self,
@@ -283,81 +283,34 @@ impl Session {
         query: &QuerySpec,
         coordinates: Vec<Option<(PyReadonlyArray1<'py, u8>, usize)>>,
         indices: Vec<bool>,
-    ) -> PyResult<(PointDims<'py>, Vec<Vec<Bound<'py, PyArray1<u8>>>>, Answer)> {
-        let grid = query.inner.grid_shape(reader.inner.manifest()).map_err(to_py)?;
-        if coordinates.len() != grid.len() || indices.len() != grid.len() {
-            return Err(to_py(Error::InvalidArgument(format!(
-                "coordinates and indices name each of the {} dimensions",
-                grid.len()
-            ))));
-        }
+    ) -> PyResult<(PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>, Answer)> {
         let coords: Vec<Option<(Vec<u8>, usize)>> = coordinates
             .iter()
             .map(|c| c.as_ref().map(|(a, size)| (a.as_slice().map(<[u8]>::to_vec), *size)))
             .map(|c| c.map(|(v, size)| v.map(|v| (v, size))).transpose())
             .collect::<Result<_, _>>()
             .map_err(|e| to_py(Error::InvalidArgument(format!("coordinate values: {e}"))))?;
-        let nd = grid.len();
-        // Kept a piece at a time and joined by NumPy: its large arrays get transparent huge
-        // pages, where one Rust vector grown to the result's size took a page fault per
-        // 4 KiB (a fifth of a large query's time).
-        let mut picked: Vec<Vec<Vec<u8>>> = vec![Vec::new(); nd];
-        let mut along: Vec<Vec<Vec<u64>>> = vec![Vec::new(); nd];
-        let mut values: Vec<Vec<Vec<u8>>> = vec![Vec::new(); query.inner.variables.len()];
-        let answer = py
-            .detach(|| {
-                self.inner.run_points(
-                    &reader.inner,
-                    &query.inner,
-                    |points| {
-                        let mut dims = Vec::with_capacity(nd);
-                        for d in 0..nd {
-                            let mut c = Vec::new();
-                            if let Some((v, size)) = &coords[d] {
-                                strata_core::points::pick_bytes(v, *size, d, &grid, &points.flat, &mut c)?;
-                            }
-                            let i = if indices[d] {
-                                strata_core::points::axis_indices(d, &grid, &points.flat)
-                            } else {
-                                vec![]
-                            };
-                            dims.push((c, i));
-                        }
-                        Ok((dims, points.columns))
-                    },
-                    |(dims, columns)| {
-                        for (d, (c, i)) in dims.into_iter().enumerate() {
-                            picked[d].push(c);
-                            along[d].push(i);
-                        }
-                        for (all, piece) in values.iter_mut().zip(columns) {
-                            all.push(piece);
-                        }
-                        Ok(())
-                    },
-                )
-            })
-            .map_err(to_py)?;
-        let arrays = |pieces: Vec<Vec<u8>>| pieces.into_iter().map(|p| PyArray1::from_vec(py, p)).collect::<Vec<_>>();
-        let dims = picked
+        let picked: Vec<bool> = coords.iter().map(Option::is_some).collect();
+        let columns = Columns { coordinates: coords, indices: indices.clone(), flat: false };
+        let (joined, answer) =
+            py.detach(|| self.inner.run_joined(&reader.inner, &query.inner, columns)).map_err(to_py)?;
+        let dims = joined
+            .coordinates
             .into_iter()
-            .zip(along)
+            .zip(joined.indices)
             .enumerate()
             .map(|(d, (c, i))| {
-                (
-                    coords[d].is_some().then(|| arrays(c)),
-                    indices[d].then(|| i.into_iter().map(|p| PyArray1::from_vec(py, p)).collect()),
-                )
+                (picked[d].then(|| PyArray1::from_vec(py, c)), indices[d].then(|| PyArray1::from_vec(py, i)))
             })
             .collect();
-        let values = values.into_iter().map(arrays).collect();
+        let values = joined.values.into_iter().map(|v| PyArray1::from_vec(py, v)).collect();
         Ok((dims, values, Answer { inner: answer }))
     }
 }
 
 /// Per dimension of a points result: its coordinate values' bytes and its indices, each
-/// when asked for, a piece at a time.
-type PointDims<'py> = Vec<(Option<Vec<Bound<'py, PyArray1<u8>>>>, Option<Vec<Bound<'py, PyArray1<u64>>>>)>;
+/// when asked for.
+type PointDims<'py> = Vec<(Option<Bound<'py, PyArray1<u8>>>, Option<Bound<'py, PyArray1<u64>>>)>;
 
 /// A query's plan: both methods' estimates per slab, and the choice. `str()` is EXPLAIN.
 #[pyclass(frozen, module = "strata._core")]

@@ -310,23 +310,8 @@ def _points(ds: Dataset, driver, query: _core.Query, views: dict):
     frame and what the query did."""
     plan, aux = _point_columns(ds, driver, views)
     dims, cols, answer = session().points(ds._reader, query, _engine_coordinates(plan), [want for *_, want in plan])
-    # Joined a column at a time, each column's pieces released as it is replaced: memory
-    # holds the result and one column's pieces, not the result twice.
-    for k, (c, i) in enumerate(dims):
-        dims[k] = (_joined(c, np.uint8), _joined(i, np.uint64))
-    for k, col in enumerate(cols):
-        cols[k] = _joined(col, np.uint8)
     values = {n: _native(col.view(views[n].dtype)) for n, col in zip(views, cols, strict=True)}
     return _frame(ds, driver, plan, aux, dims, values), answer
-
-
-def _joined(pieces: list | None, dtype) -> np.ndarray | None:
-    """A column from its pieces' arrays (None stays None)."""
-    if pieces is None:
-        return None
-    if len(pieces) == 1:
-        return pieces[0]
-    return np.concatenate(pieces) if pieces else np.empty(0, dtype)
 
 
 def _points_at(ds: Dataset, driver, flat: np.ndarray, values: dict):

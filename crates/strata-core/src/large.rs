@@ -23,6 +23,24 @@ pub(crate) fn with_capacity<T>(n: usize) -> Vec<T> {
     v
 }
 
+/// Makes room in `v` for `additional` more elements (amortized, as `Vec::reserve`),
+/// asking for huge pages over the grown buffer.
+pub(crate) fn reserve<T>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() >= additional {
+        return;
+    }
+    v.reserve(additional);
+    advise(v.as_ptr() as usize, v.capacity().saturating_mul(std::mem::size_of::<T>()));
+}
+
+/// Makes room in `v` for `additional` more elements if memory allows (a refusal leaves
+/// `v` as it was), asking for huge pages over it.
+pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize) {
+    if v.try_reserve_exact(additional).is_ok() {
+        advise(v.as_ptr() as usize, v.capacity().saturating_mul(std::mem::size_of::<T>()));
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn advise(addr: usize, len: usize) {
     const HUGE_PAGE: usize = 2 << 20;

@@ -20,6 +20,7 @@ mod hilbert;
 pub mod histogram;
 pub mod in_place;
 pub mod index_file;
+pub mod joined;
 pub mod labels;
 mod large;
 pub mod manifest;

@@ -7,7 +7,7 @@ use crate::fastdiv::FastDiv;
 use rayon::prelude::*;
 
 /// Divisors for dimension `d` of a grid of `shape`: the stride of `d` and its extent.
-fn divisors(d: usize, shape: &[u64]) -> (FastDiv, FastDiv) {
+pub(crate) fn divisors(d: usize, shape: &[u64]) -> (FastDiv, FastDiv) {
     // Flat indices into a grid of fewer than 2^32 elements divide by multiplication.
     let small = shape.iter().product::<u64>() <= u64::from(u32::MAX);
     (FastDiv::new(shape[d + 1..].iter().product(), small), FastDiv::new(shape[d], small))
@@ -41,7 +41,7 @@ pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u6
 /// Puts the coordinate of each point into its slot of `slots` (one per flat index): written
 /// in place, with no capacity check per point (pushing one at a time took about twice as
 /// long).
-fn pick_to<'a, T: Copy + Default, O: ?Sized + 'a>(
+pub(crate) fn pick_to<'a, T: Copy + Default, O: ?Sized + 'a>(
     values: &[T],
     d: usize,
     shape: &[u64],

@@ -6,6 +6,7 @@
 //! all go through here, so they cannot drift apart.
 
 use crate::error::{Error, Result};
+use crate::joined::{Columns, Joined};
 use crate::mask::Mask;
 use crate::planner::{CostModel, QueryPlan, Work};
 use crate::query::{Method, Points, Predicate, QueryStats, Selection};
@@ -251,6 +252,11 @@ pub struct QueryRun {
 }
 
 impl QueryRun {
+    /// The elements the plan expects the query to select.
+    pub fn estimated_rows(&self) -> f64 {
+        self.plan.slabs.iter().map(|s| s.selected).sum()
+    }
+
     /// The pieces, in the order of the region.
     pub fn pieces(&self) -> &[Vec<DimSelection>] {
         &self.pieces
@@ -409,20 +415,14 @@ impl Session {
     }
 
     /// Plans, runs and observes `query`. A points query's flat indices and columns are
-    /// joined from its pieces (see [`run_points`](Self::run_points)).
+    /// joined from its pieces (see [`run_joined`](Self::run_joined)).
     pub fn run(&self, reader: &StoreReader, query: &Query) -> Result<Answer> {
         if query.output == Output::Points {
-            let mut flat = Vec::new();
-            let mut columns: Vec<Vec<u8>> = vec![Vec::new(); query.variables.len()];
-            let mut answer = self.run_points(reader, query, Ok, |points| {
-                flat.extend_from_slice(&points.flat);
-                for (all, piece) in columns.iter_mut().zip(&points.columns) {
-                    all.extend_from_slice(piece);
-                }
-                Ok(())
-            })?;
-            answer.selection = Selection { shape: query.grid_shape(reader.manifest())?, flat };
-            answer.columns = columns;
+            let nd = query.grid_shape(reader.manifest())?.len();
+            let columns = Columns { coordinates: vec![None; nd], indices: vec![false; nd], flat: true };
+            let (joined, mut answer) = self.run_joined(reader, query, columns)?;
+            answer.selection = Selection { shape: query.grid_shape(reader.manifest())?, flat: joined.flat };
+            answer.columns = joined.values;
             return Ok(answer);
         }
         // Counts and positions run whole: one piece, one method for the whole selection.
@@ -436,16 +436,37 @@ impl Session {
         Ok(answer)
     }
 
+    /// Plans, runs and observes a points query, its result joined into whole columns as
+    /// it runs (see [`crate::joined`]): the returned variables' values and what `columns`
+    /// asks for besides.
+    pub fn run_joined(&self, reader: &StoreReader, query: &Query, columns: Columns) -> Result<(Joined, Answer)> {
+        let grid = query.grid_shape(reader.manifest())?;
+        let widths = query
+            .variables
+            .iter()
+            .map(|v| reader.manifest().variable(v).map(|(_, var)| var.dtype.size()))
+            .collect::<Result<_>>()?;
+        let mut joined = Joined::new(grid, columns, widths)?;
+        let answer = self.run_points(reader, query, |run, round| {
+            if joined.is_empty() {
+                // Room for the estimate and a margin: growing a column copies it.
+                joined.reserve((run.estimated_rows() * 1.25) as usize);
+            }
+            joined.add(round)
+        })?;
+        Ok((joined, answer))
+    }
+
     /// Plans, runs and observes a points query a piece at a time (see [`start`](Self::start)):
-    /// pieces run side by side, a few at a time, each shaped by `shape` on the thread that
-    /// ran it, and handed to `consume` in order. Memory holds the pieces in flight and what
-    /// `consume` keeps. The answer carries the count and what the query did, not the points.
-    pub fn run_points<T: Send>(
+    /// pieces run side by side, a round of a few at a time, and each round is handed to
+    /// `consume` in order (with the run, for its plan) while the next one runs. Memory holds two rounds and what
+    /// `consume` keeps. The answer carries the count and what the query did, not the
+    /// points.
+    pub fn run_points(
         &self,
         reader: &StoreReader,
         query: &Query,
-        shape: impl Fn(Points) -> Result<T> + Sync,
-        mut consume: impl FnMut(T) -> Result<()>,
+        mut consume: impl FnMut(&QueryRun, &[Points]) -> Result<()>,
     ) -> Result<Answer> {
         use rayon::prelude::*;
         if query.output != Output::Points {
@@ -454,21 +475,19 @@ impl Session {
         let run = self.start(reader, query)?;
         let outputs = returned(&run.query);
         let q = &run.query;
-        // A round of two pieces per thread; a round's results are consumed on this thread
-        // while the next round runs (the pieces' boxes spread over threads too, so a slow
-        // piece does not leave a thread idle). Memory holds two rounds.
+        // A round of two pieces per thread (the pieces' boxes spread over threads too, so
+        // a slow piece does not leave a thread idle).
         let window = 2 * rayon::current_num_threads().max(1);
         let (mut count, mut stats) = (0u64, QueryStats::default());
-        let run_piece = |i: usize| -> Result<(u64, T, QueryStats)> {
+        let run_piece = |i: usize| -> Result<(Points, QueryStats)> {
             let ((points, st), _) = self.run_piece(&run, i, |sel, plan| {
                 reader.points(&q.predicate, sel, q.mask.as_deref(), &outputs, q.level, &|slab| plan.method_for(slab))
             })?;
-            let n = points.flat.len() as u64;
-            Ok((n, shape(points)?, st))
+            Ok((points, st))
         };
         let numbers: Vec<usize> = (0..run.pieces.len()).collect();
         std::thread::scope(|scope| -> Result<()> {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<(u64, T, QueryStats)>>>(0);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<(Points, QueryStats)>>>(0);
             let (numbers, run_piece) = (&numbers, &run_piece);
             scope.spawn(move || {
                 for round in numbers.chunks(window) {
@@ -481,12 +500,14 @@ impl Session {
                 }
             });
             for done in rx {
+                let mut round = Vec::with_capacity(done.len());
                 for piece in done {
-                    let (n, shaped, st) = piece?;
-                    count += n;
+                    let (points, st) = piece?;
+                    count += points.flat.len() as u64;
                     stats.add(&st);
-                    consume(shaped)?;
+                    round.push(points);
                 }
+                consume(&run, &round)?;
             }
             Ok(())
         })?;
