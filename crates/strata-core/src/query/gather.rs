@@ -31,12 +31,13 @@ impl StoreReader {
 
     /// The values of `name` at the local positions `hits` of the driver's sub-chunk `b`
     /// (`name` is chunked like the driver), at precision `level`: only the bins holding
-    /// them are read.
+    /// them are read. `hits` are where `pred` holds.
     pub(super) fn gather_box(
         &self,
         name: &str,
         b: &QueryBox,
         hits: &RoaringBitmap,
+        pred: &Predicate,
         level: Option<usize>,
     ) -> Result<Vec<u8>> {
         let (var_idx, var) = self.manifest().variable(name)?;
@@ -50,8 +51,17 @@ impl StoreReader {
         let index = self.slab_index(slab)?;
         let id = (var_idx as u32, b.id.1, b.id.2);
         let n = b.len.iter().product::<u64>();
+        // A bin whose values no comparison `pred` requires of `name` can pass holds no hit:
+        // skipped without comparing its positions with the hits (at 50% selectivity on
+        // ERSST x4, those comparisons were a fifth of a points query).
+        let required = pred.required_on(name);
+        let may_hold = |e: &crate::reader::BinEntry| {
+            required.iter().all(|&(op, v)| op.coverage(e.count, e.min, e.max, e.count == e.len, v) != Coverage::Empty)
+        };
         let needed: Vec<u32> = match index.bins_of(id) {
-            Some(list) => list.iter().filter(|e| !e.positions.is_disjoint(hits)).map(|e| e.bin).collect(),
+            Some(list) => {
+                list.iter().filter(|e| may_hold(e) && !e.positions.is_disjoint(hits)).map(|e| e.bin).collect()
+            }
             None => vec![0],
         };
         let reads = self.bin_reads(&index, slab, id, n, &widths, &|bin| needed.contains(&bin))?;

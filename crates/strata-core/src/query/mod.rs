@@ -414,7 +414,7 @@ impl StoreReader {
                         let columns = if out_vars.iter().all(|v| v.chunking == driver.chunking) {
                             let cols = outputs
                                 .iter()
-                                .map(|name| self.gather_box(name, b, &hits, level))
+                                .map(|name| self.gather_box(name, b, &hits, pred, level))
                                 .collect::<Result<Vec<_>>>()?;
                             Some(cols)
                         } else {

@@ -206,6 +206,16 @@ impl Predicate {
         }
     }
 
+    /// The comparisons on `var` that every satisfying element must pass: the constraint
+    /// itself, or those of an AND, nested ANDs included (an OR promises nothing).
+    pub(super) fn required_on(&self, var: &str) -> Vec<(CmpOp, f64)> {
+        match self {
+            Predicate::Cmp { var: v, op, value } if v == var => vec![(*op, *value)],
+            Predicate::And { args } => args.iter().flat_map(|a| a.required_on(var)).collect(),
+            _ => vec![],
+        }
+    }
+
     pub(super) fn variables<'a>(&'a self, out: &mut Vec<&'a str>) {
         match self {
             Predicate::Cmp { var, .. } => {
@@ -215,5 +225,23 @@ impl Predicate {
             }
             Predicate::And { args } | Predicate::Or { args } => args.iter().for_each(|a| a.variables(out)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only comparisons every satisfying element must pass are required: ANDs (nested
+    /// too) promise theirs, an OR or a NOT turned into comparisons promises nothing more.
+    #[test]
+    fn required_comparisons_come_from_ands_only() {
+        let p = |t: &str| crate::constraint::parse(t).unwrap();
+        assert_eq!(p("sst > 18").required_on("sst"), vec![(CmpOp::Gt, 18.0)]);
+        assert!(p("sst > 18").required_on("ice").is_empty());
+        let both = p("sst > 18 and (ice < 3 and sst <= 25)").required_on("sst");
+        assert_eq!(both, vec![(CmpOp::Gt, 18.0), (CmpOp::Le, 25.0)]);
+        assert!(p("sst > 18 or ice < 3").required_on("sst").is_empty());
+        assert!(p("(sst > 18 or sst < 2) and ice < 3").required_on("sst").is_empty());
     }
 }
