@@ -5,8 +5,8 @@ use crate::{selection, to_py, Reader};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::sync::Arc;
-use strata_core::area::{self, CoordTest};
-use strata_core::joined::Columns;
+use strata_core::area::{self, AuxPick, CoordTest};
+use strata_core::joined::{Columns, Joined};
 use strata_core::query::{Method, Predicate};
 use strata_core::session::{self, Output, Query};
 use strata_core::Error;
@@ -270,11 +270,13 @@ impl Session {
     }
 
     /// Plans, runs and observes a points query a piece at a time, returning its columns
-    /// already shaped: (dims, values, answer). Per dimension, `dims` holds (coordinate,
-    /// index): the coordinate's values at each point as uint8 bytes when `coordinates[d]`
-    /// gives them (the coordinate's elements as bytes, and their size), and the index along
-    /// the dimension (uint64) when `indices[d]`. `values` has uint8 arrays per returned
-    /// variable. No flat index array is made.
+    /// already shaped: (dims, values, aux, answer). Per dimension, `dims` holds
+    /// (coordinate, index): the coordinate's values at each point as uint8 bytes when
+    /// `coordinates[d]` gives them (the coordinate's elements as bytes, and their size), and
+    /// the index along the dimension (uint64) when `indices[d]`. `values` has uint8 arrays
+    /// per returned variable; `aux` one per auxiliary coordinate of `aux` (its name and
+    /// stored bytes), its values at each point. No flat index array is made.
+    #[pyo3(signature = (reader, query, coordinates, indices, aux=vec![]))]
     #[allow(clippy::type_complexity)]
     fn points<'py>(
         &self,
@@ -283,34 +285,62 @@ impl Session {
         query: &QuerySpec,
         coordinates: Vec<Option<(PyReadonlyArray1<'py, u8>, usize)>>,
         indices: Vec<bool>,
-    ) -> PyResult<(PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>, Answer)> {
-        let coords: Vec<Option<(Vec<u8>, usize)>> = coordinates
-            .iter()
-            .map(|c| c.as_ref().map(|(a, size)| (a.as_slice().map(<[u8]>::to_vec), *size)))
-            .map(|c| c.map(|(v, size)| v.map(|v| (v, size))).transpose())
-            .collect::<Result<_, _>>()
-            .map_err(|e| to_py(Error::InvalidArgument(format!("coordinate values: {e}"))))?;
-        let picked: Vec<bool> = coords.iter().map(Option::is_some).collect();
-        let columns = Columns { coordinates: coords, indices: indices.clone(), flat: false };
-        let (joined, answer) =
+        aux: Vec<(String, PyReadonlyArray1<'py, u8>)>,
+    ) -> PyResult<(PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>, Vec<Bound<'py, PyArray1<u8>>>, Answer)> {
+        let dims = query.inner.grid_dims(reader.inner.manifest()).map_err(to_py)?;
+        let columns = point_columns(reader, &dims, coordinates, indices, aux, false)?;
+        let (mut joined, answer) =
             py.detach(|| self.inner.run_joined(&reader.inner, &query.inner, columns)).map_err(to_py)?;
-        let dims = joined
-            .coordinates
-            .into_iter()
-            .zip(joined.indices)
-            .enumerate()
-            .map(|(d, (c, i))| {
-                (picked[d].then(|| PyArray1::from_vec(py, c)), indices[d].then(|| PyArray1::from_vec(py, i)))
-            })
-            .collect();
-        let values = joined.values.into_iter().map(|v| PyArray1::from_vec(py, v)).collect();
-        Ok((dims, values, Answer { inner: answer }))
+        let values = std::mem::take(&mut joined.values).into_iter().map(|v| PyArray1::from_vec(py, v)).collect();
+        let (dims, aux) = shaped(py, joined);
+        Ok((dims, values, aux, Answer { inner: answer }))
     }
+}
+
+/// The columns of a points result besides its values, as `Session.points` and
+/// `points_at` take them from Python.
+pub(crate) fn point_columns(
+    reader: &Reader,
+    dims: &[String],
+    coordinates: Vec<Option<(PyReadonlyArray1<'_, u8>, usize)>>,
+    indices: Vec<bool>,
+    aux: Vec<(String, PyReadonlyArray1<'_, u8>)>,
+    flat: bool,
+) -> PyResult<Columns> {
+    let bytes = |a: &PyReadonlyArray1<'_, u8>, what: &str| {
+        a.as_slice().map(<[u8]>::to_vec).map_err(|e| to_py(Error::InvalidArgument(format!("{what}: {e}"))))
+    };
+    let coordinates = coordinates
+        .iter()
+        .map(|c| c.as_ref().map(|(a, size)| Ok((bytes(a, "coordinate values")?, *size))).transpose())
+        .collect::<PyResult<_>>()?;
+    let aux = aux
+        .iter()
+        .map(|(name, a)| AuxPick::new(reader.inner.manifest(), dims, name, bytes(a, name)?).map_err(to_py))
+        .collect::<PyResult<_>>()?;
+    Ok(Columns { coordinates, indices, flat, aux })
+}
+
+/// A joined result's dimension columns (those asked for) and auxiliary coordinates as
+/// NumPy arrays.
+pub(crate) fn shaped<'py>(py: Python<'py>, joined: Joined) -> (PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>) {
+    let asked = joined.asked();
+    let dims = joined
+        .coordinates
+        .into_iter()
+        .zip(joined.indices)
+        .zip(asked)
+        .map(|((c, i), (picked, kept))| {
+            (picked.then(|| PyArray1::from_vec(py, c)), kept.then(|| PyArray1::from_vec(py, i)))
+        })
+        .collect();
+    let aux = joined.aux.into_iter().map(|a| PyArray1::from_vec(py, a)).collect();
+    (dims, aux)
 }
 
 /// Per dimension of a points result: its coordinate values' bytes and its indices, each
 /// when asked for.
-type PointDims<'py> = Vec<(Option<Bound<'py, PyArray1<u8>>>, Option<Bound<'py, PyArray1<u64>>>)>;
+pub(crate) type PointDims<'py> = Vec<(Option<Bound<'py, PyArray1<u8>>>, Option<Bound<'py, PyArray1<u64>>>)>;
 
 /// A query's plan: both methods' estimates per slab, and the choice. `str()` is EXPLAIN.
 #[pyclass(frozen, module = "strata._core")]

@@ -601,42 +601,33 @@ fn cf_date_fields<'py>(
     Ok(out.map(|v| numpy::PyArray1::from_vec(py, v)))
 }
 
-/// The point's index along dimension `d` for each flat index into a grid of `shape`.
+/// The columns of a points result at the flat indices `flat` (ascending) into the grid of
+/// `variable`: (dims, aux) as `Session.points` gives them, built by the same code.
 #[pyfunction]
-fn axis_indices<'py>(
+#[allow(clippy::type_complexity)]
+fn points_at<'py>(
     py: Python<'py>,
+    reader: &Reader,
+    variable: &str,
     flat: PyReadonlyArray1<'_, u64>,
-    shape: Vec<u64>,
-    d: usize,
-) -> PyResult<Bound<'py, numpy::PyArray1<u64>>> {
-    check_axis(&shape, d)?;
-    let flat = flat.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("flat: {e}"))))?;
-    let out = py.detach(|| strata_core::points::axis_indices(d, &shape, flat));
-    Ok(numpy::PyArray1::from_vec(py, out))
-}
-
-/// The coordinate values of dimension `d` at each flat index (ascending) into a grid of
-/// `shape`: `values` holds the coordinate's elements as bytes of `itemsize` (1, 2, 4 or 8);
-/// the result is a uint8 array of those elements' bytes, to view as the coordinate's type.
-#[pyfunction]
-fn pick_coordinates<'py>(
-    py: Python<'py>,
-    flat: PyReadonlyArray1<'_, u64>,
-    shape: Vec<u64>,
-    d: usize,
-    values: PyReadonlyArray1<'_, u8>,
-    itemsize: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    let bad = |e: String| to_py(Error::InvalidArgument(e));
-    let flat = flat.as_slice().map_err(|e| bad(format!("flat: {e}")))?;
-    let bytes = values.as_slice().map_err(|e| bad(format!("values: {e}")))?;
-    let mut out = Vec::new();
-    py.detach(|| strata_core::points::pick_bytes(bytes, itemsize, d, &shape, flat, &mut out)).map_err(to_py)?;
-    Ok(numpy::PyArray1::from_vec(py, out).into_any())
-}
-
-fn check_axis(shape: &[u64], d: usize) -> PyResult<()> {
-    strata_core::points::check_axis(d, shape).map_err(to_py)
+    coordinates: Vec<Option<(PyReadonlyArray1<'py, u8>, usize)>>,
+    indices: Vec<bool>,
+    aux: Vec<(String, PyReadonlyArray1<'py, u8>)>,
+) -> PyResult<(engine::PointDims<'py>, Vec<Bound<'py, numpy::PyArray1<u8>>>)> {
+    let m = reader.inner.manifest();
+    let (_, var) = m.variable(variable).map_err(to_py)?;
+    let (dims, shape) = (var.dims.clone(), m.shape(var));
+    let columns = engine::point_columns(reader, &dims, coordinates, indices, aux, false)?;
+    let flat = flat.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("flat: {e}"))))?.to_vec();
+    let piece = strata_core::query::Points { flat, columns: vec![] };
+    let joined = py
+        .detach(|| {
+            let mut joined = strata_core::joined::Joined::new(shape, columns, vec![])?;
+            joined.add(std::slice::from_ref(&piece))?;
+            Ok::<_, Error>(joined)
+        })
+        .map_err(to_py)?;
+    Ok(engine::shaped(py, joined))
 }
 
 /// Verifies a store version (the newest when None): (version, files, bytes, segments,
@@ -766,10 +757,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(candidates, m)?)?;
     m.add_function(wrap_pyfunction!(chain_text, m)?)?;
     m.add_function(wrap_pyfunction!(sample_starts, m)?)?;
-    m.add_function(wrap_pyfunction!(axis_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(points_at, m)?)?;
     m.add_function(wrap_pyfunction!(cf_unix_micros, m)?)?;
     m.add_function(wrap_pyfunction!(cf_date_fields, m)?)?;
-    m.add_function(wrap_pyfunction!(pick_coordinates, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(gc, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;

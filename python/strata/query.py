@@ -281,7 +281,6 @@ def _point_columns(ds: Dataset, driver, values: dict) -> tuple[list, list[str]]:
     from ._area import auxiliary_coordinates
 
     aux = [n for n in auxiliary_coordinates(ds, driver) if n not in values]
-    aux_dims = {d for n in aux for d in ds[n].dims}
     plan = []
     for d, dim in enumerate(driver.dims):
         coord = ds.coords.get(dim)
@@ -291,7 +290,7 @@ def _point_columns(ds: Dataset, driver, values: dict) -> tuple[list, list[str]]:
             plain = labels.dtype.kind in "iufMm" and labels.dtype.itemsize in (1, 2, 4, 8)
             if plain and len(labels) == driver.shape[d]:
                 numeric = labels
-            plan.append((dim, labels, numeric, numeric is None or dim in aux_dims))
+            plan.append((dim, labels, numeric, numeric is None))
         else:
             plan.append((dim if dim not in values else f"{dim}_index", None, None, True))
     return plan, aux
@@ -305,52 +304,59 @@ def _engine_coordinates(plan: list) -> list:
     ]
 
 
+def _engine_aux(ds: Dataset, aux: list[str]) -> list:
+    """Per auxiliary coordinate, its name and its stored values' bytes, as the engine takes them."""
+    from ._area import coordinate_values
+
+    return [(n, np.ascontiguousarray(coordinate_values(ds, n)).view(np.uint8).reshape(-1)) for n in aux]
+
+
+def _aux_columns(ds: Dataset, aux: list[str], picked: list) -> dict:
+    """The engine's auxiliary coordinate columns (bytes) as arrays of their type."""
+    from ._area import coordinate_values
+
+    return {n: col.view(coordinate_values(ds, n).dtype) for n, col in zip(aux, picked, strict=True)}
+
+
 def _points(ds: Dataset, driver, query: _core.Query, views: dict):
     """A points query run by the engine a piece at a time, its columns built there: the
     frame and what the query did."""
     plan, aux = _point_columns(ds, driver, views)
-    dims, cols, answer = session().points(ds._reader, query, _engine_coordinates(plan), [want for *_, want in plan])
+    wanted = [want for *_, want in plan]
+    dims, cols, picked, answer = session().points(
+        ds._reader, query, _engine_coordinates(plan), wanted, _engine_aux(ds, aux)
+    )
     values = {n: _native(col.view(views[n].dtype)) for n, col in zip(views, cols, strict=True)}
-    return _frame(ds, driver, plan, aux, dims, values), answer
+    return _frame(plan, dims, _aux_columns(ds, aux, picked), values), answer
 
 
 def _points_at(ds: Dataset, driver, flat: np.ndarray, values: dict):
     """The frame of a points result given by flat indices (values gathered by position)."""
     flat = np.ascontiguousarray(flat, dtype=np.uint64)
-    shape = [int(n) for n in driver.shape]
     plan, aux = _point_columns(ds, driver, values)
-    dims = [
-        (
-            None if coord is None else _core.pick_coordinates(flat, shape, d, coord[0], coord[1]),
-            _core.axis_indices(flat, shape, d) if want else None,
-        )
-        for d, (coord, (*_, want)) in enumerate(zip(_engine_coordinates(plan), plan, strict=True))
-    ]
-    return _frame(ds, driver, plan, aux, dims, values)
+    wanted = [want for *_, want in plan]
+    dims, picked = _core.points_at(
+        ds._reader, driver.name, flat, _engine_coordinates(plan), wanted, _engine_aux(ds, aux)
+    )
+    return _frame(plan, dims, _aux_columns(ds, aux, picked), values)
 
 
-def _frame(ds: Dataset, driver, plan: list, aux: list[str], dims: list, values: dict):
+def _frame(plan: list, dims: list, aux: dict, values: dict):
     """The frame of a points result: per dimension (as `_point_columns` planned it) the
     coordinate's values or the indices along it, from `dims` (the engine's (coordinate
     bytes, uint64 indices) per dimension, each None unless asked for); the auxiliary
-    coordinates; then the values."""
+    coordinates at each point (2-D lat/lon of a curvilinear grid); then the values."""
     import pandas as pd
 
     columns: dict[str, Any] = {}
-    along = {d: index.view(np.int64) for d, (_, index) in enumerate(dims) if index is not None}
-    for d, ((name, labels, numeric, _), (picked, _)) in enumerate(zip(plan, dims, strict=True)):
+    for (name, labels, numeric, _), (picked, index) in zip(plan, dims, strict=True):
         if numeric is not None:
             columns[name] = picked.view(numeric.dtype)
         elif labels is not None:
-            columns[name] = labels[along[d]]
+            columns[name] = labels[index.view(np.int64)]
         else:
-            columns[name] = along[d]
-    # Auxiliary coordinates (2-D lat/lon of a curvilinear grid) at each point.
-    from ._area import coordinate_values
-
-    for name in aux:
-        if name not in columns:
-            columns[name] = coordinate_values(ds, name)[tuple(along[driver.dims.index(d)] for d in ds[name].dims)]
+            columns[name] = index.view(np.int64)
+    columns.update(aux)
     columns.update(values)
     # copy=False: the columns become the frame as they are (a dict is otherwise copied into
     # one block per dtype, which took longer than the query on large results).

@@ -238,3 +238,23 @@ def test_sql_filters_a_2d_latitude_through_the_area(sic):
     np.testing.assert_array_equal(table.column("latitude").to_numpy(), lat[j, i])
     np.testing.assert_array_equal(table.column("longitude").to_numpy(), lon[j, i])
     np.testing.assert_array_equal(table.column("siconc").to_numpy(), c[want])
+
+
+@needs_data
+def test_points_given_by_position_have_the_same_columns(sic):
+    """A points frame built from flat indices (the path of values gathered at their own
+    precision levels) has the columns the engine's pieces give: coordinates, auxiliary
+    coordinates at each point, values."""
+    import pandas as pd
+
+    from strata import query as q
+
+    ds, src = sic
+    v = ds["siconc"]
+    pts = ds.query("siconc > 50", output="points", isel={"time": slice(0, 3)})
+    t = np.searchsorted(np.asarray(ds.coordinate_index("time")), pts["time"].to_numpy())
+    flat = np.ravel_multi_index((t, pts["j"].to_numpy(), pts["i"].to_numpy()), v.shape).astype(np.uint64)
+    by_position = q._points_at(ds, v, flat, {"siconc": pts["siconc"].to_numpy()})
+    pd.testing.assert_frame_equal(by_position, pts)
+    _, j, i = np.unravel_index(flat.astype(np.int64), v.shape)
+    np.testing.assert_array_equal(by_position["longitude"].to_numpy(), src["longitude"][j, i])

@@ -29,6 +29,96 @@ pub fn auxiliary_coordinates(manifest: &Manifest, var: &Variable) -> Vec<String>
     text.split_whitespace().filter(|n| is_auxiliary(manifest, &var.dims, n)).map(String::from).collect()
 }
 
+/// Checks that `name` is an auxiliary coordinate of variables on `dims` whose stored
+/// bytes number `bytes`: its variable, its shape, and the variables' axis each of its
+/// dimensions is.
+fn spanned<'m>(
+    manifest: &'m Manifest,
+    dims: &[String],
+    name: &str,
+    bytes: usize,
+) -> Result<(&'m Variable, Vec<u64>, Vec<usize>)> {
+    let (_, var) = manifest.variable(name)?;
+    let shape = manifest.shape(var);
+    if !is_auxiliary(manifest, dims, name) || bytes as u64 != shape.iter().product::<u64>() * var.dtype.size() as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "'{name}' is not a coordinate on some of the dimensions {dims:?} with {bytes} bytes"
+        )));
+    }
+    let axes = var.dims.iter().map(|d| dims.iter().position(|x| x == d).unwrap_or(0)).collect();
+    Ok((var, shape, axes))
+}
+
+/// The flat index into a coordinate of shape `own` spanning the variables' `axes` at
+/// each of the points `flat` (flat indices into the variables' `shape`).
+fn spanned_indices(name: &str, axes: &[usize], own: &[u64], shape: &[u64], flat: &[u64]) -> Result<Vec<u64>> {
+    let mut out = vec![0u64; flat.len()];
+    let mut stride = 1u64;
+    for (&axis, &len) in axes.iter().zip(own).rev() {
+        crate::points::check_axis(axis, shape)?;
+        if shape[axis] != len {
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' has shape {own:?}, which does not match the queried variables' {shape:?}"
+            )));
+        }
+        for (o, i) in out.iter_mut().zip(crate::points::axis_indices(axis, shape, flat)) {
+            *o += i * stride;
+        }
+        stride *= len;
+    }
+    Ok(out)
+}
+
+/// An auxiliary coordinate's stored values, to give as a column of a points result: its
+/// value at each point (see [`crate::joined`]).
+#[derive(Debug, Clone)]
+pub struct AuxPick {
+    name: String,
+    axes: Vec<usize>,
+    shape: Vec<u64>,
+    /// The stored bytes, whole, row-major over the coordinate's own shape.
+    raw: Vec<u8>,
+    itemsize: usize,
+}
+
+impl AuxPick {
+    /// `name`, an auxiliary coordinate of variables on `dims`, from its stored bytes
+    /// (`raw`, whole, as [`AuxCoord::read_raw`] gives).
+    pub fn new(manifest: &Manifest, dims: &[String], name: &str, raw: Vec<u8>) -> Result<AuxPick> {
+        let (var, shape, axes) = spanned(manifest, dims, name, raw.len())?;
+        Ok(AuxPick { name: name.to_string(), axes, shape, itemsize: var.dtype.size(), raw })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes per value.
+    pub fn itemsize(&self) -> usize {
+        self.itemsize
+    }
+
+    /// Writes the value at each of the points `flat` (into the variables' `shape`) into
+    /// `out`, `itemsize` bytes per point: every byte of `out` is written.
+    pub(crate) fn pick_into(&self, shape: &[u64], flat: &[u64], out: &mut [std::mem::MaybeUninit<u8>]) -> Result<()> {
+        let at = spanned_indices(&self.name, &self.axes, &self.shape, shape, flat)?;
+        let es = self.itemsize;
+        if out.len() != at.len() * es {
+            return Err(Error::InvalidArgument(format!(
+                "{} bytes for {} values of '{}'",
+                out.len(),
+                at.len(),
+                self.name
+            )));
+        }
+        for (o, &i) in out.chunks_exact_mut(es).zip(&at) {
+            let from = &self.raw[i as usize * es..(i as usize + 1) * es];
+            o.iter_mut().zip(from).for_each(|(t, f)| _ = t.write(*f));
+        }
+        Ok(())
+    }
+}
+
 /// What an element's coordinate value must satisfy to be in an area.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CoordTest {
@@ -75,16 +165,7 @@ impl AuxCoord {
 
     /// `name`'s values from its stored bytes (`raw`, whole, as [`AuxCoord::read_raw`] gives).
     pub fn from_raw(manifest: &Manifest, dims: &[String], name: &str, raw: &[u8]) -> Result<AuxCoord> {
-        let (_, var) = manifest.variable(name)?;
-        let shape = manifest.shape(var);
-        if !is_auxiliary(manifest, dims, name)
-            || raw.len() as u64 != shape.iter().product::<u64>() * var.dtype.size() as u64
-        {
-            return Err(Error::InvalidArgument(format!(
-                "'{name}' is not a coordinate on some of the dimensions {dims:?} with {} bytes",
-                raw.len()
-            )));
-        }
+        let (var, shape, axes) = spanned(manifest, dims, name, raw.len())?;
         let mut values = var.dtype.to_f64s(raw);
         let missing = var.missing_values();
         if !missing.is_empty() {
@@ -97,7 +178,7 @@ impl AuxCoord {
             || matches!(units.as_str(), "degrees_east" | "degree_east" | "degrees_e" | "degree_e");
         Ok(AuxCoord {
             name: name.to_string(),
-            axes: var.dims.iter().map(|d| dims.iter().position(|x| x == d).unwrap_or(0)).collect(),
+            axes,
             shape,
             values,
             // A packing that cannot be applied fails the tests on physical values only.
@@ -118,22 +199,7 @@ impl AuxCoord {
     /// The coordinate's own flat index at each of the points `flat` (flat indices into the
     /// queried variables' `shape`): where to read its value for them.
     pub fn indices(&self, shape: &[u64], flat: &[u64]) -> Result<Vec<u64>> {
-        let mut out = vec![0u64; flat.len()];
-        let mut stride = 1u64;
-        for (&axis, &len) in self.axes.iter().zip(&self.shape).rev() {
-            crate::points::check_axis(axis, shape)?;
-            if shape[axis] != len {
-                return Err(Error::InvalidArgument(format!(
-                    "'{}' has shape {:?}, which does not match the queried variables' {shape:?}",
-                    self.name, self.shape
-                )));
-            }
-            for (o, i) in out.iter_mut().zip(crate::points::axis_indices(axis, shape, flat)) {
-                *o += i * stride;
-            }
-            stride *= len;
-        }
-        Ok(out)
+        spanned_indices(&self.name, &self.axes, &self.shape, shape, flat)
     }
 
     /// Whether each value (row-major over the coordinate's own shape) passes `test`.

@@ -6,8 +6,9 @@
 //! query, and picking coordinates onto the columns' ends on the calling thread left that
 //! thread the bottleneck (the workers idle half the time).
 
+use crate::area::AuxPick;
 use crate::error::{Error, Result};
-use crate::points::{divisors, pick_to};
+use crate::points::{divisors, pick_bytes_into};
 use crate::query::Points;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -22,6 +23,8 @@ pub struct Columns {
     pub indices: Vec<bool>,
     /// Whether to keep the flat indices.
     pub flat: bool,
+    /// Auxiliary coordinates (2-D lat/lon) to give at each point.
+    pub aux: Vec<AuxPick>,
 }
 
 /// A points result's columns, each one contiguous vector.
@@ -35,6 +38,8 @@ pub struct Joined {
     pub indices: Vec<Vec<u64>>,
     /// Per returned variable, its elements' bytes.
     pub values: Vec<Vec<u8>>,
+    /// Per auxiliary coordinate asked for, its values' bytes at each point.
+    pub aux: Vec<Vec<u8>>,
     grid: Vec<u64>,
     columns: Columns,
     /// Bytes per element of each returned variable.
@@ -47,6 +52,7 @@ struct Places<'a> {
     coordinates: Vec<Option<&'a mut [MaybeUninit<u8>]>>,
     indices: Vec<Option<&'a mut [MaybeUninit<u64>]>>,
     values: Vec<&'a mut [MaybeUninit<u8>]>,
+    aux: Vec<&'a mut [MaybeUninit<u8>]>,
 }
 
 impl Joined {
@@ -72,22 +78,28 @@ impl Joined {
             coordinates: vec![Vec::new(); nd],
             indices: vec![Vec::new(); nd],
             values: vec![Vec::new(); widths.len()],
+            aux: vec![Vec::new(); columns.aux.len()],
             grid,
             columns,
             widths,
         })
     }
 
+    /// Per dimension, whether its coordinate values and its indices were asked for.
+    pub fn asked(&self) -> Vec<(bool, bool)> {
+        self.columns.coordinates.iter().map(Option::is_some).zip(self.columns.indices.iter().copied()).collect()
+    }
+
     /// Whether no row has been added.
     pub fn is_empty(&self) -> bool {
-        self.flat.is_empty() && self.values.iter().all(Vec::is_empty)
+        self.flat.is_empty() && self.values.iter().chain(&self.aux).chain(&self.coordinates).all(Vec::is_empty)
     }
 
     /// Makes room for `rows` more rows in every kept column, if memory allows: a column
     /// that has to grow later is copied to its new place. Rows beyond what is added cost
     /// address space only (their pages are never touched).
     pub fn reserve(&mut self, rows: usize) {
-        let Joined { flat, coordinates, indices, values, columns, widths, .. } = self;
+        let Joined { flat, coordinates, indices, values, aux, columns, widths, .. } = self;
         if columns.flat {
             crate::large::try_reserve(flat, rows);
         }
@@ -103,6 +115,9 @@ impl Joined {
         }
         for (column, width) in values.iter_mut().zip(widths.iter()) {
             crate::large::try_reserve(column, rows.saturating_mul(*width));
+        }
+        for (column, a) in aux.iter_mut().zip(&columns.aux) {
+            crate::large::try_reserve(column, rows.saturating_mul(a.itemsize()));
         }
     }
 
@@ -122,11 +137,17 @@ impl Joined {
             }
         }
         let rows: Vec<usize> = round.iter().map(|p| p.flat.len()).collect();
-        let Joined { flat, coordinates, indices, values, grid, columns, .. } = self;
+        let Joined { flat, coordinates, indices, values, aux, grid, columns, .. } = self;
         // Each column's spare room, carved into one place per piece.
         let mut places: Vec<Places> = round
             .iter()
-            .map(|_| Places { flat: None, coordinates: Vec::new(), indices: Vec::new(), values: Vec::new() })
+            .map(|_| Places {
+                flat: None,
+                coordinates: Vec::new(),
+                indices: Vec::new(),
+                values: Vec::new(),
+                aux: Vec::new(),
+            })
             .collect();
         if columns.flat {
             for (p, s) in places.iter_mut().zip(carve(flat, rows.iter().copied())) {
@@ -146,12 +167,17 @@ impl Joined {
                 p.values.push(s);
             }
         }
-        round.par_iter().zip(places).for_each(|(piece, places)| fill(grid, columns, piece, places));
+        for (column, a) in aux.iter_mut().zip(&columns.aux) {
+            for (p, s) in places.iter_mut().zip(carve(column, rows.iter().map(|n| n * a.itemsize()))) {
+                p.aux.push(s);
+            }
+        }
+        round.par_iter().zip(places).try_for_each(|(piece, places)| fill(grid, columns, piece, places))?;
         // SAFETY: `carve` handed out exactly the next elements of each column's spare
         // room, one slice per piece, and `fill` wrote every element of every slice: a
         // slice holds one element (or one coordinate's bytes) per row of its piece, or
-        // its piece's value bytes, and `fill` writes them all. A panic in `fill` unwinds
-        // past this point with the lengths unchanged.
+        // its piece's value bytes, and `fill` writes them all. An error or a panic in
+        // `fill` leaves before this point with the lengths unchanged.
         let rows: usize = rows.iter().sum();
         if columns.flat {
             unsafe { flat.set_len(flat.len() + rows) };
@@ -169,6 +195,9 @@ impl Joined {
         for (v, column) in values.iter_mut().enumerate() {
             let bytes: usize = round.iter().map(|p| p.columns[v].len()).sum();
             unsafe { column.set_len(column.len() + bytes) };
+        }
+        for (column, a) in aux.iter_mut().zip(&columns.aux) {
+            unsafe { column.set_len(column.len() + rows * a.itemsize()) };
         }
         Ok(())
     }
@@ -189,29 +218,17 @@ fn carve<T>(column: &mut Vec<T>, sizes: impl Iterator<Item = usize> + Clone) -> 
         .collect()
 }
 
-/// Writes one piece into its places, every element of every place.
-fn fill(grid: &[u64], spec: &Columns, piece: &Points, places: Places) {
+/// Writes one piece into its places, every element of every place (or fails).
+/// (Coordinates are checked again per piece; a check is a pass over the piece's flat
+/// indices, small beside picking.)
+fn fill(grid: &[u64], spec: &Columns, piece: &Points, places: Places) -> Result<()> {
     let copy = |to: &mut [MaybeUninit<u8>], from: &[u8]| to.iter_mut().zip(from).for_each(|(t, f)| _ = t.write(*f));
     if let Some(to) = places.flat {
         to.iter_mut().zip(&piece.flat).for_each(|(t, f)| _ = t.write(*f));
     }
     for (d, to) in places.coordinates.into_iter().enumerate() {
-        let (Some(to), Some((values, size))) = (to, &spec.coordinates[d]) else { continue };
-        macro_rules! picked {
-            ($t:ty) => {{
-                const N: usize = std::mem::size_of::<$t>();
-                let typed: Vec<$t> =
-                    values.chunks_exact(N).map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default())).collect();
-                pick_to(&typed, d, grid, &piece.flat, to.chunks_exact_mut(N), |o: &mut [MaybeUninit<u8>], v: $t| {
-                    copy(o, &v.to_ne_bytes())
-                });
-            }};
-        }
-        match size {
-            1 => picked!(u8),
-            2 => picked!(u16),
-            4 => picked!(u32),
-            _ => picked!(u64),
+        if let (Some(to), Some((values, size))) = (to, &spec.coordinates[d]) {
+            pick_bytes_into(values, *size, d, grid, &piece.flat, to)?;
         }
     }
     for (d, to) in places.indices.into_iter().enumerate() {
@@ -225,6 +242,10 @@ fn fill(grid: &[u64], spec: &Columns, piece: &Points, places: Places) {
     for (to, from) in places.values.into_iter().zip(&piece.columns) {
         copy(to, from);
     }
+    for (to, a) in places.aux.into_iter().zip(&spec.aux) {
+        a.pick_into(grid, &piece.flat, to)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -248,6 +269,7 @@ mod tests {
             ],
             indices: vec![false, true, true],
             flat: true,
+            aux: vec![],
         };
         let mut joined = Joined::new(grid.clone(), columns, vec![4]).unwrap();
         // Pieces of 0, 1, 13, 0, 40, ... rows in rounds of three.
@@ -277,7 +299,7 @@ mod tests {
     /// Bad pieces and bad coordinates are errors, and leave the columns as they were.
     #[test]
     fn bad_input_is_refused() {
-        let none = || Columns { coordinates: vec![None], indices: vec![true], flat: true };
+        let none = || Columns { coordinates: vec![None], indices: vec![true], flat: true, aux: vec![] };
         assert!(Joined::new(vec![4], Columns { coordinates: vec![], ..none() }, vec![2]).is_err());
         let short = Columns { coordinates: vec![Some((vec![0; 12], 4))], ..none() };
         assert!(Joined::new(vec![4], short, vec![2]).is_err());

@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::fastdiv::FastDiv;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Divisors for dimension `d` of a grid of `shape`: the stride of `d` and its extent.
 pub(crate) fn divisors(d: usize, shape: &[u64]) -> (FastDiv, FastDiv) {
@@ -41,7 +42,7 @@ pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u6
 /// Puts the coordinate of each point into its slot of `slots` (one per flat index): written
 /// in place, with no capacity check per point (pushing one at a time took about twice as
 /// long).
-pub(crate) fn pick_to<'a, T: Copy + Default, O: ?Sized + 'a>(
+fn pick_to<'a, T: Copy + Default, O: ?Sized + 'a>(
     values: &[T],
     d: usize,
     shape: &[u64],
@@ -74,15 +75,16 @@ pub(crate) fn pick_to<'a, T: Copy + Default, O: ?Sized + 'a>(
 }
 
 /// [`pick`] for coordinate values given as native-order bytes of `itemsize` (1, 2, 4 or
-/// 8) each, appending the picked values' bytes to `out`. Checked: `values` holds
-/// `shape[d]` elements and every flat index lies inside the grid.
-pub fn pick_bytes(
+/// 8) each, written into `out` (`itemsize` bytes per flat index, every byte written).
+/// Checked: `values` holds `shape[d]` elements, `out` one element per flat index, and
+/// every flat index lies inside the grid.
+pub fn pick_bytes_into(
     values: &[u8],
     itemsize: usize,
     d: usize,
     shape: &[u64],
     flat: &[u64],
-    out: &mut Vec<u8>,
+    out: &mut [MaybeUninit<u8>],
 ) -> Result<()> {
     check_axis(d, shape)?;
     if ![1, 2, 4, 8].contains(&itemsize) || values.len() as u64 != shape[d] * itemsize as u64 {
@@ -91,18 +93,19 @@ pub fn pick_bytes(
             shape[d]
         )));
     }
+    if out.len() != flat.len() * itemsize {
+        return Err(Error::InvalidArgument(format!("{} bytes for {} coordinate values", out.len(), flat.len())));
+    }
     check_flat(shape, flat)?;
-    // Written in place after what `out` holds (appending each value's bytes took longer
-    // than the query's scan).
-    let at = out.len();
-    out.resize(at + flat.len() * itemsize, 0);
-    let slots = out[at..].chunks_exact_mut(itemsize);
+    let put = |o: &mut [MaybeUninit<u8>], v: &[u8]| o.iter_mut().zip(v).for_each(|(t, f)| _ = t.write(*f));
     macro_rules! picked {
         ($t:ty) => {{
             const N: usize = std::mem::size_of::<$t>();
             let typed: Vec<$t> =
                 values.chunks_exact(N).map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default())).collect();
-            pick_to(&typed, d, shape, flat, slots, |o: &mut [u8], v: $t| o.copy_from_slice(&v.to_ne_bytes()));
+            pick_to(&typed, d, shape, flat, out.chunks_exact_mut(N), |o: &mut [MaybeUninit<u8>], v: $t| {
+                put(o, &v.to_ne_bytes())
+            });
         }};
     }
     match itemsize {
@@ -135,6 +138,13 @@ pub fn check_flat(shape: &[u64], flat: &[u64]) -> Result<()> {
 mod tests {
     use super::*;
 
+    fn picked_bytes(values: &[u8], itemsize: usize, d: usize, shape: &[u64], flat: &[u64]) -> Result<Vec<u8>> {
+        let mut out = vec![MaybeUninit::new(0u8); flat.len() * itemsize.max(1)];
+        pick_bytes_into(values, itemsize, d, shape, flat, &mut out)?;
+        // SAFETY: initialized above, and written by the pick.
+        Ok(out.into_iter().map(|b| unsafe { b.assume_init() }).collect())
+    }
+
     #[test]
     fn picks_and_indices_match_unravel() {
         let shape = [3u64, 4, 5];
@@ -147,17 +157,19 @@ mod tests {
             let want: Vec<i32> = want_idx.iter().map(|&i| coord[i as usize]).collect();
             assert_eq!(pick(&coord, d, &shape, &flat), want);
             let bytes: Vec<u8> = coord.iter().flat_map(|v| v.to_ne_bytes()).collect();
-            let mut got = Vec::new();
-            pick_bytes(&bytes, 4, d, &shape, &flat, &mut got).unwrap();
-            assert_eq!(got, want.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>());
+            assert_eq!(
+                picked_bytes(&bytes, 4, d, &shape, &flat).unwrap(),
+                want.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>()
+            );
         }
         assert!(pick::<u8>(&[1, 2], 0, &[2], &[]).is_empty());
         // Bad arguments are errors, not panics.
-        let mut out = Vec::new();
-        assert!(pick_bytes(&[0; 8], 4, 0, &[3], &[0], &mut out).is_err());
-        assert!(pick_bytes(&[0; 12], 3, 0, &[4], &[0], &mut out).is_err());
-        assert!(pick_bytes(&[0; 12], 4, 0, &[3], &[3], &mut out).is_err());
-        assert!(pick_bytes(&[0; 12], 4, 1, &[3], &[0], &mut out).is_err());
+        assert!(picked_bytes(&[0; 8], 4, 0, &[3], &[0]).is_err());
+        assert!(picked_bytes(&[0; 12], 3, 0, &[4], &[0]).is_err());
+        assert!(picked_bytes(&[0; 12], 4, 0, &[3], &[3]).is_err());
+        assert!(picked_bytes(&[0; 12], 4, 1, &[3], &[0]).is_err());
+        let mut short = [MaybeUninit::new(0u8); 3];
+        assert!(pick_bytes_into(&[0; 12], 4, 0, &[3], &[0], &mut short).is_err());
         // Large enough for axis_indices to split across threads.
         let big = [600u64, 700, 3];
         let flat: Vec<u64> = (0..big.iter().product::<u64>()).filter(|f| f % 3 != 1).collect();

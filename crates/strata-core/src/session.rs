@@ -121,6 +121,11 @@ impl Query {
         Ok(manifest.shape(manifest.variable(driver(self)?)?.1))
     }
 
+    /// The dimensions of the constrained variables.
+    pub fn grid_dims(&self, manifest: &crate::Manifest) -> Result<Vec<String>> {
+        Ok(manifest.variable(driver(self)?)?.1.dims.clone())
+    }
+
     /// The query as the reader runs it: constraints on stored values.
     fn stored(&self, reader: &StoreReader) -> Result<Query> {
         let mut q = self.clone();
@@ -419,7 +424,7 @@ impl Session {
     pub fn run(&self, reader: &StoreReader, query: &Query) -> Result<Answer> {
         if query.output == Output::Points {
             let nd = query.grid_shape(reader.manifest())?.len();
-            let columns = Columns { coordinates: vec![None; nd], indices: vec![false; nd], flat: true };
+            let columns = Columns { coordinates: vec![None; nd], indices: vec![false; nd], flat: true, aux: vec![] };
             let (joined, mut answer) = self.run_joined(reader, query, columns)?;
             answer.selection = Selection { shape: query.grid_shape(reader.manifest())?, flat: joined.flat };
             answer.columns = joined.values;
