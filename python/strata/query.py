@@ -296,19 +296,22 @@ def _point_columns(ds: Dataset, driver, values: dict) -> tuple[list, list[str]]:
     return plan, aux
 
 
-def _engine_coordinates(plan: list) -> list:
-    """Per dimension, its numeric coordinate as the engine takes it (bytes, item size)."""
-    return [
+def _engine_columns(ds: Dataset, plan: list, aux: list[str]) -> tuple[list, list, list]:
+    """What the engine builds besides the values, as it takes it: per dimension, its numeric
+    coordinate (bytes, item size) or None, and whether to give the index along it; per
+    auxiliary coordinate, its name and its stored values' bytes."""
+    from ._area import coordinate_values
+
+    coordinates = [
         None if numeric is None else (np.ascontiguousarray(numeric).view(np.uint8).reshape(-1), numeric.dtype.itemsize)
         for _, _, numeric, _ in plan
     ]
-
-
-def _engine_aux(ds: Dataset, aux: list[str]) -> list:
-    """Per auxiliary coordinate, its name and its stored values' bytes, as the engine takes them."""
-    from ._area import coordinate_values
-
-    return [(n, np.ascontiguousarray(coordinate_values(ds, n)).view(np.uint8).reshape(-1)) for n in aux]
+    wanted = [want for *_, want in plan]
+    return (
+        coordinates,
+        wanted,
+        [(n, np.ascontiguousarray(coordinate_values(ds, n)).view(np.uint8).reshape(-1)) for n in aux],
+    )
 
 
 def _aux_columns(ds: Dataset, aux: list[str], picked: list) -> dict:
@@ -322,10 +325,7 @@ def _points(ds: Dataset, driver, query: _core.Query, views: dict):
     """A points query run by the engine a piece at a time, its columns built there: the
     frame and what the query did."""
     plan, aux = _point_columns(ds, driver, views)
-    wanted = [want for *_, want in plan]
-    dims, cols, picked, answer = session().points(
-        ds._reader, query, _engine_coordinates(plan), wanted, _engine_aux(ds, aux)
-    )
+    dims, cols, picked, answer = session().points(ds._reader, query, *_engine_columns(ds, plan, aux))
     values = {n: _native(col.view(views[n].dtype)) for n, col in zip(views, cols, strict=True)}
     return _frame(plan, dims, _aux_columns(ds, aux, picked), values), answer
 
@@ -334,10 +334,7 @@ def _points_at(ds: Dataset, driver, flat: np.ndarray, values: dict):
     """The frame of a points result given by flat indices (values gathered by position)."""
     flat = np.ascontiguousarray(flat, dtype=np.uint64)
     plan, aux = _point_columns(ds, driver, values)
-    wanted = [want for *_, want in plan]
-    dims, picked = _core.points_at(
-        ds._reader, driver.name, flat, _engine_coordinates(plan), wanted, _engine_aux(ds, aux)
-    )
+    dims, picked = _core.points_at(ds._reader, driver.name, flat, *_engine_columns(ds, plan, aux))
     return _frame(plan, dims, _aux_columns(ds, aux, picked), values)
 
 

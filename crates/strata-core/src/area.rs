@@ -89,10 +89,6 @@ impl AuxPick {
         Ok(AuxPick { name: name.to_string(), axes, shape, itemsize: var.dtype.size(), raw })
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Bytes per value.
     pub fn itemsize(&self) -> usize {
         self.itemsize
@@ -112,8 +108,7 @@ impl AuxPick {
             )));
         }
         for (o, &i) in out.chunks_exact_mut(es).zip(&at) {
-            let from = &self.raw[i as usize * es..(i as usize + 1) * es];
-            o.iter_mut().zip(from).for_each(|(t, f)| _ = t.write(*f));
+            crate::points::write_all(o, &self.raw[i as usize * es..(i as usize + 1) * es]);
         }
         Ok(())
     }

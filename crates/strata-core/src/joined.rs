@@ -8,7 +8,7 @@
 
 use crate::area::AuxPick;
 use crate::error::{Error, Result};
-use crate::points::{divisors, pick_bytes_into};
+use crate::points::{divisors, pick_bytes_into, write_all};
 use crate::query::Points;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -222,9 +222,8 @@ fn carve<T>(column: &mut Vec<T>, sizes: impl Iterator<Item = usize> + Clone) -> 
 /// (Coordinates are checked again per piece; a check is a pass over the piece's flat
 /// indices, small beside picking.)
 fn fill(grid: &[u64], spec: &Columns, piece: &Points, places: Places) -> Result<()> {
-    let copy = |to: &mut [MaybeUninit<u8>], from: &[u8]| to.iter_mut().zip(from).for_each(|(t, f)| _ = t.write(*f));
     if let Some(to) = places.flat {
-        to.iter_mut().zip(&piece.flat).for_each(|(t, f)| _ = t.write(*f));
+        write_all(to, &piece.flat);
     }
     for (d, to) in places.coordinates.into_iter().enumerate() {
         if let (Some(to), Some((values, size))) = (to, &spec.coordinates[d]) {
@@ -240,7 +239,7 @@ fn fill(grid: &[u64], spec: &Columns, piece: &Points, places: Places) -> Result<
         });
     }
     for (to, from) in places.values.into_iter().zip(&piece.columns) {
-        copy(to, from);
+        write_all(to, from);
     }
     for (to, a) in places.aux.into_iter().zip(&spec.aux) {
         a.pick_into(grid, &piece.flat, to)?;

@@ -97,14 +97,13 @@ pub fn pick_bytes_into(
         return Err(Error::InvalidArgument(format!("{} bytes for {} coordinate values", out.len(), flat.len())));
     }
     check_flat(shape, flat)?;
-    let put = |o: &mut [MaybeUninit<u8>], v: &[u8]| o.iter_mut().zip(v).for_each(|(t, f)| _ = t.write(*f));
     macro_rules! picked {
         ($t:ty) => {{
             const N: usize = std::mem::size_of::<$t>();
             let typed: Vec<$t> =
                 values.chunks_exact(N).map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default())).collect();
             pick_to(&typed, d, shape, flat, out.chunks_exact_mut(N), |o: &mut [MaybeUninit<u8>], v: $t| {
-                put(o, &v.to_ne_bytes())
+                write_all(o, &v.to_ne_bytes())
             });
         }};
     }
@@ -115,6 +114,12 @@ pub fn pick_bytes_into(
         _ => picked!(u64),
     }
     Ok(())
+}
+
+/// Writes `from` into `to`, element by element (the two are as long): a column's place is
+/// filled this way before the column's length covers it.
+pub(crate) fn write_all<T: Copy>(to: &mut [MaybeUninit<T>], from: &[T]) {
+    to.iter_mut().zip(from).for_each(|(t, f)| _ = t.write(*f));
 }
 
 /// An error unless `d` is a dimension of `shape`.

@@ -423,10 +423,11 @@ impl Session {
     /// joined from its pieces (see [`run_joined`](Self::run_joined)).
     pub fn run(&self, reader: &StoreReader, query: &Query) -> Result<Answer> {
         if query.output == Output::Points {
-            let nd = query.grid_shape(reader.manifest())?.len();
+            let shape = query.grid_shape(reader.manifest())?;
+            let nd = shape.len();
             let columns = Columns { coordinates: vec![None; nd], indices: vec![false; nd], flat: true, aux: vec![] };
             let (joined, mut answer) = self.run_joined(reader, query, columns)?;
-            answer.selection = Selection { shape: query.grid_shape(reader.manifest())?, flat: joined.flat };
+            answer.selection = Selection { shape, flat: joined.flat };
             answer.columns = joined.values;
             return Ok(answer);
         }
@@ -464,9 +465,9 @@ impl Session {
 
     /// Plans, runs and observes a points query a piece at a time (see [`start`](Self::start)):
     /// pieces run side by side, a round of a few at a time, and each round is handed to
-    /// `consume` in order (with the run, for its plan) while the next one runs. Memory holds two rounds and what
-    /// `consume` keeps. The answer carries the count and what the query did, not the
-    /// points.
+    /// `consume` in order (with the run, for its plan) while the next one runs. Memory
+    /// holds two rounds and what `consume` keeps. The answer carries the count and what
+    /// the query did, not the points.
     pub fn run_points(
         &self,
         reader: &StoreReader,
