@@ -6,7 +6,8 @@
 >>> ds["sst"].sel(lat=slice(-10, 10), time=slice("2000-01", "2000-06"))  # doctest: +SKIP
 """
 
-from . import errors
+# _cpu comes first: importing it checks the CPU before anything loads the extension.
+from . import _cpu, errors  # noqa: F401
 from ._core import FORMAT_VERSION, __version__
 from .analyze import VariableAnalysis, analyze
 from .dataset import Dataset, Variable, open
