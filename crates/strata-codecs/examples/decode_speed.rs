@@ -43,7 +43,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let raw = (block * blocks.len()) as f64;
         let stored: usize = encoded.iter().map(Vec::len).sum();
-        println!(r#"{{"chain": "{text}", "ratio": {:.4}, "decode_mb_s": {:.1}}}"#, raw / stored as f64, raw / 1e6 / best);
+        println!(
+            r#"{{"chain": "{text}", "ratio": {:.4}, "decode_mb_s": {:.1}}}"#,
+            raw / stored as f64,
+            raw / 1e6 / best
+        );
     }
     Ok(())
 }
