@@ -164,3 +164,22 @@ def test_damage_in_one_slab_leaves_the_others_readable(store):
     # The records of the other slabs still read, exactly.
     first = slabs[-1]["records"][0]
     assert ds["temp"][:first].tobytes() == want[:first].tobytes()
+
+
+def test_a_damaged_index_fails_only_the_reads_of_its_slab(store):
+    """Reads spanning several slabs load their indexes side by side; the damaged one is
+    named, and a read that does not touch its slab neither loads nor misses it."""
+    want = strata.open(store)["temp"][...]
+    slabs = json.loads(files(store, "manifests")[-1].read_text())["slabs"]
+    middle = [s for s in slabs if s.get("records")][1]
+    index = pathlib.Path(store) / middle["index"]
+    index.write_bytes(index.read_bytes()[:-7])
+    ds = strata.open(store)
+    with pytest.raises(strata.CorruptionError, match=middle["index"].split("/")[-1]):
+        ds["temp"][...]
+    with pytest.raises(strata.CorruptionError, match=middle["index"].split("/")[-1]):
+        ds.query("temp > 0", output="count")
+    first = middle["records"][0]
+    assert ds["temp"][:first].tobytes() == want[:first].tobytes()
+    last = [s for s in slabs if s.get("records")][-1]["records"][0]
+    assert ds["temp"][last:].tobytes() == want[last:].tobytes()

@@ -520,7 +520,9 @@ impl StoreReader {
         }
         let binned = self.manifest().layout.order.contains(&Level::V);
         let mut per_slab: BTreeMap<usize, SlabPlan> = BTreeMap::new();
-        for b in self.subchunks_in(driver_idx, sel) {
+        let subchunks = self.subchunks_in(driver_idx, sel);
+        self.load_indexes(subchunks.iter().map(|b| b.slab))?;
+        for b in subchunks {
             let slab = &self.manifest().slabs[b.slab];
             let index = self.slab_index(slab)?;
             let n: u64 = b.blocks.iter().map(|x| x.len).product();
