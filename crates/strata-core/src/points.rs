@@ -34,8 +34,12 @@ pub fn axis_indices(d: usize, shape: &[u64], flat: &[u64]) -> Vec<u64> {
 /// `values` must hold at least `shape[d]` elements. (Splitting the work across threads
 /// gained nothing on 13M points: the loop is bound by memory, not by the divisions.)
 pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64]) -> Vec<T> {
-    let mut out = crate::large::zeroed(flat.len());
-    pick_to(values, d, shape, flat, out.iter_mut(), |o, v| *o = v);
+    // Each slot written once, not zeroed first (a pass of its own over fresh pages).
+    let mut out: Vec<T> = crate::large::with_capacity(flat.len());
+    let slots = &mut out.spare_capacity_mut()[..flat.len()];
+    pick_to(values, d, shape, flat, slots.iter_mut(), |o, v| _ = o.write(v));
+    // SAFETY: `pick_to` writes one slot per flat index, and there are as many slots.
+    unsafe { out.set_len(flat.len()) };
     out
 }
 
