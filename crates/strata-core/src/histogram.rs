@@ -31,8 +31,7 @@ impl StoreReader {
         let missing_values = var.missing_values();
         let mut summaries = Vec::new();
         let mut missing = 0u64;
-        for slab in &self.manifest().slabs {
-            let index = self.slab_index(slab)?;
+        for index in self.slab_indexes()? {
             for s in index.segments.values() {
                 if s.key.var as usize != var_idx || s.key.group != 0 || s.count == 0 {
                     continue;

@@ -392,6 +392,13 @@ impl StoreReader {
         Ok(())
     }
 
+    /// Every slab's index, in manifest order, loaded side by side (see
+    /// [`load_indexes`](Self::load_indexes)): what the summaries over a whole store read.
+    pub fn slab_indexes(&self) -> Result<Vec<Arc<SlabIndex>>> {
+        self.load_indexes(0..self.manifest.slabs.len())?;
+        self.manifest.slabs.iter().map(|s| self.slab_index(s)).collect()
+    }
+
     /// Loads (once) and checks a slab's index file.
     pub fn slab_index(&self, slab: &Slab) -> Result<Arc<SlabIndex>> {
         if let Some(ix) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&slab.id) {
@@ -1088,8 +1095,7 @@ impl StoreReader {
     pub fn variable_stats(&self) -> Result<Vec<VariableStats>> {
         let mut stats =
             vec![VariableStats { min: f64::NAN, max: f64::NAN, ..Default::default() }; self.manifest.variables.len()];
-        for slab in &self.manifest.slabs {
-            let index = self.slab_index(slab)?;
+        for index in self.slab_indexes()? {
             for s in index.segments.values() {
                 let st = &mut stats[s.key.var as usize];
                 st.raw_bytes += s.raw_length;
