@@ -83,16 +83,24 @@ def _nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
 _DEFAULT_MODEL = {"version": 1, "source": "calibration", "ns": dict.fromkeys(COEFFICIENTS, 1.0)}
 
 
-def _synthetic_store(path: str, layout: str, shape=(32, 256, 256), seed: int = 7) -> None:
+def _synthetic_store(path: str, layout: str, shape=(32, 256, 256), seed: int = 7, land: bool = False) -> None:
     from .writer import write_arrays
 
     rng = np.random.default_rng(seed)
     t, y, x = np.meshgrid(*(np.linspace(0, 1, n, dtype=np.float32) for n in shape), indexing="ij")
     field = (20 + 8 * np.sin(6 * x + 3 * t) * np.cos(4 * y) + rng.normal(0, 0.3, shape)).astype(np.float32)
     other = (field * 0.5 + rng.normal(0, 1.0, shape)).astype(np.float32)
+    attrs = {}
+    if land:
+        # A fill value over about a third of the grid, as an ocean field has over land:
+        # under level V the fills form segments of their own that cost next to nothing to
+        # decode, so segments stop counting as all alike.
+        coast = (np.sin(9 * x) * np.cos(7 * y) > 0.25) | (y > 0.85)
+        field[coast] = -999.0
+        attrs = {"_FillValue": np.float32(-999.0)}
     write_arrays(
         path,
-        {"a": (("t", "y", "x"), field), "b": (("t", "y", "x"), other)},
+        {"a": (("t", "y", "x"), field, attrs), "b": (("t", "y", "x"), other)},
         record_dim="t",
         layout=layout,
         bins=16 if "V" in layout else None,
@@ -114,16 +122,19 @@ def calibrate(*, quick: bool = False, repeats: int = 3, progress: bool = True) -
     samples: list[tuple[dict, dict, dict]] = []
     with tempfile.TemporaryDirectory(prefix="strata-calibrate-") as tmp:
         cases = []
-        for layout in ("V-S", "S"):
-            path = os.path.join(tmp, f"{layout}.strata")
-            _synthetic_store(path, layout, shape)
+        # With one kind of store, the time per segment and per element cannot be told
+        # apart (all segments hold alike), and a store of many small or fill-only segments
+        # is misjudged: ERSST x4, a third of it land, scanned in 0.45-0.6x the estimate.
+        for layout, land in (("V-S", False), ("V-S", True), ("S", False)):
+            path = os.path.join(tmp, f"{layout}{'-land' if land else ''}.strata")
+            _synthetic_store(path, layout, shape, land=land)
             cases.append(path)
         jobs = [(p, q, outs) for p in cases for q in quantiles for outs in ([], ["a"], ["a", "b"])]
         bar = _progress(len(jobs), "calibrating", progress)
         for path, q, outs in jobs:
             ds = open_dataset(path, cache_bytes=0)
             values = ds["a"].values
-            threshold = float(np.quantile(values, 1 - q))
+            threshold = float(np.quantile(values[values != -999.0], 1 - q))
             constraint = _core.Constraint(f"a > {threshold!r}")
             full = [0, 0, 0], list(shape), [1, 1, 1]
             output = "points" if outs else "count"
