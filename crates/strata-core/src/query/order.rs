@@ -151,7 +151,8 @@ fn sort_band_into<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv, out: &mu
         for (slot, e) in out.iter_mut().zip(parts.iter().flat_map(|p| &p.1)) {
             slot.write(*e);
         }
-        let all = init(out);
+        // SAFETY: the parts hold n elements and `out` n slots, each written just above.
+        let all = unsafe { init(out) };
         if !(ascending && all.is_sorted_by_key(Flat::flat)) {
             if all.len() > 1 << 16 {
                 all.par_sort_unstable_by_key(Flat::flat);
@@ -178,9 +179,9 @@ fn sort_band_into<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv, out: &mu
             next[r] += 1;
         }
     }
-    // The row counts sum to n and each row's slots were written once each (`next` ends at
-    // the next row's start), so every slot is written.
-    let all = init(out);
+    // SAFETY: the row counts sum to n and each row's slots were written once each (`next`
+    // ends at the next row's start), so every slot is written.
+    let all = unsafe { init(out) };
     if !ascending {
         for r in 0..rows {
             all[ends[r]..ends[r + 1]].sort_unstable_by_key(Flat::flat);
@@ -188,10 +189,13 @@ fn sort_band_into<T: Flat>(mut parts: Vec<(u64, Vec<T>)>, div: FastDiv, out: &mu
     }
 }
 
-/// `slots`, every one of them written, as values.
-fn init<T: Copy>(slots: &mut [MaybeUninit<T>]) -> &mut [T] {
-    // SAFETY: callers write every slot first; MaybeUninit<T> has T's layout, and T: Copy
-    // has no drop to run twice.
+/// `slots` as values.
+///
+/// # Safety
+/// Every slot must have been written.
+unsafe fn init<T: Copy>(slots: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: every slot is written (the caller's promise), MaybeUninit<T> has T's layout,
+    // and T: Copy has no drop to run twice.
     unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast::<T>(), slots.len()) }
 }
 
