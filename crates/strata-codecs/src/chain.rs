@@ -58,7 +58,6 @@ impl CodecChain {
         let mut scratch = Vec::new();
         for t in self.transforms.iter().rev() {
             t.decode(out, shape, &mut scratch)?;
-            std::mem::swap(out, &mut scratch);
         }
         Ok(())
     }
