@@ -6,7 +6,9 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::sync::Arc;
 use strata_core::area::{self, AuxPick, CoordTest};
+use strata_core::calibrate as engine_calibrate;
 use strata_core::joined::{Columns, Joined};
+use strata_core::planner::Coefficients;
 use strata_core::query::{Method, Predicate};
 use strata_core::session::{self, Output, Query};
 use strata_core::Error;
@@ -17,13 +19,98 @@ pub fn cost_model_path() -> String {
     session::cost_model_path().display().to_string()
 }
 
-/// Writes a cost model (JSON, checked) where sessions load it from; returns the path.
+/// What `strata calibrate` measured and fitted (`strata_core::calibrate`), as stored.
+#[pyclass(frozen, module = "strata._core")]
+#[derive(Debug)]
+pub struct Calibration {
+    inner: engine_calibrate::Calibration,
+    path: String,
+}
+
+#[pymethods]
+impl Calibration {
+    /// Where the model was written.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Where the constants come from (date, machine, cores, timings).
+    #[getter]
+    fn source(&self) -> &str {
+        &self.inner.model.source
+    }
+
+    /// The index method's constants, ns per unit: (name, value) in the model's order.
+    #[getter]
+    fn ns(&self) -> Vec<(&'static str, f64)> {
+        Coefficients::NAMES.into_iter().zip(self.inner.model.ns.as_array()).collect()
+    }
+
+    /// The scan's constants, ns per unit.
+    #[getter]
+    fn scan_ns(&self) -> Vec<(&'static str, f64)> {
+        let scan = self.inner.model.scan_ns.unwrap_or(self.inner.model.ns);
+        Coefficients::NAMES.into_iter().zip(scan.as_array()).collect()
+    }
+
+    /// Timings taken (two per query).
+    #[getter]
+    fn timings(&self) -> usize {
+        self.inner.fit.timings
+    }
+
+    #[getter]
+    fn median_relative_error(&self) -> f64 {
+        self.inner.fit.median_relative_error
+    }
+
+    /// Over the queries timed: the picked method's time over the faster one's, at worst.
+    #[getter]
+    fn worst_pick_slowdown(&self) -> f64 {
+        self.inner.fit.worst_pick_slowdown
+    }
+
+    #[getter]
+    fn picks_within_10pct(&self) -> f64 {
+        self.inner.fit.picks_within_10pct
+    }
+
+    /// The model as stored (JSON).
+    fn model_json(&self) -> String {
+        self.inner.model.to_json()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Calibration({:?}, path={:?})", self.inner.model.source, self.path)
+    }
+}
+
+/// Times both query methods on generated stores, fits the cost model's constants and
+/// writes them where sessions load them from. `progress(done, total)` is called after
+/// each query; Ctrl-C (or an exception in `progress`) stops the calibration, writing nothing.
 #[pyfunction]
-pub fn save_cost_model(py: Python<'_>, model_json: &str) -> PyResult<String> {
-    let model = strata_core::planner::CostModel::from_json(model_json).map_err(to_py)?;
+#[pyo3(signature = (quick=false, repeats=3, progress=None))]
+pub fn calibrate(py: Python<'_>, quick: bool, repeats: usize, progress: Option<Py<PyAny>>) -> PyResult<Calibration> {
+    let mut stopped: Option<PyErr> = None;
+    let result = py.detach(|| {
+        engine_calibrate::calibrate(engine_calibrate::CalibrateOptions { quick, repeats }, &mut |done, total| {
+            Python::attach(|py| {
+                let step = py.check_signals().and_then(|_| match &progress {
+                    Some(f) => f.call1(py, (done, total)).map(drop),
+                    None => Ok(()),
+                });
+                step.map_err(|e| stopped = Some(e)).is_ok()
+            })
+        })
+    });
+    if let Some(e) = stopped {
+        return Err(e);
+    }
+    let inner = result.map_err(to_py)?;
     let path = session::cost_model_path();
-    py.detach(|| model.save(&path)).map_err(to_py)?;
-    Ok(path.display().to_string())
+    py.detach(|| inner.model.save(&path)).map_err(to_py)?;
+    Ok(Calibration { inner, path: path.display().to_string() })
 }
 
 /// A parsed value constraint (`strata_core::constraint`).

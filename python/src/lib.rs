@@ -744,7 +744,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(versions_json, m)?)?;
     m.add_function(wrap_pyfunction!(known_codecs, m)?)?;
     m.add_function(wrap_pyfunction!(engine::cost_model_path, m)?)?;
-    m.add_function(wrap_pyfunction!(engine::save_cost_model, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::calibrate, m)?)?;
+    m.add_class::<engine::Calibration>()?;
     m.add_class::<engine::Constraint>()?;
     m.add_class::<engine::Area>()?;
     m.add_class::<labels::LabelIndex>()?;

@@ -515,16 +515,15 @@ def cmd_explain(args) -> int:
 def cmd_calibrate(args) -> int:
     from .planner import calibrate
 
-    model = calibrate(quick=args.quick, repeats=args.repeats, progress=not args.quiet)
-    fit = model["fit"]
-    print(f"wrote {fit['path']}: {model['source']}")
+    fit = calibrate(quick=args.quick, repeats=args.repeats, progress=not args.quiet)
+    print(f"wrote {fit.path}: {fit.source}")
     print(f"  {'ns per unit':>11} {'index':>10} {'scan':>10}")
-    for k, v in model["ns"].items():
-        print(f"  {k:>11} {v:10.4f} {model['scan_ns'][k]:10.4f}")
+    for (k, v), (_, scan) in zip(fit.ns, fit.scan_ns, strict=True):
+        print(f"  {k:>11} {v:10.4f} {scan:10.4f}")
     print(
-        f"fit: median relative error {fit['median_relative_error']:.1%}; the model picks the faster method "
-        f"within 10% on {fit['picks_within_10pct']:.0%} of the {fit['timings'] // 2} queries timed "
-        f"(worst: {fit['worst_pick_slowdown']:.2f}x the faster)"
+        f"fit: median relative error {fit.median_relative_error:.1%}; the model picks the faster method "
+        f"within 10% on {fit.picks_within_10pct:.0%} of the {fit.timings // 2} queries timed "
+        f"(worst: {fit.worst_pick_slowdown:.2f}x the faster)"
     )
     return 0
 

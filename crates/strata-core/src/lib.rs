@@ -7,6 +7,7 @@ pub mod area;
 pub mod bins;
 mod bitset;
 pub mod cache;
+pub mod calibrate;
 pub mod cftime;
 pub mod chunking;
 pub mod constraint;

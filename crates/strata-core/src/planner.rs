@@ -66,6 +66,9 @@ pub struct Coefficients {
 }
 
 impl Coefficients {
+    /// The constants' names, in the order of [`as_array`](Self::as_array).
+    pub const NAMES: [&'static str; 7] = ["byte", "segment", "call", "decoded", "tested", "indexed", "gathered"];
+
     pub fn as_array(&self) -> [f64; 7] {
         [self.byte, self.segment, self.call, self.decoded, self.tested, self.indexed, self.gathered]
     }
