@@ -172,8 +172,11 @@ fuzz-server: setup
 	@mkdir -p $(CACHE)/fuzz-logs
 	STRATA_SEEDS_OUT=$(CURDIR)/fuzz/server/corpus/server_request \
 	  cargo test --release -q -p strata-server --test request_mutations every_seed
+	# Coverage on strata's crates only (fuzz/server/rustc-wrapper.sh); the cfg keeps these
+	# builds apart from plain cargo-fuzz ones, whose artifacts the wrapper cannot be seen in.
 	for t in $(FUZZ_SERVER_TARGETS); do \
-	  RUSTC_BOOTSTRAP=1 cargo fuzz run -s none --fuzz-dir fuzz/server $$t -- -max_total_time=$(FUZZ_SECONDS) \
+	  RUSTC_WRAPPER=$(CURDIR)/fuzz/server/rustc-wrapper.sh RUSTFLAGS="--cfg strata_fuzz_wrapped" RUSTC_BOOTSTRAP=1 \
+	  cargo fuzz run -s none --fuzz-dir fuzz/server $$t -- -max_total_time=$(FUZZ_SECONDS) \
 	    -rss_limit_mb=2048 -print_final_stats=0 2>&1 | tee $(CACHE)/fuzz-logs/$$t.log \
 	    | grep -E "^(Done|==|SUMMARY)|panicked|ERROR"; test $${PIPESTATUS[0]} -eq 0 || exit 1; done
 	@if [ -n "$(FUZZ_RECORD)" ]; then \
