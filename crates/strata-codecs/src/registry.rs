@@ -112,7 +112,7 @@ pub fn backend(spec: &CodecSpec, ctx: ElementContext) -> Result<Box<dyn Backend>
         "pco" => {
             reject_unknown_keys(spec, &["level"])?;
             let level = int_option(spec, "level", 0..=12, PcoBackend::DEFAULT_LEVEL as i64)? as usize;
-            Ok(Box::new(PcoBackend { level, dtype: ctx.dtype }))
+            Ok(Box::new(PcoBackend { level, dtype: ctx.dtype, delta_search: true }))
         }
         "fpc" => {
             reject_unknown_keys(spec, &["axis"])?;
@@ -199,7 +199,19 @@ pub fn chain(specs: &[CodecSpec], ctx: ElementContext) -> Result<CodecChain> {
         return Err(CodecError::InvalidSpec("a chain may hold at most one lossy stage".into()));
     }
     let transforms = init.iter().map(|s| transform(s, ctx)).collect::<Result<Vec<_>>>()?;
-    Ok(CodecChain::new(transforms, backend(last, ctx)?))
+    let backend = if last.name == "pco" && init.iter().any(along_last_axis) {
+        reject_unknown_keys(last, &["level"])?;
+        let level = int_option(last, "level", 0..=12, PcoBackend::DEFAULT_LEVEL as i64)? as usize;
+        Box::new(PcoBackend { level, dtype: ctx.dtype, delta_search: false })
+    } else {
+        backend(last, ctx)?
+    };
+    Ok(CodecChain::new(transforms, backend))
+}
+
+/// A delta or xor along the last axis (the order pcodec sees its numbers in).
+fn along_last_axis(spec: &CodecSpec) -> bool {
+    matches!(spec.name.as_str(), "delta" | "xor") && int_option(spec, "axis", -32..=31, -1).is_ok_and(|a| a == -1)
 }
 
 /// Parses a short chain description such as `shuffle+zstd:5`, `xor:0+shuffle+lz4`,

@@ -19,6 +19,8 @@ const LOSSLESS: &[&str] = &[
     "pco",
     "pco:0",
     "delta:1+pco:4",
+    "delta+pco:6",
+    "xor:-1+delta:0+pco",
     "bytecols:3",
     "xor:0+bytecols:1",
     "fpc",
@@ -219,4 +221,26 @@ fn bad_specs_are_rejected_with_a_message() {
     let data: Vec<u8> = (0..16).collect();
     assert_eq!(c.encode(&data, &[4]).unwrap(), data);
     assert_eq!(chain(&default_chain(), f32_ctx).unwrap().specs(), default_chain());
+}
+
+/// pcodec's own delta search is off exactly when the chain already takes differences
+/// along the last axis, and the streams round-trip either way.
+#[test]
+fn pco_skips_its_delta_search_after_a_last_axis_delta() {
+    let ctx = ElementContext::new(NumType::F32);
+    for (text, search) in [
+        ("pco:6", true),
+        ("delta:0+pco:6", true),
+        ("delta+pco:6", false),
+        ("delta:-1+delta:-2+pco:6", false),
+        ("xor:-1+pco", false),
+        ("delta:-2+pco:6", true),
+    ] {
+        let c = chain(&parse_chain(text).unwrap(), ctx).unwrap();
+        assert!(format!("{c:?}").contains(&format!("delta_search: {search}")), "{text}: {c:?}");
+        let values: Vec<f32> = (0..600).map(|i| ((i % 40) as f32 * 0.3).sin() * 10.0 + (i / 40) as f32).collect();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let shape = [15, 40];
+        assert_eq!(c.decode(&c.encode(&bytes, &shape).unwrap(), bytes.len(), &shape).unwrap(), bytes, "{text}");
+    }
 }
