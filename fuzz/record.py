@@ -23,7 +23,10 @@ def main() -> int:
         text = (logs / f"{t}.log").read_text(errors="replace") if (logs / f"{t}.log").exists() else ""
         done = re.findall(r"^Done (\d+) runs in (\d+) second", text, re.M)
         crashed = bool(re.search(r"^(==\d+==ERROR|SUMMARY: libFuzzer)|panicked at", text, re.M))
-        run["targets"][t] = {"runs": int(done[-1][0]) if done else 0, "crashed": crashed}
+        # A crash stops libFuzzer before its "Done" line: the last status line counts then.
+        status = re.findall(r"^#(\d+)\s", text, re.M)
+        runs = int(done[-1][0]) if done else int(status[-1]) if status else 0
+        run["targets"][t] = {"runs": runs, "crashed": crashed}
     state["runs"].append(run)
     state_file.write_text(json.dumps(state, indent=1) + "\n")
     write(state, record)

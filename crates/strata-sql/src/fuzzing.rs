@@ -133,10 +133,17 @@ impl Harness {
     /// DataFusion. Err: the answers differ, or strata refused what DataFusion answered.
     pub fn run(&self, data: &[u8]) -> std::result::Result<(), String> {
         let mut b = Bytes { data, at: 0 };
-        let session = &self.sessions[b.below(self.sessions.len())];
+        let session = b.below(self.sessions.len());
         let sql = query(&mut b);
+        self.run_sql(session, &sql)
+    }
+
+    /// `sql` answered by strata through session `session` (0: the method it chooses, 1:
+    /// the index, 2: a scan) and by DataFusion; Err as for [`run`](Self::run).
+    pub fn run_sql(&self, session: usize, sql: &str) -> std::result::Result<(), String> {
+        let session = &self.sessions[session % self.sessions.len()];
         let want = self.runtime.block_on(async {
-            let df = self.reference.sql(&sql).await?;
+            let df = self.reference.sql(sql).await?;
             let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
             let batches = df.collect().await?;
             concat_batches(&schema, &batches)
@@ -147,7 +154,7 @@ impl Harness {
         let method = session.0.map_or("auto", |m| m.name());
         let got = session
             .1
-            .execute(&sql)
+            .execute(sql)
             .and_then(|s| {
                 let schema = s.schema();
                 let batches = s.collect::<Result<Vec<_>>>()?;
