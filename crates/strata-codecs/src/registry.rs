@@ -109,11 +109,7 @@ pub fn backend(spec: &CodecSpec, ctx: ElementContext) -> Result<Box<dyn Backend>
             let level = int_option(spec, "level", -7..=22, ZstdBackend::DEFAULT_LEVEL as i64)? as i32;
             Ok(Box::new(ByteColumnsBackend { level, element_size: ctx.element_size() }))
         }
-        "pco" => {
-            reject_unknown_keys(spec, &["level"])?;
-            let level = int_option(spec, "level", 0..=12, PcoBackend::DEFAULT_LEVEL as i64)? as usize;
-            Ok(Box::new(PcoBackend { level, dtype: ctx.dtype, delta_search: true }))
-        }
+        "pco" => Ok(Box::new(pco(spec, ctx, true)?)),
         "fpc" => {
             reject_unknown_keys(spec, &["axis"])?;
             let axis = int_option(spec, "axis", -32..=31, -1)?;
@@ -200,13 +196,18 @@ pub fn chain(specs: &[CodecSpec], ctx: ElementContext) -> Result<CodecChain> {
     }
     let transforms = init.iter().map(|s| transform(s, ctx)).collect::<Result<Vec<_>>>()?;
     let backend = if last.name == "pco" && init.iter().any(along_last_axis) {
-        reject_unknown_keys(last, &["level"])?;
-        let level = int_option(last, "level", 0..=12, PcoBackend::DEFAULT_LEVEL as i64)? as usize;
-        Box::new(PcoBackend { level, dtype: ctx.dtype, delta_search: false })
+        Box::new(pco(last, ctx, false)?)
     } else {
         backend(last, ctx)?
     };
     Ok(CodecChain::new(transforms, backend))
+}
+
+/// The pcodec stage of `spec`; `delta_search` as [`PcoBackend`] says.
+fn pco(spec: &CodecSpec, ctx: ElementContext, delta_search: bool) -> Result<PcoBackend> {
+    reject_unknown_keys(spec, &["level"])?;
+    let level = int_option(spec, "level", 0..=12, PcoBackend::DEFAULT_LEVEL as i64)? as usize;
+    Ok(PcoBackend { level, dtype: ctx.dtype, delta_search })
 }
 
 /// A delta or xor along the last axis (the order pcodec sees its numbers in).

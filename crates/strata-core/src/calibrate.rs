@@ -11,10 +11,12 @@
 //! segment and per element cannot be told apart, and a store of many small or fill-only
 //! segments is misjudged (ERSST x4, a third of it land, scanned in 0.45-0.6x the estimate).
 
+use crate::cftime;
 use crate::error::{Error, Result};
 use crate::manifest::{AttrValue, Attribute, Dim};
 use crate::planner::{Coefficients, CostModel, COST_MODEL_VERSION};
 use crate::query::{CmpOp, Method, Predicate};
+use crate::sampling::SplitMix;
 use crate::session::{Output, Query, Session};
 use crate::writer::{DatasetSchema, VariableSchema};
 use crate::{DType, DimSelection, Store, StoreReader, StoreWriter, WriterOptions};
@@ -275,25 +277,21 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Standard normal samples: splitmix64 uniforms through Box-Muller, fixed forever so that
-/// calibration stores do not change with a crate update.
+/// Standard normal samples: the sample rule's splitmix64 uniforms through Box-Muller, fixed
+/// forever so that calibration stores do not change with a crate update.
 struct Normal {
-    state: u64,
+    rng: SplitMix,
     spare: Option<f64>,
 }
 
 impl Normal {
     fn new(seed: u64) -> Self {
-        Normal { state: seed, spare: None }
+        Normal { rng: SplitMix(seed), spare: None }
     }
 
     fn uniform(&mut self) -> f64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         // 53 random bits in (0, 1]: the logarithm below never sees 0.
-        (((z ^ (z >> 31)) >> 11) + 1) as f64 / (1u64 << 53) as f64
+        ((self.rng.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
     }
 
     fn next(&mut self) -> f64 {
@@ -417,18 +415,9 @@ fn least_squares(a: &[[f64; FEATURES]], b: &[f64], passive: &[bool; FEATURES]) -
 
 /// Today's date (UTC) as YYYY-MM-DD.
 fn today() -> String {
-    let days =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400) as i64;
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400);
+    // 1970-01-01 is Julian Day 2,440,588.
+    let (year, month, day) = cftime::date_of(cftime::Calendar::ProlepticGregorian, 2_440_588 + days as i64);
     format!("{year:04}-{month:02}-{day:02}")
 }
 

@@ -27,11 +27,12 @@ pub fn seed_of(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// splitmix64: small, fast and fixed forever (a sample must not change with a crate update).
-struct SplitMix(u64);
+/// splitmix64: small, fast and fixed forever (a sample must not change with a crate update;
+/// nor must the calibration stores, which draw their noise from it).
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
