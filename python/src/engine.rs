@@ -13,10 +13,10 @@ use strata_core::query::{Method, Predicate};
 use strata_core::session::{self, Output, Query};
 use strata_core::Error;
 
-/// Where the cost model is stored (`strata_core::session::cost_model_path`).
+/// Where the cost model is stored (`strata_core::planner::cost_model_path`).
 #[pyfunction]
 pub fn cost_model_path() -> String {
-    session::cost_model_path().display().to_string()
+    strata_core::planner::cost_model_path().display().to_string()
 }
 
 /// What `strata calibrate` measured and fitted (`strata_core::calibrate`), as stored.
@@ -108,7 +108,7 @@ pub fn calibrate(py: Python<'_>, quick: bool, repeats: usize, progress: Option<P
         return Err(e);
     }
     let inner = result.map_err(to_py)?;
-    let path = session::cost_model_path();
+    let path = strata_core::planner::cost_model_path();
     py.detach(|| inner.model.save(&path)).map_err(to_py)?;
     Ok(Calibration { inner, path: path.display().to_string() })
 }

@@ -105,7 +105,7 @@ impl Reader {
     ) -> PyResult<()> {
         let flat = flat.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("indices: {e}"))))?;
         let buf = out.as_slice_mut().map_err(|e| to_py(Error::InvalidArgument(format!("output buffer: {e}"))))?;
-        py.detach(|| self.inner.gather(name, flat, level, buf)).map_err(to_py)
+        py.detach(|| strata_core::query::Executor::new(&self.inner).gather(name, flat, level, buf)).map_err(to_py)
     }
 
     /// The region `starts:stops:steps` of a query driven by `name` cut into pieces of at
@@ -121,7 +121,7 @@ impl Reader {
         piece_elements: u64,
     ) -> PyResult<Vec<(u64, u64)>> {
         let sel = selection(&starts, &stops, &steps)?;
-        let cuts = self.inner.piece_starts(name).map_err(to_py)?;
+        let cuts = strata_core::query::pieces::starts(&self.inner, name).map_err(to_py)?;
         Ok(strata_core::query::pieces::split(&sel, &cuts, piece_elements)
             .iter()
             .filter_map(|p| p.first().map(|d| (d.start, d.stop)))

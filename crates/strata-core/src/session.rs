@@ -8,51 +8,12 @@
 use crate::error::{Error, Result};
 use crate::joined::{Columns, Joined};
 use crate::mask::Mask;
-use crate::planner::{CostModel, QueryPlan, Work};
-use crate::query::{Method, Points, Predicate, QueryStats, Selection};
+use crate::planner::{cost_model_path, human_bytes, CostModel, Planner, QueryPlan};
+use crate::query::{Executor, Method, Points, Predicate, QueryStats, Selection};
 use crate::reader::{DimSelection, StoreReader};
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
-
-/// Where the cost model is stored: `$STRATA_COST_MODEL`, else
-/// `$XDG_CONFIG_HOME/strata/cost_model.json`, else `~/.config/strata/cost_model.json`.
-pub fn cost_model_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("STRATA_COST_MODEL").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .unwrap_or_else(|| PathBuf::from(".config"));
-    base.join("strata").join("cost_model.json")
-}
-
-impl CostModel {
-    /// The model stored at `path`; None when there is no file (the built-in defaults apply).
-    pub fn load(path: &Path) -> Result<Option<CostModel>> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => CostModel::from_json(&text)
-                .map(Some)
-                .map_err(|e| Error::InvalidArgument(format!("cost model {}: {e}", path.display()))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(path.display().to_string(), e)),
-        }
-    }
-
-    /// Writes the model to `path` (a temporary file renamed over it, so a reader never sees
-    /// half a model).
-    pub fn save(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, self.to_json()).map_err(|e| Error::io(tmp.display().to_string(), e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path.display().to_string(), e))
-    }
-}
 
 /// What a query returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -400,8 +361,13 @@ impl Session {
 
     fn plan_with(&self, reader: &StoreReader, query: &Query, model: &CostModel) -> Result<QueryPlan> {
         let outputs = returned(query);
-        let mut plan =
-            reader.plan_query(&query.predicate, &query.region, query.mask.as_deref(), &outputs, query.level, model)?;
+        let mut plan = Planner::new(reader, model).plan(
+            &query.predicate,
+            &query.region,
+            query.mask.as_deref(),
+            &outputs,
+            query.level,
+        )?;
         if let Some(m) = query.method {
             plan.slabs.iter_mut().for_each(|s| s.choice = m);
             plan.forced = Some(m);
@@ -435,7 +401,13 @@ impl Session {
         let run = self.start_with(reader, query, false)?;
         let q = &run.query;
         let ((selection, count, stats), _) = self.run_piece(&run, 0, |sel, plan| {
-            reader.select_with(&q.predicate, sel, q.mask.as_deref(), q.output == Output::Count, plan.method())
+            Executor::new(reader).select_with(
+                &q.predicate,
+                sel,
+                q.mask.as_deref(),
+                q.output == Output::Count,
+                plan.method(),
+            )
         })?;
         let mut answer = self.finish(reader, run, count, stats);
         answer.selection = selection;
@@ -487,7 +459,8 @@ impl Session {
         let (mut count, mut stats) = (0u64, QueryStats::default());
         let run_piece = |i: usize| -> Result<(Points, QueryStats)> {
             let ((points, st), _) = self.run_piece(&run, i, |sel, plan| {
-                reader.points(&q.predicate, sel, q.mask.as_deref(), &outputs, q.level, &|slab| plan.method_for(slab))
+                Executor::new(reader)
+                    .points(&q.predicate, sel, q.mask.as_deref(), &outputs, q.level, &|slab| plan.method_for(slab))
             })?;
             Ok((points, st))
         };
@@ -565,7 +538,7 @@ impl Session {
         driver: &str,
         region: &[DimSelection],
     ) -> Result<Vec<Vec<DimSelection>>> {
-        Ok(crate::query::pieces::split(region, &reader.piece_starts(driver)?, self.piece_elements))
+        Ok(crate::query::pieces::split(region, &crate::query::pieces::starts(reader, driver)?, self.piece_elements))
     }
 
     /// Runs piece number `piece` of `run` by `body` (given the piece's region and the
@@ -659,76 +632,11 @@ fn check(reader: &StoreReader, query: &Query) -> Result<()> {
     }
     // What running would refuse (variables on other dimensions, strings, an empty AND),
     // refused before a plan: the server plans before it sends its status.
-    reader.query_vars(&query.predicate)?;
+    Executor::new(reader).query_vars(&query.predicate)?;
     if query.level == Some(0) {
         return Err(Error::InvalidArgument("precision level must be at least 1".into()));
     }
     Ok(())
-}
-
-pub(crate) fn human_bytes(n: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = n;
-    let mut u = 0;
-    while x >= 1024.0 && u + 1 < UNITS.len() {
-        x /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{x:.0} {}", UNITS[0])
-    } else {
-        format!("{x:.1} {}", UNITS[u])
-    }
-}
-
-impl fmt::Display for QueryPlan {
-    /// EXPLAIN: both methods' estimates per slab, the choice, and the total.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{:>5} {:>10} {:>13}  {:>14} {:>8} {:>10} {:>8}  {:>13} {:>8} {:>10} {:>8}  choice",
-            "slab",
-            "sub-chunks",
-            "est. selected",
-            "index: bytes",
-            "segments",
-            "decoded",
-            "est. ms",
-            "scan: bytes",
-            "segments",
-            "decoded",
-            "est. ms"
-        )?;
-        for s in &self.slabs {
-            let (i, sc) = (&s.index, &s.scan);
-            writeln!(
-                f,
-                "{:>5} {:>10} {:>13.0}  {:>14} {:>8.0} {:>10.0} {:>8.2}  {:>13} {:>8.0} {:>10.0} {:>8.2}  {}",
-                s.slab,
-                s.subchunks,
-                s.selected,
-                human_bytes(i.bytes),
-                i.segments,
-                i.decoded,
-                s.index_seconds * 1e3,
-                human_bytes(sc.bytes),
-                sc.segments,
-                sc.decoded,
-                s.scan_seconds * 1e3,
-                s.choice.name()
-            )?;
-        }
-        let chosen: Vec<&str> = self.methods().iter().map(|m| m.name()).collect();
-        let work: Work = self.work();
-        write!(
-            f,
-            "plan: {}{}, estimated {} read, {:.2} ms",
-            if chosen.is_empty() { "nothing to read".to_string() } else { chosen.join("+") },
-            if self.forced.is_some() { " (forced)" } else { "" },
-            human_bytes(work.bytes),
-            self.seconds() * 1e3
-        )
-    }
 }
 
 #[cfg(test)]

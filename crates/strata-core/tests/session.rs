@@ -140,7 +140,7 @@ fn every_method_and_output_gives_the_brute_force_answer() {
         // Pieces of a few rows: a points query joins many of them, run side by side.
         let session = Session::default().with_piece_elements(70);
         let sel = region((1, 5), (2, 19, 3));
-        let starts = reader.piece_starts("temp").unwrap();
+        let starts = strata_core::query::pieces::starts(&reader, "temp").unwrap();
         // Slabs of 2 records restart the chunk grid: each starts a sub-chunk.
         assert!(starts.windows(2).all(|w| w[0] < w[1]) && starts.iter().all(|&s| s < T), "{starts:?}");
         assert!([0, 2, 4].iter().all(|s| starts.contains(s)), "{starts:?}");

@@ -6,10 +6,10 @@
 
 use super::evaluate::kept_positions;
 use super::pieces::PIECE_ELEMENTS;
-use super::{Points, Predicate};
+use super::{Executor, Points, Predicate};
 use crate::error::Result;
 use crate::fastdiv::FastDiv;
-use crate::reader::{DimSelection, StoreReader};
+use crate::reader::DimSelection;
 
 /// Regions up to this many elements are scanned whole: a piece, with room (a piece is cut
 /// on sub-chunk boundaries, so it can exceed its target), bounding the dense buffers.
@@ -20,7 +20,7 @@ pub(super) fn dense_scan_fits(sel: &[DimSelection]) -> bool {
     sel.iter().map(|s| s.count()).product::<u64>() <= DENSE_SCAN_ELEMENTS
 }
 
-impl StoreReader {
+impl Executor<'_> {
     /// Where `pred` holds inside `sel` of a grid of `shape`, and the values of `outputs`
     /// there (at `level`), the region read dense.
     pub(super) fn scan_points_dense(

@@ -4,7 +4,7 @@
 use super::*;
 use crate::error::{Error, Result};
 use crate::manifest::Level;
-use crate::reader::{BinEntry, StoreReader};
+use crate::reader::BinEntry;
 use crate::segment::SegmentKey;
 use roaring::RoaringBitmap;
 use std::sync::atomic::Ordering;
@@ -157,7 +157,7 @@ impl Verdicts<'_> {
     }
 }
 
-impl StoreReader {
+impl Executor<'_> {
     /// The local positions of a box where `pred` holds. `mask`: only these positions matter
     /// (segments disjoint from it are not read).
     pub(super) fn eval(
@@ -220,8 +220,8 @@ impl StoreReader {
         counters: &Counters,
         then: impl FnOnce(Verdicts<'_>) -> R,
     ) -> Result<R> {
-        let (var_idx, var) = self.manifest().variable(name)?;
-        let driver = &self.manifest().variables[b.id.0 as usize];
+        let (var_idx, var) = self.reader.manifest().variable(name)?;
+        let driver = &self.reader.manifest().variables[b.id.0 as usize];
         let missing = var.missing_values();
         let n = b.len.iter().product::<u64>();
         let mut v = Verdicts::default();
@@ -230,14 +230,14 @@ impl StoreReader {
             counters.boundary.fetch_add(1, Ordering::Relaxed);
             let sel = b.selection();
             let mut raw = vec![0u8; n as usize * var.dtype.size()];
-            self.read_into_at(name, &sel, None, &mut raw)?;
+            self.reader.read_into_at(name, &sel, None, &mut raw)?;
             v.tested.push((None, op.matches_raw(var.dtype, &raw, value, &missing)));
             return Ok(then(v));
         }
-        let slab = &self.manifest().slabs[b.slab];
-        let index = self.slab_index(slab)?;
+        let slab = &self.reader.manifest().slabs[b.slab];
+        let index = self.reader.slab_index(slab)?;
         let id = (var_idx as u32, b.id.1, b.id.2);
-        let binned = self.manifest().layout.order.contains(&Level::V);
+        let binned = self.reader.manifest().layout.order.contains(&Level::V);
         let mut boundary = Vec::new();
         if binned {
             let Some(list) = index.bins_of(id) else {
@@ -281,20 +281,20 @@ impl StoreReader {
         }
         counters.boundary.fetch_add(boundary.len() as u64, Ordering::Relaxed);
         // Boundary segments are read at full precision: the selection is exact.
-        let groups = crate::precision::byte_groups(&self.manifest().layout, var)?;
+        let groups = crate::precision::byte_groups(&self.reader.manifest().layout, var)?;
         let widths = groups.clone().unwrap_or_else(|| vec![var.dtype.size()]);
-        let reads = self.bin_reads(&index, slab, id, n, &widths, &|bin| boundary.contains(&bin))?;
-        let fetched = self.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
+        let reads = self.reader.bin_reads(&index, slab, id, n, &widths, &|bin| boundary.contains(&bin))?;
+        let fetched = self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
         let split = groups.map(|g| (g.clone(), g.len()));
         let shape: Vec<usize> = b.len.iter().map(|&l| l as usize).collect();
-        if self.is_in_place(slab) && binned {
+        if self.reader.is_in_place(slab) && binned {
             // Every bin names the file's whole chunk: decode it once, test each boundary
             // bin's values at its positions.
             let Some(first) = reads.first() else { return Ok(then(v)) };
-            let whole = self.decode_bin((b.slab, id), first, &shape, split.as_ref(), &fetched)?;
+            let whole = self.reader.decode_bin((b.slab, id), first, &shape, split.as_ref(), &fetched)?;
             let es = var.dtype.size();
             for r in &reads {
-                let p = self.bin_positions(&index, id, r.bin)?.ok_or_else(|| {
+                let p = self.reader.bin_positions(&index, id, r.bin)?.ok_or_else(|| {
                     Error::Corruption(format!("slab {}: no positions for bin {} of {id:?}", slab.id, r.bin))
                 })?;
                 let values = crate::bins::values_at(&whole, p, es)?;
@@ -303,12 +303,12 @@ impl StoreReader {
             return Ok(then(v));
         }
         for r in &reads {
-            let positions = self.bin_positions(&index, id, r.bin)?;
+            let positions = self.reader.bin_positions(&index, id, r.bin)?;
             let seg_shape = match positions {
                 Some(p) => vec![p.len() as usize],
                 None => shape.clone(),
             };
-            let values = self.decode_bin((b.slab, id), r, &seg_shape, split.as_ref(), &fetched)?;
+            let values = self.reader.decode_bin((b.slab, id), r, &seg_shape, split.as_ref(), &fetched)?;
             v.tested.push((positions, op.matches_raw(var.dtype, &values, value, &missing)));
         }
         Ok(then(v))

@@ -4,12 +4,12 @@
 use super::*;
 use crate::error::{Error, Result};
 use crate::grid::{chunk_grid, subchunk_grid};
-use crate::reader::{BinRead, StoreReader, SubchunkId};
+use crate::reader::{BinRead, SubchunkId};
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use std::collections::HashMap;
 
-impl StoreReader {
+impl Executor<'_> {
     /// Fetches and decodes some bins of one sub-chunk into a sub-chunk buffer (elements of
     /// other bins are zero). `groups`: the variable's byte groups, if split; the reads say
     /// how many are read.
@@ -23,10 +23,10 @@ impl StoreReader {
         groups: Option<Vec<usize>>,
     ) -> Result<Vec<u8>> {
         let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
-        let fetched = self.fetch(reads.iter().flat_map(|r| r.entries.iter().map(move |e| (slab, e))), false)?;
+        let fetched = self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(move |e| (slab, e))), false)?;
         let k = reads.first().map_or(0, |r| r.entries.len());
         let split = groups.map(|g| (g, k));
-        self.decode_subchunk((slab, index, id), reads, &shape, split.as_ref(), &fetched)
+        self.reader.decode_subchunk((slab, index, id), reads, &shape, split.as_ref(), &fetched)
     }
 
     /// The values of `name` at the local positions `hits` of the driver's sub-chunk `b`
@@ -40,15 +40,15 @@ impl StoreReader {
         pred: &Predicate,
         level: Option<usize>,
     ) -> Result<Vec<u8>> {
-        let (var_idx, var) = self.manifest().variable(name)?;
+        let (var_idx, var) = self.reader.manifest().variable(name)?;
         let es = var.dtype.size();
         if hits.is_empty() {
             return Ok(Vec::new());
         }
-        let groups = crate::precision::byte_groups(&self.manifest().layout, var)?;
+        let groups = crate::precision::byte_groups(&self.reader.manifest().layout, var)?;
         let widths = crate::precision::widths_read(groups.as_deref(), level, es);
-        let slab = &self.manifest().slabs[b.slab];
-        let index = self.slab_index(slab)?;
+        let slab = &self.reader.manifest().slabs[b.slab];
+        let index = self.reader.slab_index(slab)?;
         let id = (var_idx as u32, b.id.1, b.id.2);
         let n = b.len.iter().product::<u64>();
         // A bin whose values no comparison `pred` requires of `name` can pass holds no hit:
@@ -64,7 +64,7 @@ impl StoreReader {
             }
             None => vec![0],
         };
-        let reads = self.bin_reads(&index, slab, id, n, &widths, &|bin| needed.contains(&bin))?;
+        let reads = self.reader.bin_reads(&index, slab, id, n, &widths, &|bin| needed.contains(&bin))?;
         let raw = self.decode_reads(b.slab, &index, id, &reads, &b.len, groups)?;
         let mut col = Vec::with_capacity(hits.len() as usize * es);
         for l in hits {
@@ -81,7 +81,7 @@ impl StoreReader {
     /// per index, little-endian), at precision `level` (see [`read_into_at`](Self::read_into_at)).
     /// Only the sub-chunks — with level V, only the bins — holding those elements are read.
     pub fn gather(&self, name: &str, flat: &[u64], level: Option<usize>, out: &mut [u8]) -> Result<()> {
-        let (var_idx, var) = self.manifest().variable(name)?;
+        let (var_idx, var) = self.reader.manifest().variable(name)?;
         let Some(chunking) = var.chunking.clone() else {
             return Err(Error::InvalidArgument(format!("'{name}' is a string variable: read it from the manifest")));
         };
@@ -96,15 +96,15 @@ impl StoreReader {
                 flat.len() * es
             )));
         }
-        let shape = self.manifest().shape(var);
+        let shape = self.reader.manifest().shape(var);
         let total: u64 = shape.iter().product();
         if let Some(&bad) = flat.iter().find(|&&f| f >= total) {
             return Err(Error::InvalidArgument(format!("index {bad} is outside '{name}' of shape {shape:?}")));
         }
-        let groups = crate::precision::byte_groups(&self.manifest().layout, var)?;
+        let groups = crate::precision::byte_groups(&self.reader.manifest().layout, var)?;
         let widths = crate::precision::widths_read(groups.as_deref(), level, es);
-        let parts = self.parts_of(var);
-        let record = self.manifest().is_record_var(var);
+        let parts = self.reader.parts_of(var);
+        let record = self.reader.manifest().is_record_var(var);
         // Group the wanted elements by sub-chunk: (slab, chunk, sub-chunk) -> (lengths,
         // (local, output) pairs). The loop reuses its buffers: it runs once per element.
         type Wanted = HashMap<(usize, u64, u32), (Vec<u64>, Vec<(u32, usize)>)>;
@@ -160,8 +160,8 @@ impl StoreReader {
         let out_len = out.len();
         let jobs: Vec<_> = wanted.into_iter().collect();
         jobs.par_iter().try_for_each(|((slab_pos, chunk, sub), (len, picks))| -> Result<()> {
-            let slab = &self.manifest().slabs[*slab_pos];
-            let index = self.slab_index(slab)?;
+            let slab = &self.reader.manifest().slabs[*slab_pos];
+            let index = self.reader.slab_index(slab)?;
             let id = (var_idx as u32, *chunk, *sub);
             let n = len.iter().product::<u64>();
             let needed: Vec<u32> = match index.bins_of(id) {
@@ -174,7 +174,7 @@ impl StoreReader {
                 }
                 None => vec![0],
             };
-            let reads = self.bin_reads(&index, slab, id, n, &widths, &|b| needed.contains(&b))?;
+            let reads = self.reader.bin_reads(&index, slab, id, n, &widths, &|b| needed.contains(&b))?;
             let raw = self.decode_reads(*slab_pos, &index, id, &reads, len, groups.clone())?;
             for &(l, i) in picks {
                 let l = l as usize;

@@ -57,6 +57,21 @@ impl Method {
     }
 }
 
+/// Runs value queries on one version of a store: selections (counts, positions) and
+/// points, each slab by the method it is given. Which method is the planner's decision
+/// ([`crate::planner::Planner`]); a [`crate::session::Session`] plans, runs pieces here and
+/// learns from their times.
+#[derive(Debug, Clone, Copy)]
+pub struct Executor<'r> {
+    reader: &'r StoreReader,
+}
+
+impl<'r> Executor<'r> {
+    pub fn new(reader: &'r StoreReader) -> Self {
+        Executor { reader }
+    }
+}
+
 /// What a query did: the evidence that it read only what it needed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueryStats {
@@ -232,13 +247,13 @@ fn local_region(blocks: &[AxisBlock]) -> Option<Vec<u64>> {
     Some(words)
 }
 
-impl StoreReader {
+impl<'r> Executor<'r> {
     /// The variables `pred` compares, the first being the driver; an error unless they are
     /// numeric and all on the driver's dimensions.
-    pub(crate) fn query_vars<'a>(&'a self, pred: &Predicate) -> Result<Vec<(usize, &'a Variable)>> {
+    pub(crate) fn query_vars(&self, pred: &Predicate) -> Result<Vec<(usize, &'r Variable)>> {
         let mut names = Vec::new();
         pred.variables(&mut names);
-        let vars = names.iter().map(|n| self.manifest().variable(n)).collect::<Result<Vec<_>>>()?;
+        let vars = names.iter().map(|n| self.reader.manifest().variable(n)).collect::<Result<Vec<_>>>()?;
         let Some((_, driver)) = vars.first() else {
             return Err(Error::InvalidArgument("a value constraint needs at least one comparison".into()));
         };
@@ -267,7 +282,8 @@ impl StoreReader {
     /// The driver's sub-chunks that the region touches, each with the elements it selects
     /// (restricted to `mask`; sub-chunks with none are left out).
     fn query_boxes(&self, var_idx: usize, sel: &[DimSelection], mask: Option<&Mask>) -> Vec<QueryBox> {
-        self.subchunks_in(var_idx, sel)
+        self.reader
+            .subchunks_in(var_idx, sel)
             .into_iter()
             .map(|sc| {
                 let bits = match mask {
@@ -310,8 +326,8 @@ impl StoreReader {
     ) -> Result<(Selection, u64, QueryStats)> {
         let vars = self.query_vars(pred)?;
         let (driver_idx, driver) = vars[0];
-        self.check_selection(&driver.name, sel)?;
-        let shape = self.manifest().shape(driver);
+        self.reader.check_selection(&driver.name, sel)?;
+        let shape = self.reader.manifest().shape(driver);
         if let Some(m) = mask {
             m.check(&shape)?;
         }
@@ -371,13 +387,13 @@ impl StoreReader {
     ) -> Result<(Points, QueryStats)> {
         let vars = self.query_vars(pred)?;
         let (driver_idx, driver) = vars[0];
-        self.check_selection(&driver.name, sel)?;
+        self.reader.check_selection(&driver.name, sel)?;
         if level == Some(0) {
             return Err(Error::InvalidArgument("precision level must be at least 1".into()));
         }
         let mut out_vars = Vec::with_capacity(outputs.len());
         for name in outputs {
-            let (_, v) = self.manifest().variable(name)?;
+            let (_, v) = self.reader.manifest().variable(name)?;
             if v.chunking.is_none() || v.dims != driver.dims {
                 return Err(Error::InvalidArgument(format!(
                     "'{name}' cannot be returned with '{}': it is not a numeric variable on {:?}",
@@ -386,7 +402,7 @@ impl StoreReader {
             }
             out_vars.push(v);
         }
-        let shape = self.manifest().shape(driver);
+        let shape = self.reader.manifest().shape(driver);
         if let Some(m) = mask {
             m.check(&shape)?;
         }
@@ -496,14 +512,14 @@ impl StoreReader {
     ) -> Result<Vec<Vec<u8>>> {
         let mut cols = Vec::with_capacity(outputs.len());
         for name in outputs {
-            let (_, var) = self.manifest().variable(name)?;
+            let (_, var) = self.reader.manifest().variable(name)?;
             let es = var.dtype.size();
             let read;
             let raw = match raws.get(name) {
                 Some(r) if level.is_none() => r,
                 _ => {
                     let mut buf = crate::large::zeroed(n * es);
-                    self.read_into_at(name, sel, level, &mut buf)?;
+                    self.reader.read_into_at(name, sel, level, &mut buf)?;
                     read = buf;
                     &read
                 }
@@ -526,18 +542,18 @@ impl StoreReader {
         let mut raws = HashMap::new();
         if let Predicate::Cmp { var, op, value } = pred {
             // One comparison: tested on the stored bytes, with no f64 copy.
-            let (_, v) = self.manifest().variable(var)?;
+            let (_, v) = self.reader.manifest().variable(var)?;
             let mut raw = crate::large::zeroed(n * v.dtype.size());
-            self.read_into_at(var, sel, None, &mut raw)?;
+            self.reader.read_into_at(var, sel, None, &mut raw)?;
             let mask = op.matches_raw(v.dtype, &raw, *value, &v.missing_values());
             raws.insert(var.as_str(), raw);
             return Ok((mask, raws));
         }
         let mut columns = HashMap::new();
         for name in pred.variable_names() {
-            let (_, var) = self.manifest().variable(name)?;
+            let (_, var) = self.reader.manifest().variable(name)?;
             let mut raw = crate::large::zeroed(n * var.dtype.size());
-            self.read_into_at(name, sel, None, &mut raw)?;
+            self.reader.read_into_at(name, sel, None, &mut raw)?;
             columns.insert(name, (var.dtype.to_f64s(&raw), var.missing_values()));
             raws.insert(name, raw);
         }

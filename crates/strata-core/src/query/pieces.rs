@@ -13,7 +13,7 @@ pub const PIECE_ELEMENTS: u64 = 1 << 20;
 
 /// `region` cut along its first dimension into pieces of at least `piece_elements`
 /// selected elements (the last may hold fewer), each boundary at one of `starts` (the
-/// sub-chunk starts along that dimension, ascending: see [`StoreReader::piece_starts`]), so
+/// sub-chunk starts along that dimension, ascending: see [`starts`]), so
 /// no sub-chunk is read by two pieces. Strides are kept: each piece starts at the first
 /// selected index of its span. An empty region has no pieces; a region without dimensions
 /// is one piece.
@@ -50,35 +50,33 @@ pub fn split(region: &[DimSelection], starts: &[u64], piece_elements: u64) -> Ve
     out
 }
 
-impl StoreReader {
-    /// Where the sub-chunks of `name` start along its first dimension, ascending: pieces of
-    /// a query driven by it are cut there. Record slabs restart the chunk grid, and a chunk
-    /// not a multiple of its sub-chunk ends with a shorter one, so these are not multiples
-    /// of one length.
-    pub fn piece_starts(&self, name: &str) -> Result<Vec<u64>> {
-        let (_, v) = self.manifest().variable(name)?;
-        let shape = self.manifest().shape(v);
-        let (Some(c), Some(&extent)) = (v.chunking.as_ref(), shape.first()) else {
-            return Ok(vec![0]);
-        };
-        let (chunk, sub) = (c.chunk[0].max(1), c.subchunk[0].max(1));
-        let mut starts = Vec::new();
-        for (_, offset, count) in self.parts_of(v) {
-            let (offset, count) = if self.manifest().is_record_var(v) { (offset, count) } else { (0, extent) };
-            let mut k = 0;
-            while k < count {
-                let mut s = 0;
-                while s < chunk && k + s < count {
-                    starts.push(offset + k + s);
-                    s += sub;
-                }
-                k += chunk;
+/// Where the sub-chunks of `name` start along its first dimension, ascending: pieces of a
+/// query driven by it are cut there. Record slabs restart the chunk grid, and a chunk not a
+/// multiple of its sub-chunk ends with a shorter one, so these are not multiples of one
+/// length.
+pub fn starts(reader: &StoreReader, name: &str) -> Result<Vec<u64>> {
+    let (_, v) = reader.manifest().variable(name)?;
+    let shape = reader.manifest().shape(v);
+    let (Some(c), Some(&extent)) = (v.chunking.as_ref(), shape.first()) else {
+        return Ok(vec![0]);
+    };
+    let (chunk, sub) = (c.chunk[0].max(1), c.subchunk[0].max(1));
+    let mut starts = Vec::new();
+    for (_, offset, count) in reader.parts_of(v) {
+        let (offset, count) = if reader.manifest().is_record_var(v) { (offset, count) } else { (0, extent) };
+        let mut k = 0;
+        while k < count {
+            let mut s = 0;
+            while s < chunk && k + s < count {
+                starts.push(offset + k + s);
+                s += sub;
             }
+            k += chunk;
         }
-        starts.sort_unstable();
-        starts.dedup();
-        Ok(starts)
     }
+    starts.sort_unstable();
+    starts.dedup();
+    Ok(starts)
 }
 
 #[cfg(test)]

@@ -1,20 +1,11 @@
-//! Choosing, slab by slab, how to answer a value query: from the index (classify segments
-//! by their summaries, read boundary ones, gather the returned values by position) or by a
-//! scan (read every sub-chunk of the variables involved and filter in memory).
-//!
-//! The choice compares estimated times. The work each method would do is counted from the
-//! index alone — bytes and segments fetched, elements decoded, tested, taken from bitmaps
-//! and gathered — and turned into seconds by a [`CostModel`] whose constants are measured on
-//! the machine (`strata calibrate`) and corrected by the times of the queries it runs.
+//! The cost model: the work a method does, counted from the index, turned into seconds by
+//! constants measured on the machine (`strata calibrate`) and corrected by the times of the
+//! queries it runs; where it is stored.
 
 use crate::error::{Error, Result};
-use crate::manifest::Level;
-use crate::mask::Mask;
-use crate::query::{CmpOp, Method, Predicate};
-use crate::reader::{DimSelection, SlabIndex, StoreReader, SubchunkId};
-use crate::segment::SegmentKey;
+use crate::query::Method;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// The work of one method, counted from the index.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -36,7 +27,7 @@ pub struct Work {
 }
 
 impl Work {
-    fn add(&mut self, o: &Work) {
+    pub(crate) fn add(&mut self, o: &Work) {
         self.bytes += o.bytes;
         self.segments += o.segments;
         self.calls += o.calls;
@@ -276,350 +267,41 @@ impl CostModel {
     }
 }
 
-/// The plan for one slab: both methods' work and time, and the choice.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SlabPlan {
-    /// Position of the slab in the manifest.
-    pub slab: usize,
-    pub subchunks: u64,
-    /// Estimated elements selected.
-    pub selected: f64,
-    pub index: Work,
-    pub scan: Work,
-    pub index_seconds: f64,
-    pub scan_seconds: f64,
-    pub choice: Method,
+/// Where the cost model is stored: `$STRATA_COST_MODEL`, else
+/// `$XDG_CONFIG_HOME/strata/cost_model.json`, else `~/.config/strata/cost_model.json`.
+pub fn cost_model_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("STRATA_COST_MODEL").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .unwrap_or_else(|| PathBuf::from(".config"));
+    base.join("strata").join("cost_model.json")
 }
 
-impl SlabPlan {
-    /// Estimated seconds of this slab by `method`.
-    pub fn seconds(&self, method: Method) -> f64 {
-        match method {
-            Method::Index => self.index_seconds,
-            Method::Scan => self.scan_seconds,
+impl CostModel {
+    /// The model stored at `path`; None when there is no file (the built-in defaults apply).
+    pub fn load(path: &Path) -> Result<Option<CostModel>> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => CostModel::from_json(&text)
+                .map(Some)
+                .map_err(|e| Error::InvalidArgument(format!("cost model {}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(path.display().to_string(), e)),
         }
     }
 
-    /// Estimated work of this slab by `method`.
-    pub fn work(&self, method: Method) -> &Work {
-        match method {
-            Method::Index => &self.index,
-            Method::Scan => &self.scan,
+    /// Writes the model to `path` (a temporary file renamed over it, so a reader never sees
+    /// half a model).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
         }
-    }
-}
-
-/// A query's plan, slab by slab.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct QueryPlan {
-    pub slabs: Vec<SlabPlan>,
-    /// Set when the caller forced a method.
-    pub forced: Option<Method>,
-}
-
-impl QueryPlan {
-    /// The method for the slab at manifest position `slab` (index when it is not planned:
-    /// the region does not touch it).
-    pub fn method_for(&self, slab: usize) -> Method {
-        self.slabs.iter().find(|p| p.slab == slab).map_or(Method::Index, |p| p.choice)
-    }
-
-    /// Estimated seconds of the chosen plan.
-    pub fn seconds(&self) -> f64 {
-        self.slabs.iter().map(|p| p.seconds(p.choice)).sum()
-    }
-
-    /// Estimated seconds if every slab used `method`.
-    pub fn seconds_with(&self, method: Method) -> f64 {
-        self.slabs.iter().map(|p| p.seconds(method)).sum()
-    }
-
-    /// Estimated work of the chosen plan.
-    pub fn work(&self) -> Work {
-        let mut w = Work::default();
-        for p in &self.slabs {
-            w.add(p.work(p.choice));
-        }
-        w
-    }
-
-    /// Estimated work if every slab used `method`.
-    pub fn work_with(&self, method: Method) -> Work {
-        let mut w = Work::default();
-        for p in &self.slabs {
-            w.add(p.work(method));
-        }
-        w
-    }
-
-    /// The method of a plan that runs one throughout (counts and positions; see
-    /// `Session::plan`): the forced one, else the first slab's.
-    pub fn method(&self) -> Method {
-        self.forced.or_else(|| self.slabs.first().map(|s| s.choice)).unwrap_or(Method::Index)
-    }
-
-    /// The methods the plan runs, index before scan.
-    pub fn methods(&self) -> Vec<Method> {
-        let mut m: Vec<Method> = self.slabs.iter().map(|s| s.choice).collect();
-        m.sort_by_key(|m| *m == Method::Scan);
-        m.dedup();
-        m
-    }
-
-    pub fn selected(&self) -> f64 {
-        self.slabs.iter().map(|p| p.selected).sum()
-    }
-}
-
-/// The fraction of a boundary segment's elements a comparison selects, assuming values
-/// spread evenly between its minimum and maximum.
-fn boundary_fraction(op: CmpOp, min: f64, max: f64, v: f64) -> f64 {
-    let span = max - min;
-    let f = match op {
-        CmpOp::Gt | CmpOp::Ge if span > 0.0 => (max - v) / span,
-        CmpOp::Lt | CmpOp::Le if span > 0.0 => (v - min) / span,
-        CmpOp::Eq => 0.01,
-        CmpOp::Ne => 0.99,
-        _ => 0.5,
-    };
-    f.clamp(0.0, 1.0)
-}
-
-/// Stored bytes and segment count of one sub-chunk of a variable: all its bins, the first
-/// `groups` byte groups (all when None).
-fn subchunk_bytes(index: &SlabIndex, id: SubchunkId, bins: &[u32], groups: u8) -> (f64, f64) {
-    let (mut bytes, mut n) = (0.0, 0.0);
-    for &bin in bins {
-        for group in 0..groups {
-            if let Some(e) = index.segments.get(&SegmentKey { var: id.0, chunk: id.1, subchunk: id.2, bin, group }) {
-                bytes += e.length as f64;
-                n += 1.0;
-            }
-        }
-    }
-    (bytes, n)
-}
-
-impl StoreReader {
-    /// Byte groups stored for a variable (1 without level M) and the number read at `level`.
-    fn groups_read(&self, name: &str, level: Option<usize>) -> Result<(u8, u8)> {
-        let (_, var) = self.manifest().variable(name)?;
-        let n = crate::precision::byte_groups(&self.manifest().layout, var)?.map_or(1, |g| g.len());
-        Ok((n as u8, level.unwrap_or(n).clamp(1, n) as u8))
-    }
-
-    /// Index-method work and selected fraction of `pred` over one driver sub-chunk.
-    fn estimate_index(
-        &self,
-        pred: &Predicate,
-        index: &SlabIndex,
-        id: SubchunkId,
-        n: u64,
-        work: &mut Work,
-        touched: &mut Vec<u32>,
-    ) -> Result<f64> {
-        match pred {
-            Predicate::Cmp { var, op, value } => {
-                let (var_idx, v) = self.manifest().variable(var)?;
-                let driver = &self.manifest().variables[id.0 as usize];
-                let (groups, _) = self.groups_read(var, None)?;
-                let vid = (var_idx as u32, id.1, id.2);
-                if v.chunking != driver.chunking {
-                    // Read densely over the driver's box.
-                    work.bytes += (n * v.dtype.size() as u64) as f64;
-                    work.calls += 1.0;
-                    work.decoded += n as f64;
-                    work.tested += n as f64;
-                    return Ok(0.5);
-                }
-                let mut selected = 0.0;
-                let mut boundary = 0.0;
-                match index.bins_of(vid) {
-                    Some(list) => {
-                        for e in list {
-                            let all_valid = e.count == e.len;
-                            match op.coverage(e.count, e.min, e.max, all_valid, *value) {
-                                crate::query::Coverage::Empty => {}
-                                crate::query::Coverage::Full => {
-                                    work.indexed += e.len as f64;
-                                    selected += e.count as f64;
-                                    touched.push(e.bin);
-                                }
-                                crate::query::Coverage::Boundary => {
-                                    let (b, s) = subchunk_bytes(index, vid, &[e.bin], groups);
-                                    work.bytes += b;
-                                    work.segments += s;
-                                    work.decoded += e.len as f64;
-                                    work.tested += e.len as f64;
-                                    selected += e.count as f64 * boundary_fraction(*op, e.min, e.max, *value);
-                                    boundary += 1.0;
-                                    touched.push(e.bin);
-                                }
-                            }
-                        }
-                    }
-                    None => {
-                        let key = SegmentKey { var: vid.0, chunk: vid.1, subchunk: vid.2, bin: 0, group: 0 };
-                        let Some(e) = index.segments.get(&key) else {
-                            return Err(Error::Corruption(format!("no segment for '{var}' sub-chunk {vid:?}")));
-                        };
-                        match op.coverage(e.count, e.min, e.max, e.count == n, *value) {
-                            crate::query::Coverage::Empty => {}
-                            crate::query::Coverage::Full => {
-                                work.indexed += 1.0;
-                                selected = n as f64;
-                            }
-                            crate::query::Coverage::Boundary => {
-                                let (b, s) = subchunk_bytes(index, vid, &[0], groups);
-                                work.bytes += b;
-                                work.segments += s;
-                                work.decoded += n as f64;
-                                work.tested += n as f64;
-                                selected = e.count as f64 * boundary_fraction(*op, e.min, e.max, *value);
-                                boundary = 1.0;
-                            }
-                        }
-                    }
-                }
-                if boundary > 0.0 {
-                    work.calls += 1.0;
-                }
-                Ok(selected / n.max(1) as f64)
-            }
-            Predicate::And { args } => {
-                let mut f = 1.0;
-                for a in args {
-                    f *= self.estimate_index(a, index, id, n, work, touched)?;
-                }
-                Ok(f)
-            }
-            Predicate::Or { args } => {
-                let mut g = 1.0;
-                for a in args {
-                    g *= 1.0 - self.estimate_index(a, index, id, n, work, touched)?;
-                }
-                Ok(1.0 - g)
-            }
-        }
-    }
-
-    /// Plans a query: both methods' work and time per slab, each slab choosing the cheaper
-    /// (the session then decides for the query). `outputs` are the variables whose values
-    /// are returned at `level`; `mask` restricts the region to an area.
-    pub fn plan_query(
-        &self,
-        pred: &Predicate,
-        sel: &[DimSelection],
-        mask: Option<&Mask>,
-        outputs: &[&str],
-        level: Option<usize>,
-        model: &CostModel,
-    ) -> Result<QueryPlan> {
-        let names = pred.variable_names();
-        let (driver_idx, driver) = self.manifest().variable(names.first().copied().unwrap_or_default())?;
-        self.check_selection(&driver.name, sel)?;
-        if let Some(m) = mask {
-            m.check(&self.manifest().shape(driver))?;
-        }
-        let binned = self.manifest().layout.order.contains(&Level::V);
-        let mut per_slab: BTreeMap<usize, SlabPlan> = BTreeMap::new();
-        let subchunks = self.subchunks_in(driver_idx, sel);
-        self.load_indexes(subchunks.iter().map(|b| b.slab))?;
-        for b in subchunks {
-            let slab = &self.manifest().slabs[b.slab];
-            let index = self.slab_index(slab)?;
-            let n: u64 = b.blocks.iter().map(|x| x.len).product();
-            let region: u64 = match mask {
-                Some(m) => m.count_in(&b.start, &b.blocks),
-                None => b.blocks.iter().map(|x| x.count).product(),
-            };
-            if region == 0 {
-                continue;
-            }
-            let region_frac = region as f64 / n.max(1) as f64;
-            let mut iw = Work::default();
-            let mut touched = Vec::new();
-            let frac = self.estimate_index(pred, &index, b.id, n, &mut iw, &mut touched)? * region_frac;
-            let selected = frac * n as f64;
-            let mut sw = Work::default();
-            for name in &names {
-                let (var_idx, _) = self.manifest().variable(name)?;
-                let vid = (var_idx as u32, b.id.1, b.id.2);
-                let (groups, _) = self.groups_read(name, None)?;
-                let (bytes, segs) = index.stored(vid, groups);
-                sw.bytes += bytes as f64;
-                sw.segments += segs as f64;
-                sw.calls += 1.0;
-                sw.decoded += n as f64;
-            }
-            sw.tested += n as f64 * count_comparisons(pred) as f64;
-            for name in outputs {
-                let (var_idx, _) = self.manifest().variable(name)?;
-                let vid = (var_idx as u32, b.id.1, b.id.2);
-                let (_, read) = self.groups_read(name, level)?;
-                let bins = index.bins_of(vid).map_or(1, |b| b.len());
-                let (bytes, segs) = index.stored(vid, read);
-                let (bytes, segs) = (bytes as f64, segs as f64);
-                // A scan reads each returned variable whole, unless it was read to test
-                // the constraint at the same precision.
-                if !(names.contains(name) && level.is_none()) {
-                    sw.bytes += bytes;
-                    sw.segments += segs;
-                    sw.calls += 1.0;
-                    sw.decoded += n as f64;
-                }
-                // Either method copies the selected elements out of decoded sub-chunks.
-                sw.gathered += selected;
-                if selected > 0.0 {
-                    // The index method reads them again; with level V only the bins holding
-                    // them (all of them for another variable).
-                    let share = if binned && names.contains(name) {
-                        let mut t = touched.clone();
-                        t.sort_unstable();
-                        t.dedup();
-                        t.len() as f64 / bins.max(1) as f64
-                    } else {
-                        1.0
-                    };
-                    iw.bytes += bytes * share;
-                    iw.segments += segs * share;
-                    iw.calls += 1.0;
-                    iw.decoded += n as f64 * share;
-                    iw.gathered += selected;
-                }
-            }
-            let p = per_slab.entry(b.slab).or_insert_with(|| SlabPlan {
-                slab: b.slab,
-                subchunks: 0,
-                selected: 0.0,
-                index: Work::default(),
-                scan: Work::default(),
-                index_seconds: 0.0,
-                scan_seconds: 0.0,
-                choice: Method::Index,
-            });
-            p.subchunks += 1;
-            p.selected += selected;
-            p.index.add(&iw);
-            p.scan.add(&sw);
-        }
-        let slabs = per_slab
-            .into_values()
-            .map(|mut p| {
-                p.index_seconds = model.seconds(Method::Index, &p.index);
-                p.scan_seconds = model.seconds(Method::Scan, &p.scan);
-                p.choice = if p.scan_seconds < p.index_seconds { Method::Scan } else { Method::Index };
-                p
-            })
-            .collect();
-        Ok(QueryPlan { slabs, forced: None })
-    }
-}
-
-fn count_comparisons(pred: &Predicate) -> usize {
-    match pred {
-        Predicate::Cmp { .. } => 1,
-        Predicate::And { args } | Predicate::Or { args } => args.iter().map(count_comparisons).sum(),
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, self.to_json()).map_err(|e| Error::io(tmp.display().to_string(), e))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path.display().to_string(), e))
     }
 }
 
@@ -769,12 +451,5 @@ mod tests {
         assert!(text.contains("scan_ns"));
         assert_eq!(CostModel::from_json(&text).ok(), Some(m));
         assert!(!CostModel::default().to_json().contains("scan_ns"), "absent when not fitted apart");
-    }
-
-    #[test]
-    fn boundary_fraction_interpolates() {
-        assert_eq!(boundary_fraction(CmpOp::Gt, 0.0, 10.0, 7.5), 0.25);
-        assert_eq!(boundary_fraction(CmpOp::Lt, 0.0, 10.0, 7.5), 0.75);
-        assert_eq!(boundary_fraction(CmpOp::Gt, 0.0, 10.0, 20.0), 0.0);
     }
 }
