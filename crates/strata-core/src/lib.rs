@@ -2,6 +2,16 @@
 //! geometry with Hilbert ordering, the segment index, the writer and the reader.
 //!
 //! The format is specified in `docs/format.md`; this crate is its reference implementation.
+//!
+//! What other crates use: a [`Store`] opened as a [`StoreReader`] (dense reads, statistics,
+//! histograms) or written by a [`StoreWriter`] (whole slabs), a [`stream::StreamWriter`]
+//! (records as produced) or the [`parallel`] coordinator; value queries through a
+//! [`Session`] (a [`Query`] planned by a [`planner::Planner`], run by a
+//! [`query::Executor`], answered as an [`Answer`]); constraints, areas and labels parsed
+//! and resolved here ([`constraint`], [`area`], [`labels`], [`cftime`]). Helpers only the
+//! engine needs (bit sets, fast division, Hilbert order, the data file's framing, large
+//! zeroed buffers) and types reached only through the API (masks, segment keys,
+//! histograms) sit in private modules.
 
 pub mod area;
 pub mod bins;
@@ -12,20 +22,20 @@ pub mod cftime;
 pub mod chunking;
 pub mod constraint;
 mod data_file;
-pub mod dtype;
-pub mod error;
+mod dtype;
+mod error;
 mod fastdiv;
 pub mod gc;
 pub mod grid;
 mod hilbert;
-pub mod histogram;
+mod histogram;
 pub mod in_place;
 pub mod index_file;
 pub mod joined;
 pub mod labels;
 mod large;
 pub mod manifest;
-pub mod mask;
+mod mask;
 pub mod parallel;
 pub mod planner;
 pub mod points;
@@ -33,7 +43,7 @@ pub mod precision;
 pub mod query;
 pub mod reader;
 pub mod sampling;
-pub mod segment;
+mod segment;
 pub mod session;
 pub mod storage;
 pub mod store;
@@ -44,8 +54,11 @@ pub mod writer;
 
 pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};
+pub use histogram::Histogram;
 pub use manifest::Manifest;
+pub use mask::Mask;
 pub use reader::{DimSelection, StoreReader};
+pub use segment::{SegmentEntry, SegmentKey};
 pub use session::{Answer, Output, Query, Session};
 pub use store::Store;
 pub use writer::{StoreWriter, WriterOptions};
