@@ -123,7 +123,10 @@ impl Harness {
         let schema = sessions[0].1.execute("SELECT * FROM t LIMIT 0")?.schema();
         let runtime =
             tokio::runtime::Builder::new_current_thread().build().map_err(|e| Error::io("tokio runtime", e))?;
+        // The reference gets strata's rule for signed zeros too (see `crate::zeros`): without
+        // it DataFusion's own answer depends on the order of the conjuncts.
         let reference = SessionContext::new();
+        reference.add_analyzer_rule(Arc::new(crate::zeros::SignedZeros));
         let table = MemTable::try_new(schema.clone(), vec![vec![rows(&schema)?]]).map_err(from_df)?;
         reference.register_table("t", Arc::new(table)).map_err(from_df)?;
         Ok(Harness { sessions, reference, runtime, root })
@@ -136,6 +139,20 @@ impl Harness {
         let session = b.below(self.sessions.len());
         let sql = query(&mut b);
         self.run_sql(session, &sql)
+    }
+
+    /// The first value of `sql`'s answer by strata through session `session` (a count).
+    pub fn count(&self, session: usize, sql: &str) -> std::result::Result<i64, String> {
+        let session = &self.sessions[session % self.sessions.len()].1;
+        let batches =
+            session.execute(sql).and_then(|s| s.collect::<Result<Vec<_>>>()).map_err(|e| format!("{sql}: {e}"))?;
+        let first = batches.iter().find(|b| b.num_rows() > 0).ok_or_else(|| format!("{sql}: no rows"))?;
+        first
+            .column(0)
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Int64Array>()
+            .map(|a| a.value(0))
+            .ok_or_else(|| format!("{sql}: not a count"))
     }
 
     /// `sql` answered by strata through session `session` (0: the method it chooses, 1:

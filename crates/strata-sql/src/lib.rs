@@ -11,6 +11,7 @@ mod exec;
 pub mod fuzzing;
 mod pushdown;
 pub mod table;
+mod zeros;
 
 pub use exec::column_array;
 
@@ -108,6 +109,7 @@ impl SqlSession {
             config = config.with_target_partitions(p.max(1));
         }
         let ctx = SessionContext::new_with_config(config);
+        ctx.add_analyzer_rule(Arc::new(zeros::SignedZeros));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.target_partitions.unwrap_or(2).clamp(1, 8))
             .thread_name("strata-sql")

@@ -4,10 +4,10 @@
 //! AND/OR) become a value constraint strata evaluates from its index.
 //!
 //! A pushed filter is *exact* when strata's answer is the filter's answer: value
-//! constraints and areas are (NaN and fill values are NULL, and satisfy no comparison, as
-//! in SQL) unless they compare with a zero (see `zero_safe`), coordinate ranges when the
-//! positions satisfying the comparison are contiguous (monotonic coordinates). Otherwise
-//! strata's answer holds the filter's and DataFusion filters again (inexact).
+//! constraints and areas always are (NaN and fill values are NULL, and satisfy no
+//! comparison, as in SQL), coordinate ranges when the positions satisfying the comparison
+//! are contiguous (monotonic coordinates). Otherwise the range is the filter's bounding
+//! range and DataFusion filters again (inexact).
 
 use crate::columns::{Column, CoordValues, TableInner};
 use datafusion::common::ScalarValue;
@@ -92,47 +92,24 @@ fn cmp_op(op: Operator) -> Option<CmpOp> {
     })
 }
 
-/// One comparison as strata runs it: (column, op, literal, whether strata's answer is the
-/// comparison's own).
-type Comparison<'a> = (&'a Column, CmpOp, Operand, bool);
-
-/// `column op literal` in either order (see [`zero_safe`]).
-fn comparison<'a>(t: &'a TableInner, e: &Expr) -> Option<Vec<Comparison<'a>>> {
-    let parts = match e {
+/// `column op literal` in either order, as (column, op, literal).
+fn comparison<'a>(t: &'a TableInner, e: &Expr) -> Option<Vec<(&'a Column, CmpOp, Operand)>> {
+    match e {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let op = cmp_op(*op)?;
             if let (Some(c), Some(v)) = (column(t, left), literal(right)) {
-                vec![(c, op, v)]
-            } else if let (Some(v), Some(c)) = (literal(left), column(t, right)) {
-                vec![(c, op.flipped(), v)]
-            } else {
-                return None;
+                return Some(vec![(c, op, v)]);
             }
+            if let (Some(v), Some(c)) = (literal(left), column(t, right)) {
+                return Some(vec![(c, op.flipped(), v)]);
+            }
+            None
         }
         Expr::Between(Between { expr, negated: false, low, high }) => {
             let c = column(t, expr)?;
-            vec![(c, CmpOp::Ge, literal(low)?), (c, CmpOp::Le, literal(high)?)]
+            Some(vec![(c, CmpOp::Ge, literal(low)?), (c, CmpOp::Le, literal(high)?)])
         }
-        _ => return None,
-    };
-    parts.into_iter().map(|(c, op, v)| zero_safe(op, v).map(|(op, exact)| (c, op, v, exact))).collect()
-}
-
-/// DataFusion compares floats in IEEE total order, where -0.0 < +0.0 (so `x = -0.0` is
-/// false at x = 0.0); strata's engine compares numbers, where the two zeros are equal. The
-/// answers differ only for a zero literal. There strata runs the comparison widened to
-/// one whose answer holds DataFusion's (strict bounds made inclusive: both zeros in) and
-/// DataFusion filters again; `!=` a zero is left to DataFusion. Found by the SQL fuzzer:
-/// `lat = 0 AND lat IN (-0.0)` counted 48 rows where DataFusion counts none.
-fn zero_safe(op: CmpOp, v: Operand) -> Option<(CmpOp, bool)> {
-    match v {
-        Operand::Num(x) if x.classify() == std::num::FpCategory::Zero => match op {
-            CmpOp::Ne => None,
-            CmpOp::Lt | CmpOp::Le => Some((CmpOp::Le, false)),
-            CmpOp::Gt | CmpOp::Ge => Some((CmpOp::Ge, false)),
-            CmpOp::Eq => Some((CmpOp::Eq, false)),
-        },
-        _ => Some((op, true)),
+        _ => None,
     }
 }
 
@@ -153,28 +130,25 @@ fn coord_range(values: &CoordValues, len: u64, op: CmpOp, v: Operand) -> Option<
     })
 }
 
-/// A value constraint from comparisons of variables joined by AND/OR, and whether it is
-/// exact (widened comparisons widen AND and OR alike, so the answer still holds the filter's).
-fn value_predicate(t: &TableInner, e: &Expr) -> Option<(Predicate, bool)> {
+/// A value constraint from comparisons of variables joined by AND/OR.
+fn value_predicate(t: &TableInner, e: &Expr) -> Option<Predicate> {
     match e {
         Expr::BinaryExpr(BinaryExpr { left, op: op @ (Operator::And | Operator::Or), right }) => {
-            let (l, l_exact) = value_predicate(t, left)?;
-            let (r, r_exact) = value_predicate(t, right)?;
-            let args = vec![l, r];
-            let p = if *op == Operator::And { Predicate::And { args } } else { Predicate::Or { args } };
-            Some((p, l_exact && r_exact))
+            let args = vec![value_predicate(t, left)?, value_predicate(t, right)?];
+            Some(if *op == Operator::And { Predicate::And { args } } else { Predicate::Or { args } })
         }
         _ => {
             let parts = comparison(t, e)?;
             let mut args = Vec::new();
-            let mut all_exact = true;
-            for (c, op, v, exact) in parts {
+            for (c, op, v) in parts {
                 let (Column::Var(name), Operand::Num(value)) = (c, v) else { return None };
                 args.push(Predicate::Cmp { var: name.clone(), op, value });
-                all_exact &= exact;
             }
-            let p = if args.len() == 1 { args.pop()? } else { Predicate::And { args } };
-            Some((p, all_exact))
+            if args.len() == 1 {
+                args.pop()
+            } else {
+                Some(Predicate::And { args })
+            }
         }
     }
 }
@@ -182,26 +156,25 @@ fn value_predicate(t: &TableInner, e: &Expr) -> Option<(Predicate, bool)> {
 /// What strata can do with one filter; None when nothing.
 pub(crate) fn classify(t: &TableInner, e: &Expr) -> Option<Pushdown> {
     if let Some(parts) = comparison(t, e) {
-        if parts.iter().all(|(c, ..)| matches!(c, Column::Coord(_))) {
+        if parts.iter().all(|(c, _, _)| matches!(c, Column::Coord(_))) {
             let mut out = Pushdown { exact: true, ..Pushdown::default() };
-            for (c, op, v, cmp_exact) in parts {
+            for (c, op, v) in parts {
                 let Column::Coord(d) = c else { return None };
                 let (lo, hi, exact) = coord_range(&t.coords[*d].values, t.group.shape[*d], op, v)?;
                 out.ranges.push((*d, lo, hi));
-                out.exact &= exact && cmp_exact;
+                out.exact &= exact;
             }
             return Some(out);
         }
-        if parts.iter().all(|(c, ..)| matches!(c, Column::Aux(_))) {
+        if parts.iter().all(|(c, _, _)| matches!(c, Column::Aux(_))) {
             let mut out = Pushdown { exact: true, ..Pushdown::default() };
-            for (c, op, v, cmp_exact) in parts {
+            for (c, op, v) in parts {
                 let (Column::Aux(k), Operand::Num(v)) = (c, v) else { return None };
                 out.area.push((*k, op, v));
-                out.exact &= cmp_exact;
             }
             return Some(out);
         }
     }
-    let (predicate, exact) = value_predicate(t, e)?;
-    Some(Pushdown { predicate: Some(predicate), exact, ..Pushdown::default() })
+    let predicate = value_predicate(t, e)?;
+    Some(Pushdown { predicate: Some(predicate), exact: true, ..Pushdown::default() })
 }
