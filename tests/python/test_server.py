@@ -144,6 +144,36 @@ def test_value_selection_fills_where_it_does_not_hold(served, source):
     np.testing.assert_array_equal(lat, source["lat"])  # other dimensions: untouched
 
 
+def test_dap_selection_on_a_2d_latitude_is_an_area(served):
+    """`&latitude>=60` on CanESM5's curvilinear grid: the engine's area mask over every
+    array the coordinate spans, fill outside it; with a value selection, both hold."""
+    base, _ = served
+    with netCDF4.Dataset(DATA / SIC) as src:
+        src.set_auto_mask(False)
+        c, lat = src["siconc"][:], src["latitude"][:]
+        fill = np.float32(src["siconc"]._FillValue)
+    ce = "siconc[0:2][100:290][0:359],latitude[100:290][0:359]&latitude>=60"
+    with netCDF4.Dataset(f"{base}/dap/ocean/sic?{ce}") as ds:
+        ds.set_auto_mask(False)
+        got, got_lat = ds["siconc"][:], ds["latitude"][:]
+    inside = lat[100:291] >= 60
+    want = np.where(inside[None], c[0:3, 100:291], fill)
+    np.testing.assert_array_equal(got, want)
+    assert (got != fill).sum() > 1000
+    np.testing.assert_array_equal(got_lat[inside], lat[100:291][inside])
+
+    # A strict bound, and a value selection with it.
+    ce = "siconc[5][0:290][0:359]&latitude>70&siconc>15"
+    with netCDF4.Dataset(f"{base}/dap/ocean/sic?{ce}") as ds:
+        ds.set_auto_mask(False)
+        got = ds["siconc"][:]
+    hold = (lat > 70) & (c[5] > 15) & (c[5] != fill)
+    np.testing.assert_array_equal(got, np.where(hold, c[5], fill)[None])
+    # An area takes ranges: != is refused, saying why.
+    status, _, body = get(f"{base}/dap/ocean/sic.dods?siconc&latitude!=60")
+    assert status == 400 and b"auxiliary coordinate" in body
+
+
 def test_ascii_response(served, source):
     base, _ = served
     status, _, body = get(f"{base}/dap/ersst.ascii?sst[3][40:41][0:4]")

@@ -12,6 +12,11 @@
 //! fetches each variable on its own with the selection appended, coordinates included.
 //! Which elements hold is answered by the engine's query (from the value index where it
 //! can), piece by piece.
+//!
+//! A comparison of an auxiliary coordinate (a 2-D latitude that a variable's CF
+//! `coordinates` names: `?siconc&latitude>=60`) is an area instead: it applies to every
+//! projected array that coordinate spans some dimensions of — the engine's area mask, as
+//! `area=` at the query API and `sel` locally — and to the coordinate itself.
 
 mod text;
 mod types;
@@ -24,6 +29,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use std::sync::Arc;
+use strata_core::area::{self, Area, CoordTest};
 use strata_core::{DType, DimSelection, Manifest, Output, Query, StoreReader};
 use text::Shape;
 use types::DapType;
@@ -37,6 +43,8 @@ struct Part {
     shape: Shape,
     /// The selection's constraint and the fill written where it does not hold.
     filter: Option<(Arc<strata_core::query::Predicate>, Vec<u8>)>,
+    /// The area the selection's auxiliary coordinates pick, with the fill written outside it.
+    area: Option<(Arc<Area>, Vec<u8>)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,7 +108,10 @@ async fn answer(state: State, path: &str, query: &str) -> Result<Response, ApiEr
         return Ok(r);
     }
     let ce = strata_dap::parse(query).map_err(ApiError::bad_request)?;
-    let parts = plan(m, &served, &ce)?;
+    let parts = {
+        let reader = reader.clone();
+        tokio::task::spawn_blocking(move || plan(&reader, &served, &ce)).await.map_err(ApiError::internal)??
+    };
     let dds = text::dds(dataset, &parts.iter().map(|p| p.shape.clone()).collect::<Vec<_>>());
     match kind {
         Kind::Dds => Ok(text_response(dds, "dods-dds")),
@@ -178,24 +189,59 @@ fn fill_of(m: &Manifest, name: &str) -> Result<Vec<u8>, ApiError> {
     })
 }
 
-fn plan(m: &Manifest, served: &[String], ce: &strata_dap::Constraint) -> Result<Vec<Part>, ApiError> {
+/// The auxiliary coordinates of the dataset's variables (see `area::auxiliary_coordinates`).
+fn auxiliary(m: &Manifest, served: &[String]) -> Vec<String> {
+    let mut names: Vec<String> =
+        served.iter().filter_map(|n| m.variable(n).ok()).flat_map(|(_, v)| area::auxiliary_coordinates(m, v)).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// An auxiliary coordinate's comparison as an area test on its physical values (fill
+/// values and NaN are in no area); a strict bound is the next number past it.
+fn coord_test(c: &strata_dap::Clause) -> Result<CoordTest, ApiError> {
+    let v = c.value;
+    let (lo, hi) = match c.op {
+        ">=" => (Some(v), None),
+        ">" => (Some(v.next_up()), None),
+        "<=" => (None, Some(v)),
+        "<" => (None, Some(v.next_down())),
+        "=" => (Some(v), Some(v)),
+        op => {
+            return Err(ApiError::bad_request(format!(
+                "'{}' is an auxiliary coordinate: its selection is an area, compared with <, <=, >, >= or =, not {op}",
+                c.name
+            )))
+        }
+    };
+    Ok(CoordTest::Range { lo, hi })
+}
+
+fn plan(reader: &StoreReader, served: &[String], ce: &strata_dap::Constraint) -> Result<Vec<Part>, ApiError> {
+    let m = reader.manifest();
+    let aux = auxiliary(m, served);
+    let (area_clauses, value_clauses): (Vec<&strata_dap::Clause>, Vec<&strata_dap::Clause>) =
+        ce.selections.iter().partition(|c| aux.contains(&c.name));
+    let area_tests: Vec<(String, CoordTest)> =
+        area_clauses.iter().map(|c| Ok((c.name.clone(), coord_test(c)?))).collect::<Result<_, ApiError>>()?;
     let projections: Vec<strata_dap::Projection> = if ce.projections.is_empty() {
         served.iter().map(|n| strata_dap::Projection { name: n.clone(), slabs: vec![] }).collect()
     } else {
         ce.projections.clone()
     };
-    let predicate = if ce.selections.is_empty() {
+    let predicate = if value_clauses.is_empty() {
         None
     } else {
-        let text: Vec<String> = ce.selections.iter().map(|c| c.engine_text()).collect();
+        let text: Vec<String> = value_clauses.iter().map(|c| c.engine_text()).collect();
         Some(Arc::new(strata_core::constraint::parse(&text.join(" and "))?))
     };
-    let filter_dims = match &ce.selections.first() {
+    let filter_dims = match &value_clauses.first() {
         Some(c) => {
             let (_, v) = m.variable(&c.name).map_err(|_| {
                 ApiError::bad_request(format!("the selection names '{}', which this dataset does not have", c.name))
             })?;
-            for other in &ce.selections {
+            for other in &value_clauses {
                 let (_, o) = m.variable(&other.name).map_err(|_| {
                     ApiError::bad_request(format!(
                         "the selection names '{}', which this dataset does not have",
@@ -250,12 +296,21 @@ fn plan(m: &Manifest, served: &[String], ce: &strata_dap::Constraint) -> Result<
             (Some(pred), Some(dims)) if *dims == var.dims => Some((pred.clone(), fill_of(m, &p.name)?)),
             _ => None,
         };
+        // The area's tests whose coordinate spans (some of) this array's dimensions.
+        let tests: Vec<(String, CoordTest)> =
+            area_tests.iter().filter(|(n, _)| area::is_auxiliary(m, &var.dims, n)).cloned().collect();
+        let area = if tests.is_empty() {
+            None
+        } else {
+            Some((Arc::new(Area::build(reader, &var.dims, &shape, &tests)?), fill_of(m, &p.name)?))
+        };
         parts.push(Part {
             name: p.name.clone(),
             dtype: var.dtype,
             sel,
             shape: Shape { name: p.name, dap, dims },
             filter,
+            area,
         });
     }
     Ok(parts)
@@ -267,32 +322,44 @@ fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]
     let n: u64 = b.iter().map(|s| s.count()).product();
     let mut buf = vec![0u8; n as usize * es];
     reader.read_into(&part.name, b, &mut buf)?;
-    if let Some((pred, fill)) = &part.filter {
-        let q = Query {
-            predicate: (**pred).clone(),
-            region: b.to_vec(),
-            output: Output::Positions,
-            variables: vec![],
-            level: None,
-            method: None,
-            mask: None,
-            raw: false,
-        };
-        let answer = state.session.run(reader, &q)?;
-        let mut keep = vec![false; n as usize];
-        let coords = answer.selection.coordinates();
-        let counts: Vec<u64> = b.iter().map(|s| s.count()).collect();
-        for (i, _) in answer.selection.flat.iter().enumerate() {
-            let mut local = 0u64;
-            for (d, s) in b.iter().enumerate() {
-                local = local * counts[d] + (coords[d][i] as u64 - s.start) / s.step;
+    let mut keep = vec![false; n as usize];
+    let fill = match (&part.filter, &part.area) {
+        (Some((pred, fill)), area) => {
+            let q = Query {
+                predicate: (**pred).clone(),
+                region: b.to_vec(),
+                output: Output::Positions,
+                variables: vec![],
+                level: None,
+                method: None,
+                mask: area.as_ref().map(|(a, _)| a.mask().clone()),
+                raw: false,
+            };
+            let answer = state.session.run(reader, &q)?;
+            let coords = answer.selection.coordinates();
+            let counts: Vec<u64> = b.iter().map(|s| s.count()).collect();
+            for (i, _) in answer.selection.flat.iter().enumerate() {
+                let mut local = 0u64;
+                for (d, s) in b.iter().enumerate() {
+                    local = local * counts[d] + (coords[d][i] as u64 - s.start) / s.step;
+                }
+                keep[local as usize] = true;
             }
-            keep[local as usize] = true;
+            fill
         }
-        for (k, chunk) in keep.iter().zip(buf.chunks_exact_mut(es)) {
-            if !k {
-                chunk.copy_from_slice(fill);
+        (None, Some((area, fill))) => {
+            let (_, var) = reader.manifest().variable(&part.name)?;
+            let (_, local) = area.positions_in(&reader.manifest().shape(var), b);
+            for l in local {
+                keep[l as usize] = true;
             }
+            fill
+        }
+        (None, None) => return Ok(buf),
+    };
+    for (k, chunk) in keep.iter().zip(buf.chunks_exact_mut(es)) {
+        if !k {
+            chunk.copy_from_slice(fill);
         }
     }
     Ok(buf)
