@@ -248,6 +248,9 @@ pub fn seeds() -> Vec<String> {
         "GET /dap/ocean/sst.dods?sst%5B0:1%5D%5B1:2:5%5D%5B0:7%5D".into(),
         "GET /dap/ocean/sst.ascii?sst%5B1%5D%5B0%5D%5B0:3%5D,lat&sst%3E3".into(),
         "GET /dap/ocean/sst.dods?time,lon%5B2:4%5D".into(),
+        // A selection on the 2-D auxiliary latitude: an area over every array it spans.
+        "GET /dap/ocean/sst.dods?sst%5B0:1%5D%5B0:5%5D%5B0:7%5D,ulat&ulat%3E=0&sst%3C4".into(),
+        "GET /dap/ocean/sst.ascii?sst&ulat%3C10".into(),
         format!("GET /dap/private/sst.dods?sst%5B0%5D%5B0%5D%5B0%5D\n{auth}"),
         format!("GET /api/query/private/sst?where=sst%3E1&output=count\n{auth}"),
         "GET /api/schema/private/sst\nauthorization: Basic dXNlcjpmdXp6LXRva2VuLTAxMjM=".into(),
