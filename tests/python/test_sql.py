@@ -237,3 +237,42 @@ def test_cli_sql_and_explain(ersst, tmp_path, capsys, monkeypatch):
     assert model["ns"].keys() == model["scan_ns"].keys() and all(v >= 0 for v in model["scan_ns"].values())
     assert main(["explain", store, "--where", "sst > 28", "--no-run", "--output", "count"]) == 0
     assert "calibrated" in capsys.readouterr().out
+
+
+@needs_data
+@pytest.mark.parametrize("method", ["auto", "index", "scan"])
+def test_packed_variables_are_physical_values(tmp_path, method):
+    """NorKyst's temperature is a short with scale_factor 0.01: SQL's column holds degrees,
+    as xarray decodes them (float32), and `WHERE temperature > 10` compares degrees."""
+    import xarray as xr
+
+    path = DATA / "NorKyst-800m_ZDEPTHS_his_00_3Dsubset.nc"
+    store = tmp_path / "norkyst.strata"
+    strata.import_file(path, store)
+    with xr.open_dataset(path, decode_times=False) as ds:
+        t = ds["temperature"].values  # float32, NaN at the fill
+    s = strata.SqlSession(store, method=method)
+    table = next(name for name, cols in s.tables.items() if "temperature" in cols)
+    assert s.execute(f"SELECT temperature FROM {table} LIMIT 1").schema.field(0).type == pa.float32()
+    for where, want in [
+        ("temperature > 10", t > 10),
+        ("temperature >= 7.5 AND temperature < 8", (t >= 7.5) & (t < 8)),
+        ("temperature = 7.5", t == np.float32(7.5)),
+        ("temperature <= 2 OR temperature > 14.25", (t <= 2) | (t > np.float32(14.25))),
+    ]:
+        got = s.execute(f"SELECT count(*) AS n FROM {table} WHERE {where}").column("n")[0].as_py()
+        assert got == int(want.sum()) > 0, where
+        vals = s.execute(f'SELECT temperature FROM {table} WHERE {where} ORDER BY time, depth, "Y", "X"')
+        np.testing.assert_array_equal(vals.column(0).to_numpy(), t[want], err_msg=where)
+    # Values the constraint does not compare are physical too, NULL at the fill.
+    some = s.execute(f'SELECT temperature FROM {table} WHERE depth = 0 ORDER BY time, "Y", "X"').column(0)
+    want = t[:, list(ds_depths(path)).index(0.0)].ravel()
+    assert some.null_count == int(np.isnan(want).sum()) > 0
+    np.testing.assert_array_equal(some.to_numpy(zero_copy_only=False), want)
+
+
+def ds_depths(path):
+    import netCDF4
+
+    with netCDF4.Dataset(path) as nc:
+        return nc["depth"][:].tolist()

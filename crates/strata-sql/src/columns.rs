@@ -118,4 +118,6 @@ pub(crate) struct TableInner {
     pub columns: Vec<Column>,
     pub schema: SchemaRef,
     pub planning: Arc<Planning>,
+    /// The packed variables' unpacking (see [`crate::unpack`]), by name.
+    pub packed: std::collections::HashMap<String, crate::unpack::Unpack>,
 }

@@ -239,7 +239,11 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
                 let missing = v.missing_values();
                 let nulls =
                     (!req.predicate.as_ref().is_some_and(|p| never_null(p, name))).then_some(missing.as_slice());
-                arrays.push(column_array(v.dtype, raw, nulls)?);
+                let stored = column_array(v.dtype, raw, nulls)?;
+                arrays.push(match t.packed.get(name) {
+                    Some(u) => u.apply(&stored)?,
+                    None => stored,
+                });
             }
         }
     }

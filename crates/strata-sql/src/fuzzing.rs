@@ -36,6 +36,10 @@ const X: usize = 8;
 const SST_FILL: f32 = -999.0;
 const ICE_FILL: i16 = -1;
 const ULAT_FILL: f32 = -999.0;
+const PK_FILL: i16 = -32767;
+/// `pk`'s packing: physical = stored * PK_SCALE + PK_OFFSET, in float32 (as xarray decodes).
+const PK_SCALE: f32 = 0.05;
+const PK_OFFSET: f32 = 10.0;
 
 /// Latitudes, descending (a coordinate range must be found on either order).
 fn lat(i: usize) -> f64 {
@@ -68,6 +72,22 @@ fn sst(i: usize) -> f32 {
         _ if i % 29 == 3 => f32::NAN,
         _ => ((i * 37) % 101) as f32 * 0.1 - 2.0,
     }
+}
+
+/// pk, a packed variable, as stored at flat index `i`: a fill, and values either side of 0.
+fn pk(i: usize) -> i16 {
+    if i % 19 == 7 {
+        PK_FILL
+    } else {
+        ((i * 11) % 41) as i16 - 20
+    }
+}
+
+/// pk's physical value at `i` (None at the fill), computed as xarray does: the stored value
+/// made float32, times the scale, plus the offset.
+fn pk_physical(i: usize) -> Option<f32> {
+    let x = pk(i);
+    (x != PK_FILL).then_some(x as f32 * PK_SCALE + PK_OFFSET)
 }
 
 fn ice(i: usize) -> i16 {
@@ -209,6 +229,7 @@ fn rows(schema: &SchemaRef) -> Result<RecordBatch> {
         Arc::new(Float64Array::from_iter_values((0..n).map(|i| lon(at(i).2)))),
         Arc::new(Float32Array::from_iter((0..n).map(|i| Some(sst(i)).filter(|v| !v.is_nan() && *v != SST_FILL)))),
         Arc::new(Int16Array::from_iter((0..n).map(|i| Some(ice(i)).filter(|v| *v != ICE_FILL)))),
+        Arc::new(Float32Array::from_iter((0..n).map(pk_physical))),
         Arc::new(Float32Array::from_iter((0..n).map(|i| {
             let (_, y, x) = at(i);
             Some(ulat(y, x)).filter(|v| !v.is_nan() && *v != ULAT_FILL)
@@ -228,7 +249,8 @@ fn rows(schema: &SchemaRef) -> Result<RecordBatch> {
     RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
-/// The store: sst(time, lat, lon) f32 and ice(time, lat, lon) i16 with fill values, in
+/// The store: sst(time, lat, lon) f32, ice(time, lat, lon) i16 and pk, an i16 packed by scale and
+/// offset (its column physical float32), with fill values, in
 /// slabs of two records, small sub-chunks and four bins (many segments, some judged by
 /// the index alone), with CF coordinates and a 2-D auxiliary latitude.
 fn write_store(path: &Path) -> Result<()> {
@@ -269,6 +291,16 @@ fn write_store(path: &Path) -> Result<()> {
                 ],
             ),
             var(
+                "pk",
+                DType::I16,
+                &grid,
+                vec![
+                    Attribute { name: "_FillValue".into(), value: AttrValue::I16(vec![PK_FILL.into()]) },
+                    Attribute { name: "scale_factor".into(), value: AttrValue::F32(vec![PK_SCALE]) },
+                    Attribute { name: "add_offset".into(), value: AttrValue::F32(vec![PK_OFFSET]) },
+                ],
+            ),
+            var(
                 "ulat",
                 DType::F32,
                 &["lat", "lon"],
@@ -299,7 +331,8 @@ fn write_store(path: &Path) -> Result<()> {
         w.begin_slab(2)?;
         let cells = t0 * Y * X..t0 * Y * X + per;
         w.put_records("sst", &cells.clone().flat_map(|i| sst(i).to_le_bytes()).collect::<Vec<u8>>())?;
-        w.put_records("ice", &cells.flat_map(|i| ice(i).to_le_bytes()).collect::<Vec<u8>>())?;
+        w.put_records("ice", &cells.clone().flat_map(|i| ice(i).to_le_bytes()).collect::<Vec<u8>>())?;
+        w.put_records("pk", &cells.flat_map(|i| pk(i).to_le_bytes()).collect::<Vec<u8>>())?;
         w.put_records("time", &f64s(vec![day(t0), day(t0 + 1)]))?;
         w.finish_slab()?;
     }
@@ -329,7 +362,7 @@ impl Bytes<'_> {
     }
 }
 
-const COLUMNS: [&str; 6] = ["time", "lat", "lon", "sst", "ice", "ulat"];
+const COLUMNS: [&str; 7] = ["time", "lat", "lon", "sst", "ice", "pk", "ulat"];
 const OPS: [&str; 7] = ["<", "<=", ">", ">=", "=", "<>", "!="];
 
 /// A whole query.
@@ -343,7 +376,7 @@ fn query(b: &mut Bytes) -> String {
         1 => format!("SELECT count(sst), min(sst), max(sst), sum(ice), count(ice) FROM t{filter}"),
         2 => format!("SELECT time, count(*), max(ice) FROM t{filter} GROUP BY time ORDER BY time"),
         _ => {
-            let mask = b.byte() as usize % 63 + 1;
+            let mask = b.byte() as usize % 127 + 1;
             let cols: Vec<&str> =
                 COLUMNS.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, c)| *c).collect();
             let limit = match b.below(4) {
@@ -389,6 +422,12 @@ fn literal(b: &mut Bytes, c: &str) -> String {
         "lat" => ["60", "30.0", "0", "-30", "-60.0", "45", "-61", "90", "-0.0"][k % 9].to_string(),
         "lon" => ["0", "45", "90.0", "315", "314.9", "-1", "360", "180"][k % 8].to_string(),
         "ice" => ["-4", "-1", "0", "3", "12", "13", "-5", "2.5"][k % 8].to_string(),
+        "pk" => match k % 3 {
+            // A physical value held, as a user copies it from xarray; or one between or outside.
+            0 => pk_physical(k * 5 % (T * Y * X)).map_or("10".into(), |v| format!("{v}")),
+            1 => ["9", "10", "10.025", "8.95", "11", "-1638.35", "0", "1e10"][k / 3 % 8].to_string(),
+            _ => format!("{}", 10.0 + (k as f64 - 128.0) / 100.0),
+        },
         "ulat" => match k % 3 {
             // A value held, written the shortest way; or one between or outside them.
             0 => Some(ulat(k / 3 % Y, k / 15 % X)).filter(|v| !v.is_nan()).map_or("0.5".into(), |v| format!("{v}")),

@@ -11,6 +11,7 @@ mod exec;
 pub mod fuzzing;
 mod pushdown;
 pub mod table;
+mod unpack;
 mod zeros;
 
 pub use exec::column_array;

@@ -4,10 +4,10 @@
 //! AND/OR) become a value constraint strata evaluates from its index.
 //!
 //! A pushed filter is *exact* when strata's answer is the filter's answer: value
-//! constraints and areas always are (NaN and fill values are NULL, and satisfy no
-//! comparison, as in SQL), coordinate ranges when the positions satisfying the comparison
-//! are contiguous (monotonic coordinates). Otherwise the range is the filter's bounding
-//! range and DataFusion filters again (inexact).
+//! constraints and areas are (NaN and fill values are NULL, and satisfy no comparison, as
+//! in SQL) unless they compare a packed variable (see `crate::unpack`), coordinate ranges
+//! when the positions satisfying the comparison are contiguous (monotonic coordinates).
+//! Otherwise strata's answer holds the filter's and DataFusion filters again (inexact).
 
 use crate::columns::{Column, CoordValues, TableInner};
 use datafusion::common::ScalarValue;
@@ -130,25 +130,36 @@ fn coord_range(values: &CoordValues, len: u64, op: CmpOp, v: Operand) -> Option<
     })
 }
 
-/// A value constraint from comparisons of variables joined by AND/OR.
-fn value_predicate(t: &TableInner, e: &Expr) -> Option<Predicate> {
+/// A value constraint from comparisons of variables joined by AND/OR, and whether it is
+/// exact: a packed variable's comparisons run on stored values widened (see
+/// [`crate::unpack`]) and are not, and widening one side of an AND or OR widens the whole.
+fn value_predicate(t: &TableInner, e: &Expr) -> Option<(Predicate, bool)> {
     match e {
         Expr::BinaryExpr(BinaryExpr { left, op: op @ (Operator::And | Operator::Or), right }) => {
-            let args = vec![value_predicate(t, left)?, value_predicate(t, right)?];
-            Some(if *op == Operator::And { Predicate::And { args } } else { Predicate::Or { args } })
+            let (l, l_exact) = value_predicate(t, left)?;
+            let (r, r_exact) = value_predicate(t, right)?;
+            let args = vec![l, r];
+            let p = if *op == Operator::And { Predicate::And { args } } else { Predicate::Or { args } };
+            Some((p, l_exact && r_exact))
         }
         _ => {
             let parts = comparison(t, e)?;
             let mut args = Vec::new();
+            let mut exact = true;
             for (c, op, v) in parts {
                 let (Column::Var(name), Operand::Num(value)) = (c, v) else { return None };
-                args.push(Predicate::Cmp { var: name.clone(), op, value });
+                match t.packed.get(name) {
+                    None => args.push(Predicate::Cmp { var: name.clone(), op, value }),
+                    Some(u) => {
+                        for (op, value) in u.stored_bounds(op, value)? {
+                            args.push(Predicate::Cmp { var: name.clone(), op, value });
+                        }
+                        exact = false;
+                    }
+                }
             }
-            if args.len() == 1 {
-                args.pop()
-            } else {
-                Some(Predicate::And { args })
-            }
+            let p = if args.len() == 1 { args.pop()? } else { Predicate::And { args } };
+            Some((p, exact))
         }
     }
 }
@@ -175,6 +186,6 @@ pub(crate) fn classify(t: &TableInner, e: &Expr) -> Option<Pushdown> {
             return Some(out);
         }
     }
-    let predicate = value_predicate(t, e)?;
-    Some(Pushdown { predicate: Some(predicate), exact: true, ..Pushdown::default() })
+    let (predicate, exact) = value_predicate(t, e)?;
+    Some(Pushdown { predicate: Some(predicate), exact, ..Pushdown::default() })
 }

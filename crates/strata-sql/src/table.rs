@@ -7,6 +7,7 @@ use crate::columns::{Aux, Column, Coord, CoordValues, TableInner};
 pub use crate::columns::{AuxValues, Group, Planning};
 use crate::exec::{ScanRequest, StrataScan};
 use crate::pushdown::{self, Pushdown};
+use crate::unpack::Unpack;
 use async_trait::async_trait;
 use datafusion::arrow::array::{ArrayRef, Int64Array, TimestampMicrosecondArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -124,6 +125,7 @@ impl StrataTable {
         let mut fields = Vec::new();
         let mut coords = Vec::new();
         let mut columns = Vec::new();
+        let mut packed = std::collections::HashMap::new();
         for (d, (dim, &len)) in group.dims.iter().zip(&group.shape).enumerate() {
             let c = read_coord(&reader, dim, len)?;
             fields.push(Field::new(dim, c.array.data_type().clone(), true));
@@ -136,6 +138,13 @@ impl StrataTable {
             }
             let (_, v) = reader.manifest().variable(name)?;
             let Some(t) = arrow_type(v.dtype) else { continue };
+            let t = match Unpack::of(reader.manifest(), name)? {
+                Some(u) => {
+                    packed.insert(name.clone(), u);
+                    u.data_type()
+                }
+                None => t,
+            };
             fields.push(Field::new(name, t, true));
             columns.push(Column::Var(name.clone()));
         }
@@ -156,7 +165,9 @@ impl StrataTable {
             }
         }
         let schema = Arc::new(Schema::new(fields));
-        Ok(StrataTable { inner: Arc::new(TableInner { reader, group, coords, aux, columns, schema, planning }) })
+        Ok(StrataTable {
+            inner: Arc::new(TableInner { reader, group, coords, aux, columns, schema, planning, packed }),
+        })
     }
 }
 
