@@ -326,6 +326,13 @@ pub fn packing(manifest: &Manifest, var: &str) -> Result<Option<(f64, f64)>> {
     Ok(Some((scale, offset)))
 }
 
+/// `physical op value` on a variable packed with (`scale`, `offset`) as the same comparison
+/// on its stored values: the constant unpacked, the operator flipped when the scale is
+/// negative. Exact in real numbers; SQL widens it for float rounding (`strata_sql::unpack`).
+pub fn compared_stored(scale: f64, offset: f64, op: CmpOp, value: f64) -> (CmpOp, f64) {
+    (if scale < 0.0 { op.flipped() } else { op }, (value - offset) / scale)
+}
+
 /// The constraint on physical values rewritten on stored values: a comparison on a packed
 /// variable (`scale_factor`, `add_offset`) compares the stored values with the constant
 /// unpacked, and flips when the scale is negative.
@@ -334,8 +341,8 @@ pub fn on_stored_values(pred: &Predicate, manifest: &Manifest) -> Result<Predica
         Predicate::Cmp { var, op, value } => match packing(manifest, var)? {
             None => pred.clone(),
             Some((scale, offset)) => {
-                let op = if scale < 0.0 { op.flipped() } else { *op };
-                Predicate::Cmp { var: var.clone(), op, value: (value - offset) / scale }
+                let (op, value) = compared_stored(scale, offset, *op, *value);
+                Predicate::Cmp { var: var.clone(), op, value }
             }
         },
         Predicate::And { args } => {

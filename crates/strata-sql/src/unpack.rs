@@ -3,7 +3,7 @@
 //! float32 when the attributes are float32 and the stored values are 16 bits or fewer,
 //! else float64 — so `WHERE temperature > 10` compares degrees, as `Dataset.query` does,
 //! not the stored integers. A comparison pushed into the engine is rewritten on stored
-//! values (`strata_core::constraint::on_stored_values`'s rule), widened by a stored unit so
+//! values (`strata_core::constraint::compared_stored`), widened by a stored unit so
 //! that float rounding of the physical value cannot leave a row out, and DataFusion filters
 //! the physical column again (inexact).
 
@@ -61,8 +61,7 @@ impl Unpack {
     /// does (one stored unit wider; an equality a range); None for `!=`, which DataFusion
     /// keeps.
     pub fn stored_bounds(&self, op: CmpOp, value: f64) -> Option<Vec<(CmpOp, f64)>> {
-        let op = if self.scale < 0.0 { op.flipped() } else { op };
-        let b = (value - self.offset) / self.scale;
+        let (op, b) = strata_core::constraint::compared_stored(self.scale, self.offset, op, value);
         let margin = 1.0f64.max(b.abs() * 1e-6);
         match op {
             CmpOp::Gt | CmpOp::Ge => Some(vec![(CmpOp::Ge, b - margin)]),
