@@ -66,11 +66,7 @@ fn same_bits(a: &ScalarValue, b: &ScalarValue) -> bool {
 }
 
 fn is_negative_zero(e: &Expr) -> bool {
-    matches!(e, Expr::Literal(v, _) if zeros(v).is_some_and(|_| match v {
-        ScalarValue::Float32(Some(x)) => x.is_sign_negative(),
-        ScalarValue::Float64(Some(x)) => x.is_sign_negative(),
-        _ => false,
-    }))
+    matches!(e, Expr::Literal(v, _) if zeros(v).is_some_and(|(_, minus)| same_bits(v, &minus)))
 }
 
 /// `e` with a -0.0 literal made +0.0; whether it was one.
