@@ -6,7 +6,7 @@
 
 use crate::constraint::packing;
 use crate::error::{Error, Result};
-use crate::grid::{for_each_flat, row_major_strides};
+use crate::grid::{for_each_flat, position_in, row_major_strides};
 use crate::manifest::{Manifest, Variable};
 use crate::mask::Mask;
 use crate::query::CmpOp;
@@ -331,19 +331,12 @@ impl Area {
         let axes = self.mask.axes();
         let mshape = self.mask.shape();
         let mstrides = row_major_strides(mshape);
-        let local_strides = row_major_strides(&region.iter().map(|r| r.count()).collect::<Vec<_>>());
         let (mut flat, mut local) = (Vec::new(), Vec::new());
         for_each_flat(shape, region, |idx, f| {
             let m: u64 = axes.iter().zip(&mstrides).map(|(&a, s)| idx[a] * s).sum();
             if self.mask.bits()[m as usize] {
                 flat.push(f);
-                local.push(
-                    idx.iter()
-                        .zip(region)
-                        .zip(&local_strides)
-                        .map(|((i, r), s)| (i - r.start) / r.step.max(1) * s)
-                        .sum(),
-                );
+                local.push(position_in(region, idx.iter().copied()));
             }
             true
         });

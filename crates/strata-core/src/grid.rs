@@ -40,6 +40,12 @@ pub fn row_major_strides(shape: &[u64]) -> Vec<u64> {
     strides
 }
 
+/// Where the element at global index `idx` stands in a read of `sel` (row-major over the
+/// selection's counts); `idx` must be one `sel` picks.
+pub fn position_in(sel: &[AxisSelection], idx: impl IntoIterator<Item = u64>) -> u64 {
+    sel.iter().zip(idx).fold(0, |acc, (s, i)| acc * s.count() + (i - s.start) / s.step.max(1))
+}
+
 /// Calls `visit` with the index and the flat index (row-major over `shape`) of every element
 /// `sel` picks, in order, until it returns false.
 pub fn for_each_flat(shape: &[u64], sel: &[AxisSelection], mut visit: impl FnMut(&[u64], u64) -> bool) {

@@ -332,7 +332,7 @@ fn engine_query(
     let mask = match req.area.as_deref() {
         None => None,
         Some(text) => {
-            let area = state.areas.get(name, reader, &dims, &shape, text)?;
+            let area = state.areas.get(name, reader, &dims, &shape, &crate::areas::items(text)?)?;
             area.narrow(&mut region)?.then(|| area.mask().clone())
         }
     };

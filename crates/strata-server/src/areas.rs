@@ -45,28 +45,30 @@ impl<K: Eq + Hash, V> Kept<K, V> {
     }
 }
 
-/// (dataset, its version, the queried variables' dimensions, the request's area text or the
+/// (dataset, its version, the queried variables' dimensions, the area's tests as text or the
 /// auxiliary coordinate's name)
 type Key = (String, u64, Vec<String>, String);
 
-/// Areas, by their text.
+/// Areas, by their tests.
 pub(crate) type Areas = Kept<Key, Area>;
 
 /// Auxiliary coordinates' values, by name.
 pub(crate) type AuxCoords = Kept<Key, AuxValues>;
 
 impl Areas {
-    /// The area `text` selects for variables on `dims` (of `shape`) of dataset `name`.
+    /// The area `tests` select for variables on `dims` (of `shape`) of dataset `name`: the
+    /// same however a request wrote them (`area=latitude=60:` or DAP2's `&latitude>=60`).
     pub fn get(
         &self,
         name: &str,
         reader: &StoreReader,
         dims: &[String],
         shape: &[u64],
-        text: &str,
+        tests: &[(String, CoordTest)],
     ) -> Result<Arc<Area>, ApiError> {
-        let key = (name.to_string(), reader.manifest().version, dims.to_vec(), text.to_string());
-        self.get_or(key, || Ok(Area::build(reader, dims, shape, &items(text)?)?))
+        // Debug shows every f64 exactly, so equal texts are equal tests.
+        let key = (name.to_string(), reader.manifest().version, dims.to_vec(), format!("{tests:?}"));
+        self.get_or(key, || Ok(Area::build(reader, dims, shape, tests)?))
     }
 }
 
@@ -85,7 +87,7 @@ impl AuxCoords {
 }
 
 /// `area` text: `name=lo:hi` items, comma-separated, either end empty (open).
-fn items(text: &str) -> Result<Vec<(String, CoordTest)>, ApiError> {
+pub(crate) fn items(text: &str) -> Result<Vec<(String, CoordTest)>, ApiError> {
     let mut items: Vec<(String, CoordTest)> = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let bad = || ApiError::bad_request(format!("area item '{item}' is not name=lo:hi (either end may be empty)"));

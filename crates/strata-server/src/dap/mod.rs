@@ -30,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use std::sync::Arc;
 use strata_core::area::{self, Area, CoordTest};
+use strata_core::grid::position_in;
 use strata_core::{DType, DimSelection, Manifest, Output, Query, StoreReader};
 use text::Shape;
 use types::DapType;
@@ -110,7 +111,10 @@ async fn answer(state: State, path: &str, query: &str) -> Result<Response, ApiEr
     let ce = strata_dap::parse(query).map_err(ApiError::bad_request)?;
     let parts = {
         let reader = reader.clone();
-        tokio::task::spawn_blocking(move || plan(&reader, &served, &ce)).await.map_err(ApiError::internal)??
+        let (state, name) = (state.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || plan(&state, &name, &reader, &served, &ce))
+            .await
+            .map_err(ApiError::internal)??
     };
     let dds = text::dds(dataset, &parts.iter().map(|p| p.shape.clone()).collect::<Vec<_>>());
     match kind {
@@ -218,7 +222,13 @@ fn coord_test(c: &strata_dap::Clause) -> Result<CoordTest, ApiError> {
     Ok(CoordTest::Range { lo, hi })
 }
 
-fn plan(reader: &StoreReader, served: &[String], ce: &strata_dap::Constraint) -> Result<Vec<Part>, ApiError> {
+fn plan(
+    state: &State,
+    name: &str,
+    reader: &StoreReader,
+    served: &[String],
+    ce: &strata_dap::Constraint,
+) -> Result<Vec<Part>, ApiError> {
     let m = reader.manifest();
     let aux = auxiliary(m, served);
     let (area_clauses, value_clauses): (Vec<&strata_dap::Clause>, Vec<&strata_dap::Clause>) =
@@ -302,7 +312,7 @@ fn plan(reader: &StoreReader, served: &[String], ce: &strata_dap::Constraint) ->
         let area = if tests.is_empty() {
             None
         } else {
-            Some((Arc::new(Area::build(reader, &var.dims, &shape, &tests)?), fill_of(m, &p.name)?))
+            Some((state.areas.get(name, reader, &var.dims, &shape, &tests)?, fill_of(m, &p.name)?))
         };
         parts.push(Part {
             name: p.name.clone(),
@@ -337,13 +347,8 @@ fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]
             };
             let answer = state.session.run(reader, &q)?;
             let coords = answer.selection.coordinates();
-            let counts: Vec<u64> = b.iter().map(|s| s.count()).collect();
-            for (i, _) in answer.selection.flat.iter().enumerate() {
-                let mut local = 0u64;
-                for (d, s) in b.iter().enumerate() {
-                    local = local * counts[d] + (coords[d][i] as u64 - s.start) / s.step;
-                }
-                keep[local as usize] = true;
+            for i in 0..answer.selection.flat.len() {
+                keep[position_in(b, coords.iter().map(|c| c[i] as u64)) as usize] = true;
             }
             fill
         }
