@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::joined::{Columns, Joined};
 use crate::mask::Mask;
 use crate::planner::{cost_model_path, human_bytes, CostModel, Planner, QueryPlan};
-use crate::query::{Executor, Method, Points, Predicate, QueryStats, Selection};
+use crate::query::{Executor, Method, Points, Predicate, QueryStats, Scan, Selection};
 use crate::reader::{DimSelection, StoreReader};
 use std::fmt;
 use std::sync::Mutex;
@@ -85,6 +85,17 @@ impl Query {
     /// The dimensions of the constrained variables.
     pub fn grid_dims(&self, manifest: &crate::Manifest) -> Result<Vec<String>> {
         Ok(manifest.variable(driver(self)?)?.1.dims.clone())
+    }
+
+    /// What the planner prices and the executor runs for this query, returning `outputs`.
+    fn scan<'a>(&'a self, outputs: &'a [&'a str]) -> Scan<'a> {
+        Scan {
+            predicate: &self.predicate,
+            region: &self.region,
+            mask: self.mask.as_deref(),
+            outputs,
+            level: self.level,
+        }
     }
 
     /// The query as the reader runs it: constraints on stored values.
@@ -361,13 +372,7 @@ impl Session {
 
     fn plan_with(&self, reader: &StoreReader, query: &Query, model: &CostModel) -> Result<QueryPlan> {
         let outputs = returned(query);
-        let mut plan = Planner::new(reader, model).plan(
-            &query.predicate,
-            &query.region,
-            query.mask.as_deref(),
-            &outputs,
-            query.level,
-        )?;
+        let mut plan = Planner::new(reader, model).plan(&query.scan(&outputs))?;
         if let Some(m) = query.method {
             plan.slabs.iter_mut().for_each(|s| s.choice = m);
             plan.forced = Some(m);
@@ -459,8 +464,7 @@ impl Session {
         let (mut count, mut stats) = (0u64, QueryStats::default());
         let run_piece = |i: usize| -> Result<(Points, QueryStats)> {
             let ((points, st), _) = self.run_piece(&run, i, |sel, plan| {
-                Executor::new(reader)
-                    .points(&q.predicate, sel, q.mask.as_deref(), &outputs, q.level, &|slab| plan.method_for(slab))
+                Executor::new(reader).points(&Scan { region: sel, ..q.scan(&outputs) }, &|slab| plan.method_for(slab))
             })?;
             Ok((points, st))
         };

@@ -21,7 +21,7 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use std::sync::{Arc, Mutex};
 use strata_core::area::Area;
 use strata_core::points;
-use strata_core::query::{Executor, Predicate};
+use strata_core::query::{Executor, Predicate, Scan};
 use strata_core::session::{Output, Query, QueryRun};
 use strata_core::{DType, DimSelection, Error, Result};
 
@@ -208,7 +208,10 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
         }
         Some(pred) => {
             let (points, _) = observed(req, pred, piece, |sel, plan| {
-                Executor::new(reader).points(pred, sel, mask, &vars, None, &|slab| plan.method_for(slab))
+                Executor::new(reader)
+                    .points(&Scan { predicate: pred, region: sel, mask, outputs: &vars, level: None }, &|slab| {
+                        plan.method_for(slab)
+                    })
             })?;
             let n = points.flat.len();
             (Some(points.flat), points.columns, n)

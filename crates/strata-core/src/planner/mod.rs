@@ -16,9 +16,8 @@ pub use plan::{QueryPlan, SlabPlan};
 
 use crate::error::{Error, Result};
 use crate::manifest::Level;
-use crate::mask::Mask;
-use crate::query::{CmpOp, Method, Predicate};
-use crate::reader::{DimSelection, SlabIndex, StoreReader, SubchunkId};
+use crate::query::{CmpOp, Method, Predicate, Scan};
+use crate::reader::{SlabIndex, StoreReader, SubchunkId};
 use crate::segment::SegmentKey;
 use std::collections::BTreeMap;
 
@@ -168,16 +167,9 @@ impl<'r> Planner<'r> {
     }
 
     /// Plans a query: both methods' work and time per slab, each slab choosing the cheaper
-    /// (the session then decides for the query). `outputs` are the variables whose values
-    /// are returned at `level`; `mask` restricts the region to an area.
-    pub fn plan(
-        &self,
-        pred: &Predicate,
-        sel: &[DimSelection],
-        mask: Option<&Mask>,
-        outputs: &[&str],
-        level: Option<usize>,
-    ) -> Result<QueryPlan> {
+    /// (the session then decides for the query).
+    pub fn plan(&self, scan: &Scan) -> Result<QueryPlan> {
+        let Scan { predicate: pred, region: sel, mask, outputs, level } = *scan;
         let names = pred.variable_names();
         let (driver_idx, driver) = self.reader.manifest().variable(names.first().copied().unwrap_or_default())?;
         self.reader.check_selection(&driver.name, sel)?;

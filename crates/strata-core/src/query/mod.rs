@@ -57,6 +57,18 @@ impl Method {
     }
 }
 
+/// A points query as the planner prices it and the executor runs it: where the predicate
+/// holds inside the region (and the mask, an area over the region's grid, when given), the
+/// values of `outputs` there at precision `level` (None: exact).
+#[derive(Debug, Clone, Copy)]
+pub struct Scan<'a> {
+    pub predicate: &'a Predicate,
+    pub region: &'a [DimSelection],
+    pub mask: Option<&'a Mask>,
+    pub outputs: &'a [&'a str],
+    pub level: Option<usize>,
+}
+
 /// Runs value queries on one version of a store: selections (counts, positions) and
 /// points, each slab by the method it is given. Which method is the planner's decision
 /// ([`crate::planner::Planner`]); a [`crate::session::Session`] plans, runs pieces here and
@@ -372,19 +384,12 @@ impl<'r> Executor<'r> {
         Ok((Selection { shape, flat }, count, stats))
     }
 
-    /// Where `pred` holds inside `sel`, and the values of `outputs` there at precision
-    /// `level`, each slab answered by the method `method_for(slab position)` gives it: with
+    /// Where the scan's predicate holds inside its region, and the values of its outputs
+    /// there at its precision level, each slab answered by the method `method_for(slab position)` gives it: with
     /// the index, boundary segments are tested and the returned values gathered by position;
     /// with a scan, every sub-chunk of the variables involved is read whole and filtered.
-    pub fn points(
-        &self,
-        pred: &Predicate,
-        sel: &[DimSelection],
-        mask: Option<&Mask>,
-        outputs: &[&str],
-        level: Option<usize>,
-        method_for: &(dyn Fn(usize) -> Method + Sync),
-    ) -> Result<(Points, QueryStats)> {
+    pub fn points(&self, scan: &Scan, method_for: &(dyn Fn(usize) -> Method + Sync)) -> Result<(Points, QueryStats)> {
+        let Scan { predicate: pred, region: sel, mask, outputs, level } = *scan;
         let vars = self.query_vars(pred)?;
         let (driver_idx, driver) = vars[0];
         self.reader.check_selection(&driver.name, sel)?;
