@@ -174,6 +174,42 @@ def test_dap_selection_on_a_2d_latitude_is_an_area(served):
     assert status == 400 and b"auxiliary coordinate" in body
 
 
+def test_area_selection_through_pydap_and_ncdump(served):
+    """The same area as the clients other than netCDF4-python send it: pydap passes the
+    selection in the URL it opens, ncdump in the URL on its command line."""
+    from pydap.client import open_url
+
+    base, _ = served
+    with netCDF4.Dataset(DATA / SIC) as src:
+        src.set_auto_mask(False)
+        c, lat = src["siconc"][:], src["latitude"][:]
+        fill = np.float32(src["siconc"]._FillValue)
+    # pydap composes a strided projection in the URL wrongly with its own slicing (it asks
+    # [250:4:260] for [250:4:290][0:11]), so its request is contiguous.
+    want = np.where(lat[260:291] > 75, c[7, 260:291], fill)
+    assert (want != fill).sum() > 1000
+    ds = open_url(f"{base}/dap/ocean/sic?siconc[7][260:290][0:359]&latitude>75", protocol="dap2")
+    got = np.asarray(ds["siconc"][:].data)
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+    want = np.where(lat[250:291:4, 0:360:9] > 75, c[7, 250:291:4, 0:360:9], fill)
+    assert (want != fill).sum() > 20
+
+    ncdump = shutil.which("ncdump")
+    out = subprocess.run(
+        [ncdump, "-v", "siconc", f"{base}/dap/ocean/sic?siconc[7][250:4:290][0:9:359]&latitude>75"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    # ncdump prints the fill value as "_", and floats to 7 significant digits.
+    text = out.stdout.split("siconc =")[-1].split(";")[0]
+    got = np.array([fill if x.strip() == "_" else np.float32(x) for x in text.split(",")], dtype=np.float32)
+    assert np.array_equal(got == fill, want.ravel() == fill)
+    np.testing.assert_allclose(got, want.ravel(), rtol=1e-6)
+
+
 def test_ascii_response(served, source):
     base, _ = served
     status, _, body = get(f"{base}/dap/ersst.ascii?sst[3][40:41][0:4]")
