@@ -77,7 +77,7 @@ def main() -> None:
             if objective == "speed":
                 # The codec alone on one core: 32 sub-chunks of the variable, in memory.
                 (one,) = strata.analyze(src, ["v"], candidates=[chain], samples=32, min_seconds=0.3)
-                entry["speed_codec_decode_mb_s"] = one.scores[0]["measured"]["decode_mb_s"]
+                entry["speed_codec_decode_mb_s"] = one.scores[0].measured_decode_mb_s
         # Error-bounded lossy codecs at a relative bound, for reference (no peer runs them).
         entry["lossy"] = {}
         for chain in LOSSY:

@@ -143,7 +143,7 @@ def main() -> None:
             "import_mb_s": arr.nbytes / 1e6 / statistics.median(times),
             "same_plan_under_load": plan_loaded == plan and stored_loaded == stored,
             "declared_decode_mb_s": declared,
-            "measured_decode_mb_s": one.scores[0]["measured"]["decode_mb_s"],
+            "measured_decode_mb_s": one.scores[0].measured_decode_mb_s,
         }
         rows.append(row)
         print(

@@ -14,6 +14,7 @@ use strata_core::stream::StreamWriter;
 use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
 
+mod analysis;
 mod engine;
 mod in_place;
 mod labels;
@@ -455,89 +456,6 @@ fn known_codecs() -> Vec<(String, String, Option<String>)> {
     strata_codecs::registry::KNOWN.iter().map(|(n, k, o)| (n.to_string(), k.to_string(), o.map(String::from))).collect()
 }
 
-fn num_type(name: &str) -> PyResult<strata_codecs::NumType> {
-    use strata_codecs::NumType as N;
-    Ok(match name {
-        "i8" => N::I8,
-        "u8" | "char" => N::U8,
-        "i16" => N::I16,
-        "u16" => N::U16,
-        "i32" => N::I32,
-        "u32" => N::U32,
-        "i64" => N::I64,
-        "u64" => N::U64,
-        "f32" => N::F32,
-        "f64" => N::F64,
-        other => return Err(to_py(Error::InvalidArgument(format!("no codecs for type '{other}'")))),
-    })
-}
-
-/// Scores every candidate chain (or the given ones) on sample segments and picks one per
-/// objective, as planning does (ratios measured, speeds as the codecs declare them); with
-/// `min_seconds` the speeds are also timed here, for the table of `strata analyze`.
-/// `samples` is a list of (flat uint8 array, shape). Returns JSON.
-#[pyfunction]
-#[pyo3(signature = (dtype, samples, candidates=None, min_seconds=None))]
-fn analyze_samples(
-    py: Python<'_>,
-    dtype: &str,
-    samples: Vec<(PyReadonlyArray1<'_, u8>, Vec<usize>)>,
-    candidates: Option<Vec<String>>,
-    min_seconds: Option<f64>,
-) -> PyResult<String> {
-    use strata_codecs::analyzer::{choose, evaluate, measure, objective_value, Objective, Sample};
-    let t = num_type(dtype)?;
-    let owned: Vec<Sample> = samples
-        .iter()
-        .map(|(a, shape)| Ok(Sample { bytes: a.as_slice()?.to_vec(), shape: shape.clone() }))
-        .collect::<Result<_, numpy::AsSliceError>>()
-        .map_err(|e| to_py(Error::InvalidArgument(format!("sample: {e}"))))?;
-    let texts: Vec<String> =
-        candidates.unwrap_or_else(|| strata_codecs::analyzer::candidates(t).into_iter().map(String::from).collect());
-    let scores = py
-        .detach(|| {
-            texts
-                .iter()
-                .map(|c| match min_seconds {
-                    Some(m) => measure(c, t, &owned, m),
-                    None => evaluate(c, t, &owned),
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .map_err(|e| to_py(e.into()))?;
-    let pick = |o| choose(&scores, o).map(|i| scores[i].chain.clone());
-    let rows: Vec<serde_json::Value> = scores
-        .iter()
-        .map(|s| {
-            let measured = s.measured.map(|m| serde_json::json!({"encode_mb_s": m.encode_mb_s, "decode_mb_s": m.decode_mb_s}));
-            serde_json::json!({
-                "chain": s.chain, "ratio": s.ratio,
-                "encode_mb_s": s.nominal.encode_mb_s, "decode_mb_s": s.nominal.decode_mb_s,
-                "measured": measured,
-                "value": Objective::ALL.iter().map(|&o| (o.to_string(), objective_value(s, o).into())).collect::<serde_json::Map<_, _>>(),
-            })
-        })
-        .collect();
-    Ok(serde_json::json!({
-        "scores": rows,
-        "choice": Objective::ALL.iter().map(|&o| (o.to_string(), pick(o).into())).collect::<serde_json::Map<_, _>>(),
-    })
-    .to_string())
-}
-
-/// The analyzer's candidate chains for a type (JSON list): every lossless one, and with an
-/// error bound (`abs=E` or `rel=E`) the lossy ones for float types.
-#[pyfunction]
-#[pyo3(signature = (dtype, error_bound=None))]
-fn candidates(dtype: &str, error_bound: Option<&str>) -> PyResult<String> {
-    use strata_codecs::analyzer::{candidates_for, Objective};
-    let t = num_type(dtype)?;
-    let bound = error_bound.map(strata_codecs::plan::parse_error_bound).transpose().map_err(|e| to_py(e.into()))?;
-    // The ratio objective admits every candidate: this is the analyzer's whole list.
-    let all = candidates_for(Objective::Ratio, t, bound.as_deref()).map_err(|e| to_py(e.into()))?;
-    Ok(serde_json::json!(all).to_string())
-}
-
 /// The short form of a chain given as its manifest specs (JSON list).
 #[pyfunction]
 fn chain_text(specs_json: &str) -> PyResult<String> {
@@ -753,9 +671,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::Session>()?;
     m.add_class::<engine::Answer>()?;
     m.add_class::<engine::Plan>()?;
-    m.add_function(wrap_pyfunction!(analyze_samples, m)?)?;
+    m.add_class::<analysis::ChainScore>()?;
+    m.add_class::<analysis::SampleAnalysis>()?;
+    m.add_function(wrap_pyfunction!(analysis::analyze_samples, m)?)?;
     m.add_function(wrap_pyfunction!(auto_shape, m)?)?;
-    m.add_function(wrap_pyfunction!(candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(analysis::candidates, m)?)?;
     m.add_function(wrap_pyfunction!(chain_text, m)?)?;
     m.add_function(wrap_pyfunction!(sample_starts, m)?)?;
     m.add_function(wrap_pyfunction!(points_at, m)?)?;

@@ -27,8 +27,11 @@ class VariableAnalysis:
     name: str
     dtype: str
     sample_bytes: int
-    scores: list[dict]
-    choice: dict[str, str]
+    #: One `_core.ChainScore` per candidate: `chain`, `ratio`, `lossless`, the declared
+    #: `encode_mb_s`/`decode_mb_s`, the `measured_encode_mb_s`/`measured_decode_mb_s` (None
+    #: unless timed) and `value` (per objective, higher is better).
+    scores: list
+    choice: dict[str, str | None]
 
 
 def _variables(path: str):
@@ -77,8 +80,8 @@ def analyze_variable(
         box = tuple(slice(s, s + min(b, n)) for s, b, n in zip(start, block, shape, strict=True))
         arr = np.asarray(read(box))
         sample.append((le_bytes(arr, dtype), list(arr.shape)))
-    result = json.loads(_core.analyze_samples(dtype, sample, candidates, min_seconds))
-    return VariableAnalysis(name, dtype, sum(s[0].nbytes for s in sample), result["scores"], result["choice"])
+    result = _core.analyze_samples(dtype, sample, candidates, min_seconds)
+    return VariableAnalysis(name, dtype, sum(s[0].nbytes for s in sample), result.scores, result.choice)
 
 
 def analyze(
@@ -110,7 +113,7 @@ def analyze(
 def candidates_for(dtype: str, error_bound: str | None = None) -> list[str]:
     """The analyzer's candidates for ``dtype``; with an error bound (``abs=E`` or ``rel=E``),
     float types also get the lossy backends at that bound."""
-    return json.loads(_core.candidates(dtype, error_bound))
+    return _core.candidates(dtype, error_bound)
 
 
 def chain_text(specs: list[dict]) -> str:

@@ -536,12 +536,13 @@ def cmd_analyze(args) -> int:
         print(f"\n{r.name} ({r.dtype}), sample {_human(r.sample_bytes)}")
         print(f"  {'':<32} {'':>7} {'declared MB/s':>15} {'measured MB/s':>15}")
         print(f"  {'chain':<32} {'ratio':>7} {'encode':>7} {'decode':>7} {'encode':>7} {'decode':>7}  chosen for")
-        for s in sorted(r.scores, key=lambda s: -s["ratio"]):
-            chosen = ", ".join(o for o, c in r.choice.items() if c == s["chain"])
-            m = s.get("measured") or {}
+        nan = float("nan")
+        for s in sorted(r.scores, key=lambda s: -s.ratio):
+            chosen = ", ".join(o for o, c in r.choice.items() if c == s.chain)
+            enc, dec = s.measured_encode_mb_s, s.measured_decode_mb_s
             print(
-                f"  {s['chain']:<32} {s['ratio']:>7.3f} {s['encode_mb_s']:>7.0f} {s['decode_mb_s']:>7.0f} "
-                f"{m.get('encode_mb_s', float('nan')):>7.0f} {m.get('decode_mb_s', float('nan')):>7.0f}  {chosen}"
+                f"  {s.chain:<32} {s.ratio:>7.3f} {s.encode_mb_s:>7.0f} {s.decode_mb_s:>7.0f} "
+                f"{nan if enc is None else enc:>7.0f} {nan if dec is None else dec:>7.0f}  {chosen}"
             )
     return 0
 

@@ -61,17 +61,20 @@ def test_analyze_scores_candidates_and_picks_per_objective(imported):
     for source in (DATA / name, imported(name)):  # a file, and a store
         (sst,) = strata.analyze(source, ["sst"], samples=4, min_seconds=0.0)
         assert sst.dtype == "f32" and sst.sample_bytes > 100_000
-        chains = {s["chain"]: s for s in sst.scores}
+        chains = {s.chain: s for s in sst.scores}
         assert {"shuffle+zstd:3", "pco:8", "lz4", "xor:0+shuffle+zstd:3"} <= set(chains)
         # The best ratio, or a chain with fewer stages within 0.5% of it (a tie).
-        best_ratio = max(s["ratio"] for s in chains.values())
-        tied = [c for c, s in chains.items() if s["ratio"] >= best_ratio * (1 - 0.005)]
+        best_ratio = max(s.ratio for s in chains.values())
+        tied = [c for c, s in chains.items() if s.ratio >= best_ratio * (1 - 0.005)]
         stages = min(c.count("+") for c in tied)
         picked = sst.choice["ratio"]
         assert picked in tied and picked.count("+") == stages
-        assert chains[picked]["ratio"] == max(chains[c]["ratio"] for c in tied if c.count("+") == stages)
+        assert chains[picked].ratio == max(chains[c].ratio for c in tied if c.count("+") == stages)
         assert set(sst.choice) == {"ratio", "speed", "balanced"}
-        assert all(s["ratio"] > 1 and s["decode_mb_s"] > 0 for s in sst.scores)
+        assert all(s.ratio > 1 and s.decode_mb_s > 0 for s in sst.scores)
+        # Timed (min_seconds given): measured speeds, and each objective's value.
+        assert all(s.measured_decode_mb_s > 0 and s.value["ratio"] == s.ratio for s in sst.scores)
+        assert all(s.lossless for s in sst.scores)
     with pytest.raises(strata.InvalidArgumentError, match="nope"):
         strata.analyze(DATA / name, ["nope"])
 
