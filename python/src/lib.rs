@@ -19,6 +19,7 @@ mod engine;
 mod in_place;
 mod labels;
 mod parallel;
+mod summaries;
 
 fn to_py(e: Error) -> PyErr {
     exception(e.kind(), e.to_string())
@@ -161,50 +162,26 @@ impl Reader {
         (s.requests, s.bytes_read, s.segments_decoded, s.index_loads, s.cache_hits)
     }
 
-    /// Per variable: raw and stored bytes, segment count, non-NaN count, min and max (JSON).
-    fn variable_stats_json(&self, py: Python<'_>) -> PyResult<String> {
+    /// Per variable: raw and stored bytes, segment count, valid count, min and max.
+    fn variable_stats(&self, py: Python<'_>) -> PyResult<Vec<summaries::VariableStats>> {
         let stats = py.detach(|| self.inner.variable_stats()).map_err(to_py)?;
-        let rows: Vec<serde_json::Value> = self
+        Ok(self
             .inner
             .manifest()
             .variables
             .iter()
             .zip(stats)
-            .map(|(v, s)| {
-                serde_json::json!({
-                    "name": v.name, "raw_bytes": s.raw_bytes, "stored_bytes": s.stored_bytes,
-                    "segments": s.segments, "count": s.count,
-                    "min": if s.count > 0 { Some(s.min) } else { None },
-                    "max": if s.count > 0 { Some(s.max) } else { None },
-                })
+            .map(|(v, s)| summaries::VariableStats {
+                name: v.name.clone(),
+                raw_bytes: s.raw_bytes,
+                stored_bytes: s.stored_bytes,
+                segments: s.segments,
+                count: s.count,
+                min: (s.count > 0).then_some(s.min),
+                max: (s.count > 0).then_some(s.max),
             })
-            .collect();
-        Ok(serde_json::Value::Array(rows).to_string())
+            .collect())
     }
-}
-
-/// Every committed version of a store: number, parent, time and message (JSON).
-#[pyfunction]
-fn versions_json(py: Python<'_>, path: &str) -> PyResult<String> {
-    let store = Store::local(path);
-    let rows = py
-        .detach(|| -> strata_core::Result<Vec<serde_json::Value>> {
-            store
-                .versions()?
-                .into_iter()
-                .map(|v| {
-                    let m = store.manifest(Some(v))?;
-                    let records = m.record_dim.as_deref().and_then(|r| m.dim(r)).map(|d| d.size);
-                    Ok(serde_json::json!({
-                        "version": m.version, "parent": m.parent, "created_ms": m.created_ms,
-                        "message": m.message, "records": records, "files": m.files.len(),
-                        "bytes": m.files.iter().map(|f| f.size).sum::<u64>(),
-                    }))
-                })
-                .collect()
-        })
-        .map_err(to_py)?;
-    Ok(serde_json::Value::Array(rows).to_string())
 }
 
 /// Writes a new store, or new slabs of an existing one, then commits a version.
@@ -659,7 +636,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<parallel::PartWriter>()?;
     m.add_class::<SqlSession>()?;
     m.add_class::<SqlStream>()?;
-    m.add_function(wrap_pyfunction!(versions_json, m)?)?;
+    m.add_function(wrap_pyfunction!(summaries::versions, m)?)?;
     m.add_function(wrap_pyfunction!(known_codecs, m)?)?;
     m.add_function(wrap_pyfunction!(engine::cost_model_path, m)?)?;
     m.add_function(wrap_pyfunction!(engine::calibrate, m)?)?;
@@ -672,6 +649,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::Answer>()?;
     m.add_class::<engine::Plan>()?;
     m.add_class::<analysis::ChainScore>()?;
+    m.add_class::<summaries::VariableStats>()?;
+    m.add_class::<summaries::VersionInfo>()?;
     m.add_class::<analysis::SampleAnalysis>()?;
     m.add_function(wrap_pyfunction!(analysis::analyze_samples, m)?)?;
     m.add_function(wrap_pyfunction!(auto_shape, m)?)?;

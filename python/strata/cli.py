@@ -631,11 +631,10 @@ def cmd_quicklook(args) -> int:
 def cmd_log(args) -> int:
     from . import _core
 
-    rows = json.loads(_core.versions_json(args.store))
-    for r in reversed(rows):
-        when = dt.datetime.fromtimestamp(r["created_ms"] / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        recs = f"{r['records']} records, " if r["records"] is not None else ""
-        print(f"version {r['version']}  {when}  {recs}{r['files']} files, {_human(r['bytes'])}  {r['message']}")
+    for v in reversed(_core.versions(args.store)):
+        when = dt.datetime.fromtimestamp(v.created_ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        recs = f"{v.records} records, " if v.records is not None else ""
+        print(f"version {v.version}  {when}  {recs}{v.files} files, {_human(v.bytes)}  {v.message}")
     return 0
 
 

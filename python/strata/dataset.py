@@ -121,7 +121,18 @@ class Dataset:
 
     def stats(self) -> dict[str, dict]:
         """Per variable: raw and stored bytes, segments, non-NaN count, min and max (from the index)."""
-        return {row["name"]: row for row in json.loads(self._reader.variable_stats_json())}
+        return {
+            s.name: {
+                "name": s.name,
+                "raw_bytes": s.raw_bytes,
+                "stored_bytes": s.stored_bytes,
+                "segments": s.segments,
+                "count": s.count,
+                "min": s.min,
+                "max": s.max,
+            }
+            for s in self._reader.variable_stats()
+        }
 
     def read_stats(self) -> dict[str, int]:
         """What this dataset has read so far: range requests, bytes, segments decoded, index
