@@ -6,7 +6,8 @@
 //! list long enough to be hashed (`x IN (-0.0, 1, 2, 3, 4, 5, 6, 7)` misses x = +0.0;
 //! apache/datafusion#25186). Before the optimizer runs, this rule writes a zero compared with
 //! anything as +0.0 and gives an IN list holding a zero both zeros, so every path answers as
-//! IEEE 754 does. Zeros that constant folding makes later (`x = -(0.0)`) are not seen.
+//! IEEE 754 does (`x != -(0.0)` too: tested). Zeros computed by functions (`x = -sin(0)`),
+//! which only constant folding turns into literals, are not seen.
 
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Result, ScalarValue};

@@ -95,6 +95,10 @@ fn signed_zeros_are_equal_in_any_order() {
         assert_eq!(count("lat = 0 AND lat != -0.0 AND ice >= 3"), 0);
         assert_eq!(count("lat = 0 AND ice >= 3 AND lat != -0.0"), 0);
         assert_eq!(count("lat = -0.0"), count("lat = 0"));
+        // A zero that constant folding makes negative, and one cast from an integer.
+        assert_eq!(count("lat = 0 AND ice >= 3 AND lat != -(0.0)"), 0);
+        assert_eq!(count("lat = 0 AND ice >= 3 AND lat != -(-(0.0))"), 0);
+        assert_eq!(count("lat = -(0.0)"), count("lat = 0"));
         assert!(count("lat = 0") > 0, "the table has zero latitudes");
         for col in ["lat", "sst"] {
             let with_zero = count(&format!("{col} IN (-0.0, 1, 2, 3, 4, 5, 6, 7)"));
