@@ -95,7 +95,7 @@ fn signed_zeros_are_equal_in_any_order() {
         assert_eq!(count("lat = 0 AND lat != -0.0 AND ice >= 3"), 0);
         assert_eq!(count("lat = 0 AND ice >= 3 AND lat != -0.0"), 0);
         assert_eq!(count("lat = -0.0"), count("lat = 0"));
-        // A zero that constant folding makes negative, and one cast from an integer.
+        // A zero negated in the query, once and twice.
         assert_eq!(count("lat = 0 AND ice >= 3 AND lat != -(0.0)"), 0);
         assert_eq!(count("lat = 0 AND ice >= 3 AND lat != -(-(0.0))"), 0);
         assert_eq!(count("lat = -(0.0)"), count("lat = 0"));

@@ -385,9 +385,10 @@ impl<'r> Executor<'r> {
     }
 
     /// Where the scan's predicate holds inside its region, and the values of its outputs
-    /// there at its precision level, each slab answered by the method `method_for(slab position)` gives it: with
-    /// the index, boundary segments are tested and the returned values gathered by position;
-    /// with a scan, every sub-chunk of the variables involved is read whole and filtered.
+    /// there at its precision level, each slab answered by the method `method_for(slab
+    /// position)` gives it: with the index, boundary segments are tested and the returned
+    /// values gathered by position; with a scan, every sub-chunk of the variables involved is
+    /// read whole and filtered.
     pub fn points(&self, scan: &Scan, method_for: &(dyn Fn(usize) -> Method + Sync)) -> Result<(Points, QueryStats)> {
         let Scan { predicate: pred, region: sel, mask, outputs, level } = *scan;
         let vars = self.query_vars(pred)?;
