@@ -68,9 +68,8 @@ def main() -> None:
             store = fresh(WORK / f"codec_{objective}.strata")
             strata.import_file(src, store, objective=objective, record_dim=dims[0])
             ds = strata.open(store, cache_bytes=0)
-            from strata.analyze import chain_text
 
-            chain = chain_text(ds["v"].codecs[-1])
+            chain = ds["v"].chains[-1]
             stored = ds.stats()["v"]["stored_bytes"]
             speed = full_read_mb_s(lambda box, ds=ds: ds["v"][box], arr)
             entry["tools"][f"strata {objective}"] = {"chain": chain, "ratio": arr.nbytes / stored, "decode_mb_s": speed}

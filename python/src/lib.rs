@@ -19,6 +19,7 @@ mod engine;
 mod in_place;
 mod labels;
 mod parallel;
+mod schema;
 mod summaries;
 
 fn to_py(e: Error) -> PyErr {
@@ -71,8 +72,14 @@ impl Reader {
         Ok(Self { inner })
     }
 
+    /// The manifest as stored (JSON text), for `Dataset.manifest`: users' view of the format.
     fn manifest_json(&self) -> String {
         String::from_utf8(self.inner.manifest().to_json()).unwrap_or_default()
+    }
+
+    /// The version's dimensions, attributes, variables and layout as typed objects.
+    fn schema(&self, py: Python<'_>) -> PyResult<schema::Schema> {
+        schema::Schema::of(py, self.inner.manifest())
     }
 
     /// Reads `name[starts:stops:steps]` into `out`, a flat uint8 array of the exact size,
@@ -223,8 +230,10 @@ impl Writer {
         Ok(Self { inner: Mutex::new(Some(StreamWriter::new(w))) })
     }
 
-    fn manifest_json(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |w| Ok(w.with_writer(|w| String::from_utf8(w.manifest().to_json()).unwrap_or_default())))
+    /// The manifest the writer works on, as typed objects.
+    fn schema(&self, py: Python<'_>) -> PyResult<schema::Schema> {
+        let manifest = self.with(py, |w| Ok(w.with_writer(|w| w.manifest().clone())))?;
+        schema::Schema::of(py, &manifest)
     }
 
     fn slab_records(&self, py: Python<'_>) -> PyResult<u64> {
@@ -431,13 +440,6 @@ impl SqlStream {
 #[pyfunction]
 fn known_codecs() -> Vec<(String, String, Option<String>)> {
     strata_codecs::registry::KNOWN.iter().map(|(n, k, o)| (n.to_string(), k.to_string(), o.map(String::from))).collect()
-}
-
-/// The short form of a chain given as its manifest specs (JSON list).
-#[pyfunction]
-fn chain_text(specs_json: &str) -> PyResult<String> {
-    let specs: Vec<strata_codecs::CodecSpec> = json_arg(specs_json, "codec specs")?;
-    Ok(strata_codecs::registry::chain_text(&specs))
 }
 
 /// Blocks the planner samples: (start per dimension) for `count` blocks of shape `block`
@@ -651,11 +653,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<analysis::ChainScore>()?;
     m.add_class::<summaries::VariableStats>()?;
     m.add_class::<summaries::VersionInfo>()?;
+    m.add_class::<schema::Schema>()?;
+    m.add_class::<schema::DimInfo>()?;
+    m.add_class::<schema::AttrInfo>()?;
+    m.add_class::<schema::VariableInfo>()?;
     m.add_class::<analysis::SampleAnalysis>()?;
     m.add_function(wrap_pyfunction!(analysis::analyze_samples, m)?)?;
     m.add_function(wrap_pyfunction!(auto_shape, m)?)?;
     m.add_function(wrap_pyfunction!(analysis::candidates, m)?)?;
-    m.add_function(wrap_pyfunction!(chain_text, m)?)?;
     m.add_function(wrap_pyfunction!(sample_starts, m)?)?;
     m.add_function(wrap_pyfunction!(points_at, m)?)?;
     m.add_function(wrap_pyfunction!(cf_unix_micros, m)?)?;

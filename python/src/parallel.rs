@@ -74,10 +74,6 @@ impl Coordinator {
         self.with(py, |c| Ok(c.token().to_string()))
     }
 
-    fn manifest_json(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |c| Ok(String::from_utf8(c.manifest().to_json()).unwrap_or_default()))
-    }
-
     /// Every writer's table for one slab (subfiles: any tables) → each one's placement.
     fn place<'py>(&self, py: Python<'py>, tables: Vec<Vec<u8>>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let out = self.with(py, |c| {

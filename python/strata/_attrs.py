@@ -1,4 +1,5 @@
-"""Attributes to and from the manifest's typed JSON form (docs/format.md, "Attributes")."""
+"""Attributes into the manifest's typed JSON form (docs/format.md, "Attributes"); the way
+back is `strata._core`'s (a store's schema gives attribute values already decoded)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ NUMERIC_TYPES = {
     "f4": "f32",
     "f8": "f64",
 }
-_NUMPY = {v: k for k, v in NUMERIC_TYPES.items()}
 
 
 def _floats_json(flat: np.ndarray, type_name: str) -> list:
@@ -62,39 +62,6 @@ def encode(name: str, value: Any) -> dict:
     else:
         values = [int(v) for v in flat]
     return {"name": name, "type": type_name, "value": values}
-
-
-def _float_value(v: Any, type_name: str) -> Any:
-    if not isinstance(v, str):
-        return v
-    if v == "Infinity":
-        return math.inf
-    if v == "-Infinity":
-        return -math.inf
-    bits = int(v.split("0x", 1)[1], 16) if v.startswith("NaN:0x") else None
-    if bits is None:
-        return math.nan
-    return np.array([bits], dtype="u4" if type_name == "f32" else "u8").view("f4" if type_name == "f32" else "f8")[0]
-
-
-def decode(attr: dict) -> Any:
-    """The Python value of a manifest attribute: str, list of str, or NumPy scalar/array."""
-    t, v = attr["type"], attr["value"]
-    if t in ("string", "strings"):
-        return v
-    dtype = np.dtype(_NUMPY[t]).newbyteorder("<")
-    if t in ("f32", "f64"):
-        arr = np.empty(len(v), dtype=dtype)
-        for i, x in enumerate(v):
-            arr[i] = _float_value(x, t)
-    else:
-        arr = np.array(v, dtype=dtype)
-    arr = arr.astype(arr.dtype.newbyteorder("="))
-    return arr[0] if len(arr) == 1 else arr
-
-
-def decode_all(attrs: list[dict]) -> dict[str, Any]:
-    return {a["name"]: decode(a) for a in attrs}
 
 
 def encode_all(attrs: dict[str, Any]) -> list[dict]:

@@ -10,7 +10,6 @@ a file or a store and shows the table; writers plan inside the engine.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 
@@ -114,8 +113,3 @@ def candidates_for(dtype: str, error_bound: str | None = None) -> list[str]:
     """The analyzer's candidates for ``dtype``; with an error bound (``abs=E`` or ``rel=E``),
     float types also get the lossy backends at that bound."""
     return _core.candidates(dtype, error_bound)
-
-
-def chain_text(specs: list[dict]) -> str:
-    """The short form (``shuffle+zstd:3``, ``sz:abs=0.01``) of a chain as stored in a manifest."""
-    return _core.chain_text(json.dumps(specs))

@@ -127,28 +127,13 @@ def _print_report(report, verb: str) -> None:
         print(f"  total: {_human(raw)} raw -> {_human(stored)} stored, ratio {raw / stored:.2f}")
 
 
-def _layout_text(layout: dict) -> str:
-    text = "-".join(layout["order"])
-    bins = layout.get("bins")
-    if bins:
-        rule = bins.get("count", len(bins.get("edges", [])) + 1)
-        text += f", {rule} {bins['method']} bins"
-    if layout.get("byte_groups"):
-        text += ", byte groups " + " ".join(f"{t}={','.join(map(str, g))}" for t, g in layout["byte_groups"].items())
-    return text
-
-
 def cmd_info(args) -> int:
-    from .analyze import chain_text
     from .dataset import open as open_store
 
     ds = open_store(args.store, args.version)
-    m = ds.manifest
+    schema = ds.schema
     stats = ds.stats()
-    print(
-        f"store {args.store} {{  // version {ds.version}, format v{m['format_version']}, "
-        f"layout {_layout_text(m['layout'])}"
-    )
+    print(f"store {args.store} {{  // version {ds.version}, format v{schema.format_version}, layout {schema.layout}")
     print("dimensions:")
     for name, size in ds.dims.items():
         tag = " // record dimension" if name == ds.record_dim else ""
@@ -174,9 +159,9 @@ def cmd_info(args) -> int:
         s = stats.get(name, {"raw_bytes": 0, "stored_bytes": 0, "count": 0, "min": None, "max": None})
         total_raw += s["raw_bytes"]
         total_stored += s["stored_bytes"]
-        chain = chain_text(var.codecs[-1]) if var.codecs else "inline"
-        if len(var.codecs) > 1:
-            chain += f" (+{len(var.codecs) - 1} earlier)"
+        chain = var.chains[-1] if var.chains else "inline"
+        if len(var.chains) > 1:
+            chain += f" (+{len(var.chains) - 1} earlier)"
         ratio = f"{s['raw_bytes'] / s['stored_bytes']:.2f}" if s["stored_bytes"] else "-"
         chunks = "x".join(map(str, var.chunks)) if var.chunks else "-"
         subs = "x".join(map(str, var.subchunks)) if var.subchunks else "-"
@@ -186,11 +171,10 @@ def cmd_info(args) -> int:
             f"  {name:<24} {chunks:<16} {subs:<14} {chain:<16} {_human(s['raw_bytes']):>10} "
             f"{_human(s['stored_bytes']):>10} {ratio:>6}  {s.get('count', 0):>10} {lo:>12} {hi:>12}"
         )
-    files = sum(f["size"] for f in m["files"])
     ratio = f"{total_raw / total_stored:.2f}" if total_stored else "-"
     print(
         f"  total: {_human(total_raw)} raw, {_human(total_stored)} in segments, "
-        f"{_human(files)} in {len(m['files'])} files, ratio {ratio}"
+        f"{_human(schema.file_bytes)} in {schema.files} files, ratio {ratio}"
     )
     return 0
 

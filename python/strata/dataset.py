@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _attrs, _core
+from . import _core
 from ._coords import coordinate_index, label_to_positions
 from .errors import InvalidArgumentError
 
@@ -62,37 +62,42 @@ class Dataset:
             raise InvalidArgumentError(f"a store version is a positive integer, not {version!r} (see `strata log`)")
         self.path = path
         self._reader = _core.Reader.open(path, version, cache_bytes)
-        self._manifest = json.loads(self._reader.manifest_json())
+        self._schema = self._reader.schema()
         self._indexes: dict[str, Any] = {}
 
     @property
     def version(self) -> int:
-        return self._manifest["version"]
+        return self._schema.version
 
-    @property
+    @cached_property
     def manifest(self) -> dict:
         """The manifest of this version, as stored (see docs/format.md)."""
-        return self._manifest
+        return json.loads(self._reader.manifest_json())
+
+    @property
+    def schema(self) -> _core.Schema:
+        """This version's dimensions, attributes, variables and layout as typed objects."""
+        return self._schema
 
     @cached_property
     def dims(self) -> dict[str, int]:
-        return {d["name"]: d["size"] for d in self._manifest["dims"]}
+        return {d.name: d.size for d in self._schema.dims}
 
     @cached_property
     def unlimited_dims(self) -> list[str]:
-        return [d["name"] for d in self._manifest["dims"] if d.get("unlimited")]
+        return [d.name for d in self._schema.dims if d.unlimited]
 
     @property
     def record_dim(self) -> str | None:
-        return self._manifest.get("record_dim")
+        return self._schema.record_dim
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
-        return _attrs.decode_all(self._manifest["attrs"])
+        return {a.name: a.value for a in self._schema.attrs}
 
     @cached_property
     def variables(self) -> dict[str, Variable]:
-        return {v["name"]: Variable(self, v) for v in self._manifest["variables"]}
+        return {v.name: Variable(self, v) for v in self._schema.variables}
 
     @property
     def coords(self) -> dict[str, Variable]:
@@ -269,14 +274,14 @@ class Dataset:
 class Variable:
     """A stored variable. Index it like a NumPy array; nothing is read until you do."""
 
-    def __init__(self, dataset: Dataset, meta: dict):
+    def __init__(self, dataset: Dataset, meta: _core.VariableInfo):
         self._ds = dataset
         self._meta = meta
-        self.name: str = meta["name"]
-        self.dims: tuple[str, ...] = tuple(meta["dims"])
-        self.dtype: np.dtype = numpy_dtype(meta["dtype"])
+        self.name: str = meta.name
+        self.dims: tuple[str, ...] = tuple(meta.dims)
+        self.dtype: np.dtype = numpy_dtype(meta.dtype)
         #: The stored type name (``f32``, ``i16``, ``char``, ``string``, ...).
-        self.dtype_name: str = meta["dtype"]
+        self.dtype_name: str = meta.dtype
         #: Precision level this view reads (byte groups), None for full precision.
         self.level: int | None = None
 
@@ -325,27 +330,33 @@ class Variable:
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
-        return _attrs.decode_all(self._meta["attrs"])
+        return {a.name: a.value for a in self._meta.attrs}
 
     @property
     def chunks(self) -> tuple[int, ...] | None:
-        c = self._meta.get("chunking")
-        return tuple(c["chunk"]) if c else None
+        c = self._meta.chunk
+        return tuple(c) if c is not None else None
 
     @property
     def subchunks(self) -> tuple[int, ...] | None:
-        c = self._meta.get("chunking")
-        return tuple(c["subchunk"]) if c else None
+        c = self._meta.subchunk
+        return tuple(c) if c is not None else None
 
     @property
     def codecs(self) -> list:
-        return self._meta.get("codecs", [])
+        """Every codec chain the variable's segments use, as the manifest stores them."""
+        return self._meta.codecs
+
+    @property
+    def chains(self) -> list[str]:
+        """The same chains in their short form (``shuffle+zstd:3``)."""
+        return self._meta.chains
 
     @property
     def plan(self) -> dict | None:
         """The analyzer's record for this variable (objective, chosen chain, sample scores,
         error bound if lossy codecs were allowed), or None when no plan was made."""
-        return self._meta.get("plan")
+        return self._meta.plan
 
     @property
     def values(self) -> np.ndarray:
@@ -362,7 +373,7 @@ class Variable:
 
     def __repr__(self) -> str:
         dims = ", ".join(f"{d}: {n}" for d, n in zip(self.dims, self.shape, strict=True))
-        return f"<strata.Variable '{self.name}' ({dims}) {self._meta['dtype']}>"
+        return f"<strata.Variable '{self.name}' ({dims}) {self.dtype_name}>"
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -370,7 +381,7 @@ class Variable:
         """Reads ``[start:stop:step]`` along every dimension (non-negative, step >= 1)."""
         shape = tuple(max(0, -(-(b - a) // s)) for a, b, s in zip(starts, stops, steps, strict=True))
         if self.dtype == np.dtype("O"):
-            full = np.array(self._meta.get("inline_strings", []), dtype=object).reshape(self.shape)
+            full = np.array(self._meta.inline_strings or [], dtype=object).reshape(self.shape)
             return full[tuple(slice(a, b, s) for a, b, s in zip(starts, stops, steps, strict=True))]
         out = np.empty(int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize, dtype=np.uint8)
         self._ds._reader.read_into(self.name, list(starts), list(stops), list(steps), out, self.level)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _core
 from .dataset import Dataset, numpy_dtype
 from .errors import InvalidArgumentError
 
@@ -49,8 +50,8 @@ def _place(nc, flat: str):
     return (nc.createGroup(path) if path else nc), name
 
 
-def _numpy_type(meta: dict):
-    t = meta["dtype"]
+def _numpy_type(meta: _core.VariableInfo):
+    t = meta.dtype
     if t == "string":
         return str
     if t == "char":
@@ -83,33 +84,35 @@ def export_file(
         raise InvalidArgumentError(f"cannot write '{out}': directory '{parent}' does not exist")
     t0 = time.perf_counter()
     ds = Dataset(store, version)
-    manifest = ds.manifest
+    schema = ds.schema
     tmp = os.path.join(parent, f".{os.path.basename(out)}.{os.getpid()}.tmp")
     raw = 0
     warnings: list[str] = []
     try:
         with netCDF4.Dataset(tmp, "w", format="NETCDF4") as nc:
             dims = {}
-            for d in manifest["dims"]:
-                group, name = _place(nc, d["name"])
-                dims[d["name"]] = group.createDimension(name, None if d.get("unlimited") else d["size"])
-            for a in manifest["attrs"]:
-                group, name = _place(nc, a["name"])
-                _set_attr(group, name, ds.attrs[a["name"]], a["type"])
+            for d in schema.dims:
+                group, name = _place(nc, d.name)
+                dims[d.name] = group.createDimension(name, None if d.unlimited else d.size)
+            for a in schema.attrs:
+                group, name = _place(nc, a.name)
+                _set_attr(group, name, a.value, a.type_name)
             total = sum(int(np.prod(v.shape, dtype=np.int64)) * max(v.dtype.itemsize, 1) for v in ds.variables.values())
             with _progress(total, f"export {os.path.basename(out)}", progress) as bar:
-                for meta in manifest["variables"]:
+                for meta in schema.variables:
                     raw += _write_variable(nc, dims, ds, meta, zlib, complevel, bar, warnings)
         os.replace(tmp, out)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return ExportReport(store, out, ds.version, len(manifest["variables"]), raw, time.perf_counter() - t0, warnings)
+    return ExportReport(store, out, ds.version, len(schema.variables), raw, time.perf_counter() - t0, warnings)
 
 
-def _write_variable(nc, dims, ds, meta: dict, zlib: bool, complevel: int, bar, warnings: list[str]) -> int:
-    name = meta["name"]
+def _write_variable(
+    nc, dims, ds, meta: _core.VariableInfo, zlib: bool, complevel: int, bar, warnings: list[str]
+) -> int:
+    name = meta.name
     var = ds[name]
     kwargs: dict = {"fill_value": False}  # no fill value the source did not have
     dtype = _numpy_type(meta)
@@ -120,25 +123,24 @@ def _write_variable(nc, dims, ds, meta: dict, zlib: bool, complevel: int, bar, w
     same_type = fill is not None and dtype is not str and np.asarray(fill).dtype == np.dtype(dtype)
     if same_type:
         kwargs["fill_value"] = fill
-    chunking = meta.get("chunking")
-    if zlib and dtype is not str and meta["dims"] and chunking:
+    if zlib and dtype is not str and meta.dims and meta.chunk is not None:
         sizes = [max(1, s) for s in var.shape]
         kwargs.update(zlib=True, complevel=complevel, shuffle=True)
-        kwargs["chunksizes"] = [max(1, min(c, s)) for c, s in zip(chunking["chunk"], sizes, strict=True)]
+        kwargs["chunksizes"] = [max(1, min(c, s)) for c, s in zip(meta.chunk, sizes, strict=True)]
     group, own = _place(nc, name)
-    v = group.createVariable(own, dtype, tuple(dims[d] for d in meta["dims"]), **kwargs)
+    v = group.createVariable(own, dtype, tuple(dims[d] for d in meta.dims), **kwargs)
     v.set_auto_maskandscale(False)
     if hasattr(v, "set_auto_chartostring"):
         v.set_auto_chartostring(False)
-    for a in meta["attrs"]:
-        if a["name"] == "_FillValue" and same_type:
+    for a in meta.attrs:
+        if a.name == "_FillValue" and same_type:
             continue
         try:
-            _set_attr(v, a["name"], var.attrs[a["name"]], a["type"])
+            _set_attr(v, a.name, a.value, a.type_name)
         except (RuntimeError, ValueError, TypeError, AttributeError) as e:
-            warnings.append(f"{name}:{a['name']} not written ({e})")
+            warnings.append(f"{name}:{a.name} not written ({e})")
     if dtype is str:
-        values = np.array(meta.get("inline_strings", []), dtype=object).reshape(var.shape)
+        values = np.array(meta.inline_strings or [], dtype=object).reshape(var.shape)
         if values.size:
             v[...] = values
         return 0

@@ -218,29 +218,29 @@ def _append_once(nc, source: str, store: str, recheck, objective, allow_unordere
     from .dataset import open as open_store
 
     ds = open_store(store)
-    manifest = ds._manifest
-    rec = manifest["record_dim"]
+    schema = ds.schema
+    rec = schema.record_dim
     if rec is None:
         raise InvalidArgumentError(f"'{store}' has no record dimension to append along")
     if rec not in nc.dimensions:
         raise CompatibilityError(f"'{source}' has no dimension '{rec}' to append along")
-    dims = {d["name"]: d["size"] for d in manifest["dims"]}
-    record_vars = [v for v in manifest["variables"] if v["dims"][:1] == [rec]]
+    dims = {d.name: d.size for d in schema.dims}
+    record_vars = [v for v in schema.variables if v.dims[:1] == [rec]]
     for v in record_vars:
-        src = nc.variables.get(v["name"])
+        src = nc.variables.get(v.name)
         if src is None:
-            raise CompatibilityError(f"'{source}' lacks record variable '{v['name']}'")
-        if list(src.dimensions) != v["dims"]:
+            raise CompatibilityError(f"'{source}' lacks record variable '{v.name}'")
+        if list(src.dimensions) != v.dims:
             raise CompatibilityError(
-                f"'{v['name']}' has dims {src.dimensions} in '{source}', {tuple(v['dims'])} in the store"
+                f"'{v.name}' has dims {src.dimensions} in '{source}', {tuple(v.dims)} in the store"
             )
-        if source_dtype(src) != v["dtype"]:
-            raise CompatibilityError(f"'{v['name']}' is {source_dtype(src)} in '{source}', {v['dtype']} in the store")
-        for d, n in zip(v["dims"][1:], src.shape[1:], strict=True):
+        if source_dtype(src) != v.dtype:
+            raise CompatibilityError(f"'{v.name}' is {source_dtype(src)} in '{source}', {v.dtype} in the store")
+        for d, n in zip(v.dims[1:], src.shape[1:], strict=True):
             if dims[d] != n:
                 raise CompatibilityError(f"dimension '{d}' has length {n} in '{source}', {dims[d]} in the store")
-    names = [v["name"] for v in record_vars]
-    dtypes = {v["name"]: v["dtype"] for v in record_vars}
+    names = [v.name for v in record_vars]
+    dtypes = {v.name: v.dtype for v in record_vars}
     sources = {n: (nc.variables[n], dtypes[n]) for n in names}
     if rec in sources:
         times = _record_coordinate(ds, rec, nc.variables[rec], source, allow_unordered)
@@ -319,7 +319,6 @@ def _record_coordinate(ds, rec: str, src, source: str, allow_unordered: bool):
 
 
 def _report(source, store, version, records, raw, seconds) -> ImportReport:
-    from .analyze import chain_text
     from .dataset import open as open_store
 
     ds = open_store(store, version)
@@ -337,7 +336,7 @@ def _report(source, store, version, records, raw, seconds) -> ImportReport:
                 "subchunks": var.subchunks,
                 "raw_bytes": s.get("raw_bytes", 0),
                 "stored_bytes": s.get("stored_bytes", 0),
-                "codec": chain_text(var.codecs[-1]) if var.codecs else "inline",
+                "codec": var.chains[-1] if var.chains else "inline",
             }
         )
     return ImportReport(source, store, version, records, raw, seconds, rows)

@@ -262,7 +262,10 @@ class ParallelWriter:
         return tuple(shape)
 
     def _cast(self, name: str, value) -> np.ndarray:
-        return cast_values(self._vars, name, value)
+        var = self._vars.get(name)
+        if var is None:
+            raise InvalidArgumentError(f"no variable '{name}' (variables: {', '.join(self._vars)})")
+        return cast_values(name, var["dtype"], value)
 
     def write(self, name: str, value) -> None:
         """This writer's block of a variable without the record dimension."""
@@ -283,7 +286,8 @@ class ParallelWriter:
             var = self._vars[name]
             inner = self._shape(name, None)[1:]
             arr = as_records(
-                var,
+                name,
+                var["dims"],
                 self._record_dim,
                 arr,
                 inner,

@@ -156,11 +156,11 @@ def writer_options_of(**kw) -> dict:
     )
 
 
-def cast_values(variables: Mapping[str, dict], name: str, value) -> np.ndarray:
-    """``value`` as variable ``name``'s stored type; refused when it would not fit."""
-    if name not in variables:
-        raise InvalidArgumentError(f"no variable '{name}' (variables: {', '.join(variables)})")
-    dtype = variables[name]["dtype"]
+def cast_values(name: str, dtype: str | None, value) -> np.ndarray:
+    """``value`` as variable ``name``'s stored type ``dtype`` (None: no such variable);
+    refused when it would not fit."""
+    if dtype is None:
+        raise InvalidArgumentError(f"no variable '{name}'")
     arr = np.asarray(value)
     target = numpy_dtype(dtype)
     if arr.dtype != target and not np.can_cast(arr.dtype, target, "same_kind"):
@@ -168,11 +168,12 @@ def cast_values(variables: Mapping[str, dict], name: str, value) -> np.ndarray:
     return arr.astype(target, copy=False)
 
 
-def as_records(var: dict, record_dim, arr: np.ndarray, inner: tuple, write_call: str, refusal) -> np.ndarray:
-    """One record (the shape ``inner``) or a block of them (record axis first), as a block;
-    ``refusal(inner, shape)`` says why any other shape is refused."""
-    if not var["dims"] or var["dims"][0] != record_dim:
-        raise InvalidArgumentError(f"'{var['name']}' has no record dimension: write it with {write_call}")
+def as_records(name: str, dims, record_dim, arr: np.ndarray, inner: tuple, write_call: str, refusal) -> np.ndarray:
+    """One record (the shape ``inner``) or a block of them (record axis first) of variable
+    ``name`` on ``dims``, as a block; ``refusal(inner, shape)`` says why any other shape is
+    refused."""
+    if not dims or dims[0] != record_dim:
+        raise InvalidArgumentError(f"'{name}' has no record dimension: write it with {write_call}")
     if arr.shape == inner:
         arr = arr[np.newaxis]
     if arr.shape[1:] != inner:
@@ -230,10 +231,10 @@ class Writer:
         self._w = core
         core.set_overlap(overlap)
         self._message = message
-        manifest = json.loads(core.manifest_json())
-        self._record_dim = manifest.get("record_dim")
-        self._vars = {v["name"]: v for v in manifest["variables"]}
-        self._sizes = {d["name"]: d["size"] for d in manifest["dims"]}
+        schema = core.schema()
+        self._record_dim = schema.record_dim
+        self._vars = {v.name: v for v in schema.variables}
+        self._sizes = {d.name: d.size for d in schema.dims}
         self._committed: int | None = None
 
     @classmethod
@@ -283,19 +284,19 @@ class Writer:
     def _dtype(self, name: str) -> str:
         if name not in self._vars:
             raise InvalidArgumentError(f"no variable '{name}' (variables: {', '.join(self._vars)})")
-        return self._vars[name]["dtype"]
+        return self._vars[name].dtype
 
     def _cast(self, name: str, value) -> np.ndarray:
-        return cast_values(self._vars, name, value)
+        return cast_values(name, self._dtype(name), value)
 
     def write(self, name: str, value) -> None:
         """A variable without the record dimension, whole."""
         arr = self._cast(name, value)
         var = self._vars[name]
-        shape = tuple(self._sizes[d] for d in var["dims"])
+        shape = tuple(self._sizes[d] for d in var.dims)
         if arr.shape != shape:
             raise InvalidArgumentError(f"'{name}' has shape {shape}, got {arr.shape}")
-        self._w.put_static(name, le_bytes(arr, var["dtype"]))
+        self._w.put_static(name, le_bytes(arr, var.dtype))
 
     def append(self, arrays: Mapping[str, Any] | None = None, /, **more) -> None:
         """One record (an array without the record axis) or several (with it, first) of each
@@ -304,9 +305,10 @@ class Writer:
         for name, value in {**(arrays or {}), **more}.items():
             arr = self._cast(name, value)
             var = self._vars[name]
-            inner = tuple(self._sizes[d] for d in var["dims"][1:])
+            inner = tuple(self._sizes[d] for d in var.dims[1:])
             arr = as_records(
-                var,
+                name,
+                var.dims,
                 self._record_dim,
                 arr,
                 inner,
@@ -315,7 +317,7 @@ class Writer:
                     f"'{name}' takes records of shape {inner} (or blocks of shape (n, *{inner})); got {got}"
                 ),
             )
-            self._w.append(name, le_bytes(arr, var["dtype"]))
+            self._w.append(name, le_bytes(arr, var.dtype))
 
     def set_attrs(self, name: str | None = None, /, **attrs) -> None:
         """Attributes of the store (``name`` None) or of a variable, set or replaced."""

@@ -161,6 +161,26 @@ macro_rules! float_values {
         }
     };
 }
+impl AttrValue {
+    /// The type as the manifest names it (`string`, `strings`, `i8` ... `f64`).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AttrValue::String(_) => "string",
+            AttrValue::Strings(_) => "strings",
+            AttrValue::I8(_) => "i8",
+            AttrValue::U8(_) => "u8",
+            AttrValue::I16(_) => "i16",
+            AttrValue::U16(_) => "u16",
+            AttrValue::I32(_) => "i32",
+            AttrValue::U32(_) => "u32",
+            AttrValue::I64(_) => "i64",
+            AttrValue::U64(_) => "u64",
+            AttrValue::F32(_) => "f32",
+            AttrValue::F64(_) => "f64",
+        }
+    }
+}
+
 float_values!(f32_values, f32, u32, 8);
 float_values!(f64_values, f64, u64, 16);
 
@@ -221,6 +241,34 @@ impl Layout {
 
     pub fn describe(&self) -> String {
         self.order.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join("-")
+    }
+
+    /// The order with its binning rule and byte groups, as `strata info` prints it:
+    /// `V-M-S, 16 equal-frequency bins, byte groups f32=2,1,1`.
+    pub fn summary(&self) -> String {
+        let mut text = self.describe();
+        match self.bins.clone().map(serde_json::from_value::<crate::bins::BinRule>) {
+            Some(Ok(crate::bins::BinRule::EqualWidth { count })) => text += &format!(", {count} equal-width bins"),
+            Some(Ok(crate::bins::BinRule::EqualFrequency { count })) => {
+                text += &format!(", {count} equal-frequency bins")
+            }
+            Some(Ok(crate::bins::BinRule::Edges { edges })) => text += &format!(", {} bins by edges", edges.len() + 1),
+            Some(Err(_)) => text += ", bins by an unknown rule",
+            None => {}
+        }
+        if let Some(serde_json::Value::Object(groups)) = &self.byte_groups {
+            let parts: Vec<String> = groups
+                .iter()
+                .map(|(t, g)| {
+                    let sizes = g.as_array().map(|a| a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+                    format!("{t}={}", sizes.unwrap_or_else(|| g.to_string()))
+                })
+                .collect();
+            if !parts.is_empty() {
+                text += &format!(", byte groups {}", parts.join(" "));
+            }
+        }
+        text
     }
 }
 
@@ -484,5 +532,27 @@ impl Manifest {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_summary_names_order_bins_and_groups() {
+        assert_eq!(Layout::space_only().summary(), "S");
+        let edges = Layout {
+            order: vec![Level::V, Level::S],
+            byte_groups: None,
+            bins: Some(serde_json::json!({"method": "edges", "edges": [0.0, 10.0]})),
+        };
+        assert_eq!(edges.summary(), "V-S, 3 bins by edges");
+        let groups = Layout {
+            order: vec![Level::M, Level::S],
+            byte_groups: Some(serde_json::json!({"f32": [2, 1, 1]})),
+            bins: Some(serde_json::json!({"method": "equal-width", "count": 4})),
+        };
+        assert_eq!(groups.summary(), "M-S, 4 equal-width bins, byte groups f32=2,1,1");
     }
 }
