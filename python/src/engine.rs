@@ -259,6 +259,17 @@ impl QuerySpec {
     }
 }
 
+/// A session's corrections on one track: observed over estimated time per method (a
+/// moving average), and how many queries each folds in (a piece counts as its share).
+#[pyclass(frozen, get_all, module = "strata._core")]
+#[derive(Debug, Clone)]
+pub(crate) struct Learned {
+    pub index_correction: f64,
+    pub scan_correction: f64,
+    pub index_observed: f64,
+    pub scan_observed: f64,
+}
+
 #[pymethods]
 impl Session {
     /// A session on the cost model stored at `cost_model_path()` (the built-in defaults
@@ -279,19 +290,25 @@ impl Session {
         self.inner.source().to_string()
     }
 
-    /// The model with its corrections for points with values, and the observations behind
-    /// them (JSON); `select`: the corrections counts and positions learned.
-    fn model_json(&self) -> String {
-        let m = self.inner.model();
-        let mut v = serde_json::to_value(&m).unwrap_or_default();
-        v["observations"] = serde_json::json!({"index": m.observed(Method::Index), "scan": m.observed(Method::Scan)});
-        let s = self.inner.model_for(session::Track::Select);
-        v["select"] = serde_json::json!({
-            "index_correction": s.index_correction,
-            "scan_correction": s.scan_correction,
-            "observations": {"index": s.observed(Method::Index), "scan": s.observed(Method::Scan)},
-        });
-        v.to_string()
+    /// What the session has learned on `track`: `"values"` (points with values returned)
+    /// or `"select"` (counts and positions).
+    fn learned(&self, track: &str) -> PyResult<Learned> {
+        let track = match track {
+            "values" => session::Track::Values,
+            "select" => session::Track::Select,
+            other => {
+                return Err(to_py(strata_core::Error::InvalidArgument(format!(
+                    "a session learns on the tracks values and select, not '{other}'"
+                ))))
+            }
+        };
+        let m = self.inner.model_for(track);
+        Ok(Learned {
+            index_correction: m.index_correction,
+            scan_correction: m.scan_correction,
+            index_observed: m.observed(Method::Index),
+            scan_observed: m.observed(Method::Scan),
+        })
     }
 
     /// Runs observed after the first `mark` (0: the most recent ones kept): (method,

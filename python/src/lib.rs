@@ -363,11 +363,6 @@ impl SqlSession {
     fn pieces_run_count(&self) -> u64 {
         self.inner.pieces_run_count()
     }
-
-    /// The cost model with the corrections learned from the queries run (JSON).
-    fn cost_model_json(&self) -> String {
-        self.inner.cost_model().to_json()
-    }
 }
 
 /// The first error a query's stream met: (kind, message), kept for the typed exception.
@@ -650,6 +645,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::Session>()?;
     m.add_class::<engine::Answer>()?;
     m.add_class::<engine::Plan>()?;
+    m.add_class::<engine::Learned>()?;
     m.add_class::<analysis::ChainScore>()?;
     m.add_class::<summaries::VariableStats>()?;
     m.add_class::<summaries::VersionInfo>()?;

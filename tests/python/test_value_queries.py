@@ -122,18 +122,19 @@ def test_dataset_query_refines_the_process_cost_model(tmp_path, monkeypatch):
         got, stats = ds.query("t > 1", output="count", with_stats=True)
         assert got == (valid(t) & (t > 1)).sum()
         seen.update(stats["methods"])
-        state = json.loads(session().model_json())
         # Counts learn on their own track, apart from points with values.
-        assert sum(state["select"]["observations"].values()) == i + 1, state
-        assert sum(state["observations"].values()) == 0
+        select, values = session().learned("select"), session().learned("values")
+        assert select.index_observed + select.scan_observed == i + 1, select
+        assert values.index_observed + values.scan_observed == 0
     # Forced runs are observed too; a query cut in pieces counts as one.
     ds.query("t > 1", output="points", method="scan")
-    state = json.loads(session().model_json())
-    assert state["observations"]["scan"] == pytest.approx(1.0) and state["observations"]["index"] == 0
+    values = session().learned("values")
+    assert values.scan_observed == pytest.approx(1.0) and values.index_observed == 0
     # A rewritten model file starts a new session.
     model.write_text(text.replace('"test"', '"rewritten"'))
     assert session().source == "rewritten"
-    assert json.loads(session().model_json())["observations"] == {"index": 0, "scan": 0}
+    values = session().learned("values")
+    assert (values.index_observed, values.scan_observed) == (0, 0)
     # A close call runs the method observed less until it has been observed a quarter as
     # often; a clear call follows the estimate.
     other = _core.Session(text.replace('"test"', '"other"'))
