@@ -107,10 +107,28 @@ impl AuxPick {
                 self.name
             )));
         }
-        for (o, &i) in out.chunks_exact_mut(es).zip(&at) {
-            crate::points::write_all(o, &self.raw[i as usize * es..(i as usize + 1) * es]);
+        match es {
+            1 => put_at::<1>(&self.raw, &at, out),
+            2 => put_at::<2>(&self.raw, &at, out),
+            4 => put_at::<4>(&self.raw, &at, out),
+            8 => put_at::<8>(&self.raw, &at, out),
+            _ => {
+                for (o, &i) in out.chunks_exact_mut(es).zip(&at) {
+                    crate::points::write_all(o, &self.raw[i as usize * es..(i as usize + 1) * es]);
+                }
+            }
         }
         Ok(())
+    }
+}
+
+/// Element `at[k]` of `raw` (elements of N bytes) into slot k of `out`: a fixed-size store
+/// per point, where slices of a run-time length took a call to memmove each.
+fn put_at<const N: usize>(raw: &[u8], at: &[u64], out: &mut [std::mem::MaybeUninit<u8>]) {
+    let (values, _) = raw.as_chunks::<N>();
+    let (slots, _) = out.as_chunks_mut::<N>();
+    for (o, &i) in slots.iter_mut().zip(at) {
+        *o = values[i as usize].map(std::mem::MaybeUninit::new);
     }
 }
 

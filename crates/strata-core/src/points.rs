@@ -106,8 +106,11 @@ pub fn pick_bytes_into(
             const N: usize = std::mem::size_of::<$t>();
             let typed: Vec<$t> =
                 values.chunks_exact(N).map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default())).collect();
-            pick_to(&typed, d, shape, flat, out.chunks_exact_mut(N), |o: &mut [MaybeUninit<u8>], v: $t| {
-                write_all(o, &v.to_ne_bytes())
+            // Fixed-size slots: a store of N bytes each (slices of N bytes took a call to
+            // memmove per point).
+            let (slots, _) = out.as_chunks_mut::<N>();
+            pick_to(&typed, d, shape, flat, slots.iter_mut(), |o: &mut [MaybeUninit<u8>; N], v: $t| {
+                *o = v.to_ne_bytes().map(MaybeUninit::new)
             });
         }};
     }
@@ -165,11 +168,13 @@ mod tests {
             assert_eq!(axis_indices(d, &shape, &flat), want_idx);
             let want: Vec<i32> = want_idx.iter().map(|&i| coord[i as usize]).collect();
             assert_eq!(pick(&coord, d, &shape, &flat), want);
-            let bytes: Vec<u8> = coord.iter().flat_map(|v| v.to_ne_bytes()).collect();
-            assert_eq!(
-                picked_bytes(&bytes, 4, d, &shape, &flat).unwrap(),
-                want.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>()
-            );
+            // Every element width: each point gets its coordinate's bytes.
+            for itemsize in [1usize, 2, 4, 8] {
+                let element = |i: u64| ((i * 10 + d as u64) * 0x0101_0101_0101_0101).to_ne_bytes()[..itemsize].to_vec();
+                let bytes: Vec<u8> = (0..shape[d]).flat_map(element).collect();
+                let want: Vec<u8> = want_idx.iter().flat_map(|&i| element(i)).collect();
+                assert_eq!(picked_bytes(&bytes, itemsize, d, &shape, &flat).unwrap(), want, "{itemsize} bytes");
+            }
         }
         assert!(pick::<u8>(&[1, 2], 0, &[2], &[]).is_empty());
         // Bad arguments are errors, not panics.
