@@ -66,15 +66,10 @@ impl Executor<'_> {
         };
         let reads = self.reader.bin_reads(&index, slab, id, n, &widths, &|bin| needed.contains(&bin))?;
         let raw = self.decode_reads(b.slab, &index, id, &reads, &b.len, groups)?;
-        let mut col = Vec::with_capacity(hits.len() as usize * es);
-        for l in hits {
-            let at = l as usize * es;
-            let Some(v) = raw.get(at..at + es) else {
-                return Err(Error::Corruption(format!("sub-chunk {id:?} of '{name}' is shorter than its index says")));
-            };
-            col.extend_from_slice(v);
+        if hits.max().is_some_and(|l| (l as usize + 1) * es > raw.len()) {
+            return Err(Error::Corruption(format!("sub-chunk {id:?} of '{name}' is shorter than its index says")));
         }
-        Ok(col)
+        Ok(super::order::picked(es, hits.iter().map(|l| (raw.as_slice(), l as usize))))
     }
 
     /// The values of `name` at the given flat indices (any order) into `out` (one element
@@ -176,15 +171,37 @@ impl Executor<'_> {
             };
             let reads = self.reader.bin_reads(&index, slab, id, n, &widths, &|b| needed.contains(&b))?;
             let raw = self.decode_reads(*slab_pos, &index, id, &reads, len, groups.clone())?;
-            for &(l, i) in picks {
-                let l = l as usize;
-                debug_assert!((i + 1) * es <= out_len);
-                // SAFETY: every output index appears in exactly one job, and is in bounds.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(raw[l * es..].as_ptr(), out_ptr.get().add(i * es), es);
+            debug_assert!(picks.iter().all(|&(_, i)| (i + 1) * es <= out_len));
+            // SAFETY: every output index appears in exactly one job, and is in bounds.
+            unsafe {
+                match es {
+                    1 => put_each::<1>(&raw, picks, out_ptr.get()),
+                    2 => put_each::<2>(&raw, picks, out_ptr.get()),
+                    4 => put_each::<4>(&raw, picks, out_ptr.get()),
+                    8 => put_each::<8>(&raw, picks, out_ptr.get()),
+                    _ => {
+                        for &(l, i) in picks {
+                            let v = &raw[l as usize * es..(l as usize + 1) * es];
+                            std::ptr::copy_nonoverlapping(v.as_ptr(), out_ptr.get().add(i * es), es);
+                        }
+                    }
                 }
             }
             Ok(())
         })
+    }
+}
+
+/// Element `l` of `raw` (elements of W bytes) to element `i` of `out`, for each pick: a
+/// fixed-size move each, where a run-time length took a call to memcpy per element.
+///
+/// # Safety
+/// `out` must be valid for writes at every `i * W..(i + 1) * W` of `picks`, and no other
+/// thread may touch those bytes meanwhile.
+unsafe fn put_each<const W: usize>(raw: &[u8], picks: &[(u32, usize)], out: *mut u8) {
+    let (values, _) = raw.as_chunks::<W>();
+    for &(l, i) in picks {
+        // SAFETY: the caller's promise; `[u8; W]` has alignment 1.
+        unsafe { out.add(i * W).cast::<[u8; W]>().write(values[l as usize]) };
     }
 }
