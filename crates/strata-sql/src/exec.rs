@@ -1,9 +1,10 @@
 //! Scans: the region split into pieces along the first dimension (aligned with the
 //! sub-chunks, so none is decoded twice), pieces spread over DataFusion's partitions, every
 //! piece run by the engine's session as one query planned once (`Session::start`, the path
-//! `Dataset.query` takes) and streamed as record batches from a blocking task. The channel holds two batches: the next piece is read and
-//! decoded while the consumer works on the current one, and memory stays bounded whatever
-//! the result's size. Dropping the stream cancels the task at the next batch.
+//! `Dataset.query` takes) and streamed as record batches, one per piece, from a blocking
+//! task. The channel holds two batches: the next piece is read and decoded while the
+//! consumer works on the current one, and memory stays bounded whatever the result's size.
+//! Dropping the stream cancels the task at the next batch.
 
 use crate::columns::{Column, TableInner};
 use datafusion::arrow::array::{
@@ -168,8 +169,12 @@ fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
     }
 }
 
-/// The batches of piece number `piece`.
-fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<RecordBatch>> {
+/// The rows of piece number `piece`, as one batch (None when it has none). A piece is
+/// bounded already (the engine's piece size), and it is computed whole: slicing it into
+/// DataFusion's batch size (8,192 rows) only added costs per batch downstream — a
+/// hand-over between threads and an export through the C stream each, 800 of them for
+/// 6.5 million rows, a fifth of a points query's time at 90% selectivity on ERSST.
+fn run_piece(req: &ScanRequest, piece: usize) -> Result<Option<RecordBatch>> {
     let sel = req.pieces[piece].as_slice();
     let t = &req.table;
     let reader = &t.reader;
@@ -218,7 +223,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
         }
     };
     if rows == 0 {
-        return Ok(vec![]);
+        return Ok(None);
     }
     let flat = match flat {
         Some(f) => f,
@@ -252,8 +257,7 @@ fn run_piece(req: &ScanRequest, piece: usize, batch_size: usize) -> Result<Vec<R
     }
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
     let batch = RecordBatch::try_new_with_options(req.schema.clone(), arrays, &options).map_err(arrow_error)?;
-    let size = batch_size.max(1);
-    Ok((0..rows).step_by(size).map(|o| batch.slice(o, size.min(rows - o))).collect())
+    Ok(Some(batch))
 }
 
 /// The elements at positions `local` of `raw` (elements of `itemsize` bytes).
@@ -347,19 +351,18 @@ impl PartitionStream for Partition {
         &self.request.schema
     }
 
-    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let mut builder = RecordBatchReceiverStreamBuilder::new(self.request.schema.clone(), 2);
         let tx = builder.tx();
         let request = self.request.clone();
         let pieces = self.pieces.clone();
-        let batch_size = ctx.session_config().batch_size();
         builder.spawn_blocking(move || {
             let mut sent = 0usize;
             for piece in pieces {
                 if request.limit.is_some_and(|l| sent >= l) {
                     break;
                 }
-                for batch in run_piece(&request, piece, batch_size).map_err(crate::to_df)? {
+                if let Some(batch) = run_piece(&request, piece).map_err(crate::to_df)? {
                     sent += batch.num_rows();
                     if tx.blocking_send(Ok(batch)).is_err() {
                         return Ok(()); // the consumer is gone: cancelled
