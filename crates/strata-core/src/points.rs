@@ -123,6 +123,48 @@ pub fn pick_bytes_into(
     Ok(())
 }
 
+/// A column of `es`-byte values, the i-th copied from element j of the slice `at` gives as
+/// its i-th (slice, j). The usual widths make each copy a single move, not a call to memcpy.
+pub(crate) fn picked<'a>(es: usize, at: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
+    fn fixed<'a, const W: usize>(at: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
+        // Written once each, not zeroed first: zeroing a fresh column was a pass of its own.
+        let mut col: Vec<[u8; W]> = crate::large::with_capacity(at.len());
+        let mut written = 0;
+        for (slot, (src, j)) in col.spare_capacity_mut().iter_mut().zip(at) {
+            let mut v = [0u8; W];
+            v.copy_from_slice(&src[j * W..(j + 1) * W]);
+            slot.write(v);
+            written += 1;
+        }
+        // SAFETY: the first `written` slots were written just above.
+        unsafe { col.set_len(written) };
+        col.into_flattened()
+    }
+    match es {
+        1 => fixed::<1>(at),
+        2 => fixed::<2>(at),
+        4 => fixed::<4>(at),
+        8 => fixed::<8>(at),
+        _ => {
+            let mut col = Vec::with_capacity(at.len() * es);
+            for (src, j) in at {
+                col.extend_from_slice(&src[j * es..(j + 1) * es]);
+            }
+            col
+        }
+    }
+}
+
+/// The elements at positions `at` of `raw` (elements of `itemsize` bytes), in that order;
+/// an error when a position lies past the end of `raw`.
+pub fn elements_at(raw: &[u8], itemsize: usize, at: &[u64]) -> Result<Vec<u8>> {
+    let n = raw.len() / itemsize.max(1);
+    if let Some(&bad) = at.iter().find(|&&p| p >= n as u64) {
+        return Err(Error::InvalidArgument(format!("position {bad} is past the {n} elements read")));
+    }
+    Ok(picked(itemsize.max(1), at.iter().map(|&p| (raw, p as usize))))
+}
+
 /// Writes `from` into `to`, element by element (the two are as long): a column's place is
 /// filled this way before the column's length covers it.
 pub(crate) fn write_all<T: Copy>(to: &mut [MaybeUninit<T>], from: &[T]) {
@@ -177,6 +219,14 @@ mod tests {
             }
         }
         assert!(pick::<u8>(&[1, 2], 0, &[2], &[]).is_empty());
+        // Elements by position, every width; a position past the end is an error.
+        for itemsize in [1usize, 2, 3, 4, 8] {
+            let raw: Vec<u8> = (0..10 * itemsize).map(|i| i as u8).collect();
+            let at = [7u64, 0, 7, 9];
+            let want: Vec<u8> = at.iter().flat_map(|&p| raw[p as usize * itemsize..][..itemsize].to_vec()).collect();
+            assert_eq!(elements_at(&raw, itemsize, &at).unwrap(), want, "{itemsize} bytes");
+            assert!(elements_at(&raw, itemsize, &[10]).is_err());
+        }
         // Bad arguments are errors, not panics.
         assert!(picked_bytes(&[0; 8], 4, 0, &[3], &[0]).is_err());
         assert!(picked_bytes(&[0; 12], 3, 0, &[4], &[0]).is_err());

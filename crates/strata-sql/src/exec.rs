@@ -193,7 +193,7 @@ fn run_piece(req: &ScanRequest, piece: usize) -> Result<Option<RecordBatch>> {
                 let mut raw = vec![0u8; elements as usize * v.dtype.size()];
                 reader.read_into(name, sel, &mut raw)?;
                 raws.push(match &inside {
-                    Some((_, local)) => pick_local(&raw, v.dtype.size(), local),
+                    Some((_, local)) => points::elements_at(&raw, v.dtype.size(), local)?,
                     None => raw,
                 });
             }
@@ -258,16 +258,6 @@ fn run_piece(req: &ScanRequest, piece: usize) -> Result<Option<RecordBatch>> {
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
     let batch = RecordBatch::try_new_with_options(req.schema.clone(), arrays, &options).map_err(arrow_error)?;
     Ok(Some(batch))
-}
-
-/// The elements at positions `local` of `raw` (elements of `itemsize` bytes).
-fn pick_local(raw: &[u8], itemsize: usize, local: &[u64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(local.len() * itemsize);
-    for &l in local {
-        let at = l as usize * itemsize;
-        out.extend_from_slice(&raw[at..at + itemsize]);
-    }
-    out
 }
 
 /// Whether `name` holds a value (not NaN, not a fill) wherever `pred` holds.

@@ -69,7 +69,7 @@ impl Executor<'_> {
         if hits.max().is_some_and(|l| (l as usize + 1) * es > raw.len()) {
             return Err(Error::Corruption(format!("sub-chunk {id:?} of '{name}' is shorter than its index says")));
         }
-        Ok(super::order::picked(es, hits.iter().map(|l| (raw.as_slice(), l as usize))))
+        Ok(crate::points::picked(es, hits.iter().map(|l| (raw.as_slice(), l as usize))))
     }
 
     /// The values of `name` at the given flat indices (any order) into `out` (one element

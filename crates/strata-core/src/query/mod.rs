@@ -25,6 +25,7 @@ use crate::fastdiv::FastDiv;
 use crate::grid::AxisBlock;
 use crate::manifest::Variable;
 use crate::mask::Mask;
+use crate::points::picked;
 use crate::reader::{DimSelection, StoreReader, SubchunkId};
 use dense_scan::dense_scan_fits;
 use evaluate::*;

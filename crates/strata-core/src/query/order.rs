@@ -198,35 +198,3 @@ unsafe fn init<T: Copy>(slots: &mut [MaybeUninit<T>]) -> &mut [T] {
     // and T: Copy has no drop to run twice.
     unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast::<T>(), slots.len()) }
 }
-
-/// A column of `es`-byte values, the i-th copied from element j of the slice `at` gives as
-/// its i-th (slice, j). The usual widths make each copy a single move, not a call to memcpy.
-pub(super) fn picked<'a>(es: usize, at: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
-    fn fixed<'a, const W: usize>(at: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
-        // Written once each, not zeroed first: zeroing a fresh column was a pass of its own.
-        let mut col: Vec<[u8; W]> = crate::large::with_capacity(at.len());
-        let mut written = 0;
-        for (slot, (src, j)) in col.spare_capacity_mut().iter_mut().zip(at) {
-            let mut v = [0u8; W];
-            v.copy_from_slice(&src[j * W..(j + 1) * W]);
-            slot.write(v);
-            written += 1;
-        }
-        // SAFETY: the first `written` slots were written just above.
-        unsafe { col.set_len(written) };
-        col.into_flattened()
-    }
-    match es {
-        1 => fixed::<1>(at),
-        2 => fixed::<2>(at),
-        4 => fixed::<4>(at),
-        8 => fixed::<8>(at),
-        _ => {
-            let mut col = Vec::with_capacity(at.len() * es);
-            for (src, j) in at {
-                col.extend_from_slice(&src[j * es..(j + 1) * es]);
-            }
-            col
-        }
-    }
-}
