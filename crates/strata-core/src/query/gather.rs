@@ -172,6 +172,9 @@ impl Executor<'_> {
             let reads = self.reader.bin_reads(&index, slab, id, n, &widths, &|b| needed.contains(&b))?;
             let raw = self.decode_reads(*slab_pos, &index, id, &reads, len, groups.clone())?;
             debug_assert!(picks.iter().all(|&(_, i)| (i + 1) * es <= out_len));
+            if picks.iter().any(|&(l, _)| (l as usize + 1) * es > raw.len()) {
+                return Err(Error::Corruption(format!("sub-chunk {id:?} of '{name}' is shorter than its index says")));
+            }
             // SAFETY: every output index appears in exactly one job, and is in bounds.
             unsafe {
                 match es {
