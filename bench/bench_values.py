@@ -104,10 +104,10 @@ def value_queries(label, arr):
             return np.nonzero(m) if positions else int(np.count_nonzero(m))
 
         def duck(q=q, positions=False):
+            # con.sql, not con.execute: DuckDB 2.0's DB-API result fetched the rows 1.6x slower.
             if positions:
-                r = con.execute(f"SELECT time, lat, lon FROM '{parquet}' WHERE sst > {q!r}").fetchnumpy()
-                return r
-            return con.execute(f"SELECT count(*) FROM '{parquet}' WHERE sst > {q!r}").fetchone()[0]
+                return con.sql(f"SELECT time, lat, lon FROM '{parquet}' WHERE sst > {q!r}").fetchnumpy()
+            return con.sql(f"SELECT count(*) FROM '{parquet}' WHERE sst > {q!r}").fetchone()[0]
 
         def blosc(q=q, positions=False):
             e = b2 > q
