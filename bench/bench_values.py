@@ -107,7 +107,7 @@ def value_queries(label, arr):
             # con.sql, not con.execute: DuckDB 2.0's DB-API result fetched the rows 1.6x slower.
             if positions:
                 return con.sql(f"SELECT time, lat, lon FROM '{parquet}' WHERE sst > {q!r}").fetchnumpy()
-            return con.sql(f"SELECT count(*) FROM '{parquet}' WHERE sst > {q!r}").fetchone()[0]
+            return con.sql(f"SELECT count(*) FROM '{parquet}' WHERE sst > {q!r}").fetchall()[0][0]
 
         def blosc(q=q, positions=False):
             e = b2 > q
