@@ -156,11 +156,8 @@ def writer_options_of(**kw) -> dict:
     )
 
 
-def cast_values(name: str, dtype: str | None, value) -> np.ndarray:
-    """``value`` as variable ``name``'s stored type ``dtype`` (None: no such variable);
-    refused when it would not fit."""
-    if dtype is None:
-        raise InvalidArgumentError(f"no variable '{name}'")
+def cast_values(name: str, dtype: str, value) -> np.ndarray:
+    """``value`` as variable ``name``'s stored type ``dtype``; refused when it would not fit."""
     arr = np.asarray(value)
     target = numpy_dtype(dtype)
     if arr.dtype != target and not np.can_cast(arr.dtype, target, "same_kind"):

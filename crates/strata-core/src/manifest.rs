@@ -247,7 +247,7 @@ impl Layout {
     /// `V-M-S, 16 equal-frequency bins, byte groups f32=2,1,1`.
     pub fn summary(&self) -> String {
         let mut text = self.describe();
-        match self.bins.clone().map(serde_json::from_value::<crate::bins::BinRule>) {
+        match self.bins.as_ref().map(crate::bins::BinRule::deserialize) {
             Some(Ok(crate::bins::BinRule::EqualWidth { count })) => text += &format!(", {count} equal-width bins"),
             Some(Ok(crate::bins::BinRule::EqualFrequency { count })) => {
                 text += &format!(", {count} equal-frequency bins")
