@@ -14,7 +14,7 @@ LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1
 VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke fuzz-server crash
+.PHONY: help sysdeps setup build header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke fuzz-server crash races
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
@@ -25,6 +25,7 @@ help:
 	@echo "make fuzz-server  fuzz HTTP requests to the server and SQL against DataFusion, FUZZ_SECONDS each"
 	@echo "                 (FUZZ_SERVER_TARGETS=server_request or sql_query for one)"
 	@echo "make crash   1,000 kills of writing processes, each store checked after"
+	@echo "make races   1,000 races of two appending processes: none lost or doubled"
 
 # System packages from Debian, only if missing: a C compiler (zstd-sys), cmake and libclang
 # (zfp-sys builds the bundled zfp and generates its bindings), venv support, and netCDF's
@@ -137,6 +138,10 @@ bench: build-release
 # check of the store (make test runs two dozen).
 crash: build
 	$(BIN)/python tests/crash/harness.py --kills 1000
+
+# 1,000 races of two processes appending to one store at once (make test runs a few).
+races: build
+	$(BIN)/python tests/crash/races.py --races 1000
 
 clean:
 	rm -rf demo-out bench/work .pytest_cache

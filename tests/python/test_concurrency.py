@@ -2,6 +2,7 @@
 starts again on the new version, nothing is lost or duplicated, and readers meanwhile only
 ever see complete versions."""
 
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -70,3 +71,15 @@ def test_racing_appenders_lose_nothing_and_readers_see_whole_versions(tmp_path):
     assert len(seen) > 1, "the readers saw the store change"
     for version in range(1, 14):
         assert not _core.verify(str(store), version)[4], f"version {version} does not verify"
+
+
+def test_writers_released_together_lose_and_double_nothing():
+    """A few rounds of `make races`: three processes append at the same moment each round."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "crash"))
+    from races import run
+
+    counts = run(12, writers=3, quiet=True)
+    assert counts["lost"] == counts["doubled"] == counts["wrong_records"] == 0
+    assert counts["versions"] == 1 + 36 and counts["versions_failing_verify"] == 0
+    # The writers did race: commits were refused and rebased.
+    assert counts["conflicts"] > 0
