@@ -3,7 +3,7 @@
 //! bins. A sub-chunk's elements are stored bin by bin, and each (sub-chunk, bin) keeps the
 //! positions of its elements as a Roaring bitmap in the index file (docs/format.md §6.2).
 
-use crate::bitset::set_bits;
+use crate::bitset::bitmap_of_runs;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::manifest::{Layout, Level};
@@ -259,50 +259,40 @@ impl Bins {
         let bins = missing_bin as usize + 1;
         // Runs of one bin in position order (a field's neighbours mostly share a bin): a
         // run is one copy and one range of positions, where element by element each
-        // write waited on the one before to the same bin's buffer and bitset byte.
+        // write waited on the one before to the same bin's buffer.
         let mut runs: Vec<(u32, usize)> = Vec::new();
         let mut counts = vec![0usize; bins];
-        let mut from = 0;
-        while from < ids.len() {
-            let end = run_end(&ids, from);
-            runs.push((ids[from], from));
-            counts[ids[from] as usize] += end - from;
-            from = end;
+        for_each_run_start(&ids, |from| runs.push((ids[from], from)));
+        for (k, &(b, s)) in runs.iter().enumerate() {
+            counts[b as usize] += runs.get(k + 1).map_or(n, |r| r.1) - s;
         }
-        let mut per_bin: Vec<Vec<u8>> = counts.iter().map(|&c| Vec::with_capacity(c * es)).collect();
-        let mut bitmaps: Vec<RoaringBitmap> = vec![RoaringBitmap::new(); bins];
-        let few_runs = runs.len() <= n / 16;
-        // With many short runs, positions go through one bitset of 64-bit words per bin,
-        // a run at a time, turned into bitmaps whole (faster than inserting short ranges
-        // one by one).
-        let row = n.div_ceil(64);
-        let mut words = if few_runs { vec![] } else { vec![0u64; bins * row] };
+        // Each bin's buffer has room for a whole block past its end: a short run (most of
+        // them) is copied as one block of fixed size, inlined, instead of a call to memmove
+        // for its length; the bytes past the run are overwritten by the next one.
+        const BLOCK: usize = 64;
+        let mut per_bin: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0u8; c * es + BLOCK]).collect();
+        let mut filled = vec![0usize; bins];
+        let mut ranges: Vec<Vec<(u32, u32)>> = vec![Vec::new(); bins];
         for (k, &(b, s)) in runs.iter().enumerate() {
             let e = runs.get(k + 1).map_or(n, |r| r.1);
-            per_bin[b as usize].extend_from_slice(&raw[s * es..e * es]);
-            if few_runs {
-                bitmaps[b as usize].insert_range(s as u32..e as u32);
-            } else {
-                set_bits(&mut words[b as usize * row..(b as usize + 1) * row], s, e);
+            let (from, len) = (s * es, (e - s) * es);
+            let (out, at) = (&mut per_bin[b as usize], &mut filled[b as usize]);
+            match raw.get(from..from + BLOCK) {
+                Some(block) if len <= BLOCK => out[*at..*at + BLOCK].copy_from_slice(block),
+                _ => out[*at..*at + len].copy_from_slice(&raw[from..from + len]),
             }
+            *at += len;
+            ranges[b as usize].push((s as u32, e as u32));
         }
-        let mut bytes_row = Vec::new();
+        for (out, &len) in per_bin.iter_mut().zip(&filled) {
+            out.truncate(len);
+        }
         per_bin
             .into_iter()
-            .zip(bitmaps)
+            .zip(ranges)
             .enumerate()
             .filter(|(b, _)| counts[*b] > 0)
-            .map(|(b, (bytes, bitmap))| {
-                let mut bitmap = if few_runs {
-                    bitmap
-                } else {
-                    bytes_row.clear();
-                    bytes_row.extend(words[b * row..(b + 1) * row].iter().flat_map(|w| w.to_le_bytes()));
-                    RoaringBitmap::from_lsb0_bytes(0, &bytes_row)
-                };
-                bitmap.optimize();
-                (b as u32, bitmap, bytes)
-            })
+            .map(|(b, (bytes, ranges))| (b as u32, bitmap_of_runs(ranges), bytes))
             .collect()
     }
 }
@@ -316,22 +306,27 @@ fn invalid_to(ids: &mut [u32], block: &[f64], missing_bin: u32, missing: impl Fn
     }
 }
 
-/// Where the run of `ids[from]` that starts at `from` ends. Eight ids are compared at
-/// once while all of them continue it (a field's bins run long); one at a time, a loop
-/// with an early exit that the compiler does not vectorize took a third of `split`.
-fn run_end(ids: &[u32], from: usize) -> usize {
-    let bin = ids[from];
-    let mut i = from + 1;
-    while let Some(block) = ids.get(i..i + 8) {
-        if block.iter().fold(0, |acc, &x| acc | (x ^ bin)) != 0 {
-            break;
+/// Calls `f` with each position where a run of equal ids starts, in order. The starts are
+/// found 64 ids at a time as a mask of "differs from the one before" (compared without
+/// branches, so vectorized), then read off the mask bit by bit: a branch per run that
+/// ends at an unpredictable place mispredicted once per run, and took half of `split`.
+fn for_each_run_start(ids: &[u32], mut f: impl FnMut(usize)) {
+    if ids.is_empty() {
+        return;
+    }
+    f(0);
+    // Element i + 1 against element i, so position 0 (started above) is bit 0 of no word.
+    let (next, prev) = (&ids[1..], &ids[..ids.len() - 1]);
+    for (w, (a, b)) in next.chunks(64).zip(prev.chunks(64)).enumerate() {
+        let mut mask = 0u64;
+        for (j, (x, y)) in a.iter().zip(b).enumerate() {
+            mask |= u64::from(x != y) << j;
         }
-        i += 8;
+        while mask != 0 {
+            f(w * 64 + mask.trailing_zeros() as usize + 1);
+            mask &= mask - 1;
+        }
     }
-    while ids.get(i) == Some(&bin) {
-        i += 1;
-    }
-    i
 }
 
 /// The least f32 not below `b`.
@@ -500,8 +495,9 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// `split` (blocks, runs, word bitsets) and `summarize` (lanes) give what one
-        /// element at a time does: `bin_of` per element, a running min/max/count.
+        /// `split` (run starts by mask, block copies, bitmaps from runs) and `summarize`
+        /// (lanes) give what one element at a time does: `bin_of` per element, a running
+        /// min/max/count.
         #[test]
         fn split_and_summarize_agree_with_one_element_at_a_time(
             values in proptest::collection::vec(
@@ -510,7 +506,7 @@ mod tests {
             edges in proptest::collection::vec(-60i32..60, 0..40),
             nan_every in 0usize..9,
         ) {
-            // Runs of equal values (long runs take the range path, short ones the bitset).
+            // Runs of equal values: short runs copied as one block, long ones by length.
             let mut v: Vec<f64> = values.iter().flat_map(|&x| std::iter::repeat_n(x as f64 / 2.0, run % 7 + 1)).collect();
             if nan_every > 0 {
                 v.iter_mut().step_by(nan_every).for_each(|x| *x = f64::NAN);
