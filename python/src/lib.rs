@@ -14,6 +14,7 @@ use strata_core::stream::StreamWriter;
 use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
 
+mod allocator;
 mod analysis;
 mod engine;
 mod in_place;
@@ -626,6 +627,8 @@ fn quicklook(py: Python<'_>, path: &str, var: &str, isel: Option<&str>) -> PyRes
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    allocator::limit_arenas();
+    m.add_function(wrap_pyfunction!(allocator::malloc_arena_limit, m)?)?;
     m.add_class::<Reader>()?;
     m.add_class::<Writer>()?;
     m.add_class::<parallel::Coordinator>()?;

@@ -106,3 +106,26 @@ def test_streamed_query_memory_is_bounded_by_pieces(tmp_path):
     # (225 MB with a fixed mmap threshold), against 940-1,075 MB for the whole result.
     assert growth_mb < 400, f"peak memory grew by {growth_mb} MB streaming a {whole_mb} MB query result"
     assert whole_mb > 2 * growth_mb, f"streaming grew by {growth_mb} MB, the whole result by {whole_mb} MB"
+
+
+def _arena_limit(env: dict) -> str:
+    code = "from strata import _core; print(_core.malloc_arena_limit())"
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_glibc_arenas_are_one_per_core_unless_the_user_chose():
+    """Loading strata limits glibc's malloc arenas to the cores the process may use (freed
+    query buffers are then found again instead of coming back as fresh zeroed pages); a limit
+    the user set through the environment is left as it is."""
+    import os
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return
+    base = {k: v for k, v in os.environ.items() if k not in ("MALLOC_ARENA_MAX", "GLIBC_TUNABLES")}
+    # The cores it may use: its CPU affinity, or fewer under a cgroup quota.
+    assert 1 <= int(_arena_limit(base)) <= len(os.sched_getaffinity(0))
+    assert _arena_limit({**base, "MALLOC_ARENA_MAX": "3"}) == "None"
+    assert _arena_limit({**base, "GLIBC_TUNABLES": "glibc.malloc.arena_max=3"}) == "None"

@@ -1,0 +1,46 @@
+//! The C allocator's arenas, set when `strata._core` loads.
+//!
+//! A query runs in pieces whose buffers (values read, positions kept, result columns) are
+//! megabytes each, filled on one thread (the engine's pool, DataFusion's workers) and freed
+//! on another. glibc gives threads up to eight arenas per core and trims each one's free top
+//! back to the kernel on its own, so the next piece's buffers come as fresh pages the kernel
+//! must fault in and zero: a third of a one-shot SQL points query on ERSST x4. With one arena
+//! per core the next piece finds the freed memory again (bench_sql_oneshot: 50% of ERSST x4
+//! 231 -> 184 ms), and a server streaming a 334 MiB answer peaked no higher (101–121 MiB
+//! against 112–125). A limit the user set (`MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max`
+//! in `GLIBC_TUNABLES`) is left alone; other C libraries (musl, macOS) are not touched.
+
+use pyo3::prelude::*;
+use std::sync::OnceLock;
+
+static LIMIT: OnceLock<Option<usize>> = OnceLock::new();
+
+/// Limits glibc's arenas to the cores this process may use, once; the limit set, or None
+/// when the user chose one or the C library is not glibc.
+pub(crate) fn limit_arenas() -> Option<usize> {
+    *LIMIT.get_or_init(|| {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            let chosen = std::env::var_os("MALLOC_ARENA_MAX").is_some()
+                || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc.arena_max"));
+            if chosen {
+                return None;
+            }
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(1024);
+            // SAFETY: mallopt sets one malloc parameter under glibc's own lock; arenas that
+            // exist stay, and new threads share the existing ones once the limit is reached.
+            let set = unsafe { libc::mallopt(libc::M_ARENA_MAX, cores as libc::c_int) } == 1;
+            set.then_some(cores)
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        {
+            None
+        }
+    })
+}
+
+/// The arena limit `strata._core` set when it loaded (None: left to the user or the system).
+#[pyfunction]
+pub fn malloc_arena_limit() -> Option<usize> {
+    limit_arenas()
+}
