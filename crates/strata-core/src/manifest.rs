@@ -53,7 +53,10 @@ fn canonical(value: &serde_json::Value, out: &mut Vec<u8>) {
 }
 
 /// One immutable version of a store: schema, layout, codecs and the files holding the data.
+// A top-level key the format does not define is damage: one flipped bit in the checksum's
+// own key would otherwise turn the check off unnoticed (an optional field gone missing).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub format: String,
     pub format_version: u32,
@@ -554,5 +557,35 @@ mod tests {
             bins: Some(serde_json::json!({"method": "equal-width", "count": 4})),
         };
         assert_eq!(groups.summary(), "M-S, 4 equal-width bins, byte groups f32=2,1,1");
+    }
+
+    #[test]
+    fn a_checksum_key_damaged_is_corruption_and_one_never_written_is_not() {
+        let m = Manifest {
+            format: FORMAT_NAME.into(),
+            format_version: FORMAT_VERSION,
+            version: 1,
+            parent: None,
+            created_ms: 0,
+            message: "test".into(),
+            dims: vec![],
+            record_dim: None,
+            slab_records: 1,
+            attrs: vec![],
+            variables: vec![],
+            layout: Layout::space_only(),
+            slabs: vec![],
+            files: vec![],
+        };
+        let text = String::from_utf8(m.to_json()).unwrap();
+        assert_eq!(Manifest::from_json(text.as_bytes(), "v1").unwrap(), m);
+        // One bit flipped in the key: the check would be skipped as if the field were absent.
+        let renamed = text.replace("\"checksum\"", "\"bhecksum\"");
+        let err = Manifest::from_json(renamed.as_bytes(), "v1").unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Corruption, "{err}");
+        // Manifests written before checksums existed still read.
+        let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        value.as_object_mut().unwrap().remove(CHECKSUM_KEY);
+        assert_eq!(Manifest::from_json(&serde_json::to_vec(&value).unwrap(), "v1").unwrap(), m);
     }
 }
