@@ -14,7 +14,7 @@ LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1
 VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke fuzz-server crash races
+.PHONY: help sysdeps setup build header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke fuzz-server crash races corrupt
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
@@ -26,6 +26,7 @@ help:
 	@echo "                 (FUZZ_SERVER_TARGETS=server_request or sql_query for one)"
 	@echo "make crash   1,000 kills of writing processes, each store checked after"
 	@echo "make races   1,000 races of two appending processes: none lost or doubled"
+	@echo "make corrupt every bit flip and truncation of every file of a store, each read back"
 
 # System packages from Debian, only if missing: a C compiler (zstd-sys), cmake and libclang
 # (zfp-sys builds the bundled zfp and generates its bindings), venv support, and netCDF's
@@ -142,6 +143,10 @@ crash: build
 # 1,000 races of two processes appending to one store at once (make test runs a few).
 races: build
 	$(BIN)/python tests/crash/races.py --races 1000
+
+# Every single-bit flip and truncation of every file of a small store (make test samples them).
+corrupt: build
+	$(BIN)/python tests/crash/corrupt.py
 
 clean:
 	rm -rf demo-out bench/work .pytest_cache
