@@ -424,59 +424,16 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// A storage whose writes of data files fail after `ok` of them (a full disk).
-    #[derive(Debug)]
-    struct FillsUp {
-        inner: crate::storage::MemoryStorage,
-        ok: std::sync::atomic::AtomicUsize,
-    }
-
-    impl crate::storage::Storage for FillsUp {
-        fn read(&self, path: &str) -> Result<Vec<u8>> {
-            self.inner.read(path)
-        }
-        fn read_range(&self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-            self.inner.read_range(path, offset, len)
-        }
-        fn size(&self, path: &str) -> Result<u64> {
-            self.inner.size(path)
-        }
-        fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()> {
-            if path.starts_with("data/") {
-                use std::sync::atomic::Ordering;
-                if self.ok.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
-                    return Err(Error::io(path, std::io::Error::other("No space left on device")));
-                }
-            }
-            self.inner.write_atomic(path, data)
-        }
-        fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
-            self.inner.write_at(path, offset, data)
-        }
-        fn sync(&self, path: &str, len: u64) -> Result<()> {
-            self.inner.sync(path, len)
-        }
-        fn create_new(&self, path: &str, data: &[u8]) -> Result<()> {
-            self.inner.create_new(path, data)
-        }
-        fn list(&self, prefix: &str) -> Result<Vec<String>> {
-            self.inner.list(prefix)
-        }
-        fn delete(&self, path: &str) -> Result<()> {
-            self.inner.delete(path)
-        }
-        fn exists(&self, path: &str) -> Result<bool> {
-            self.inner.exists(path)
-        }
-    }
-
     #[test]
     fn a_slab_that_fails_on_the_writers_thread_fails_the_stream_and_commits_nothing() {
         for overlap in [true, false] {
-            let storage = std::sync::Arc::new(FillsUp {
-                inner: crate::storage::MemoryStorage::new(),
-                ok: std::sync::atomic::AtomicUsize::new(2),
-            });
+            // A disk that fills up after two data files.
+            let memory = std::sync::Arc::new(crate::storage::MemoryStorage::new());
+            let storage = std::sync::Arc::new(
+                crate::storage::Faulty::new(memory, 3, crate::storage::FaultTiming::Before)
+                    .only_under("data/")
+                    .staying_full(),
+            );
             let store = Store::new(storage.clone(), "full");
             let options = WriterOptions { slab_records: Some(2), ..Default::default() };
             let mut w = StreamWriter::new(StoreWriter::create(store.clone(), schema(), &options).unwrap());

@@ -7,93 +7,14 @@
 //! version names, and the next append must succeed.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use strata_core::gc::collect;
 use strata_core::manifest::Dim;
-use strata_core::storage::{LocalStorage, ObjectInfo, Storage};
+use strata_core::storage::{FaultTiming, Faulty, LocalStorage, Storage};
 use strata_core::verify::verify;
 use strata_core::writer::{DatasetSchema, VariableSchema};
-use strata_core::{DType, DimSelection, Error, Result, Store, StoreReader, StoreWriter, WriterOptions};
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum When {
-    /// Nothing of the call reaches storage.
-    Before,
-    /// The call's bytes land, then it reports the error (a failed fsync of written data).
-    After,
-}
-
-/// Local storage whose `fail_at`-th changing call fails.
-#[derive(Debug)]
-struct Faulty {
-    inner: LocalStorage,
-    fail_at: usize,
-    when: When,
-    calls: AtomicUsize,
-}
-
-impl Faulty {
-    fn change(&self, path: &str, call: impl FnOnce() -> Result<()>) -> Result<()> {
-        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        if n != self.fail_at {
-            return call();
-        }
-        if self.when == When::After {
-            call()?;
-        }
-        Err(Error::io(path, std::io::Error::other("injected fault: No space left on device")))
-    }
-}
-
-impl Storage for Faulty {
-    fn read(&self, path: &str) -> Result<Vec<u8>> {
-        self.inner.read(path)
-    }
-    fn read_range(&self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        self.inner.read_range(path, offset, len)
-    }
-    fn size(&self, path: &str) -> Result<u64> {
-        self.inner.size(path)
-    }
-    fn write_atomic(&self, path: &str, data: &[u8]) -> Result<()> {
-        self.change(path, || self.inner.write_atomic(path, data))
-    }
-    fn write_atomic_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
-        self.change(path, || self.inner.write_atomic_parts(path, parts))
-    }
-    fn create_new(&self, path: &str, data: &[u8]) -> Result<()> {
-        self.change(path, || self.inner.create_new(path, data))
-    }
-    fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
-        self.change(path, || self.inner.write_at(path, offset, data))
-    }
-    fn sync(&self, path: &str, len: u64) -> Result<()> {
-        self.change(path, || self.inner.sync(path, len))
-    }
-    fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        self.inner.list(prefix)
-    }
-    fn delete(&self, path: &str) -> Result<()> {
-        self.change(path, || self.inner.delete(path))
-    }
-    fn exists(&self, path: &str) -> Result<bool> {
-        self.inner.exists(path)
-    }
-    fn list_for_gc(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
-        self.inner.list_for_gc(prefix)
-    }
-    fn modified_ns(&self, path: &str) -> Result<Option<u64>> {
-        self.inner.modified_ns(path)
-    }
-    fn is_empty(&self) -> Result<bool> {
-        self.inner.is_empty()
-    }
-    fn top_level(&self) -> Result<Vec<String>> {
-        self.inner.top_level()
-    }
-}
+use strata_core::{DType, DimSelection, Result, Store, StoreReader, StoreWriter, WriterOptions};
 
 const X: u64 = 40;
 
@@ -172,13 +93,13 @@ fn only_named_files(store: &Store, storage: &LocalStorage, latest: u64) {
 #[test]
 fn every_failing_call_of_an_append_leaves_a_committed_version_and_nothing_lost() {
     let mut faults = 0;
-    for when in [When::Before, When::After] {
+    for when in [FaultTiming::Before, FaultTiming::After] {
         for fail_at in 1.. {
             let dir = tempfile::tempdir().unwrap();
             base(dir.path());
-            let faulty = Arc::new(Faulty { inner: LocalStorage::new(dir.path()), fail_at, when, calls: 0.into() });
+            let faulty = Arc::new(Faulty::new(Arc::new(LocalStorage::new(dir.path())), fail_at, when));
             let result = append(Store::new(faulty.clone(), "s"), 4);
-            if faulty.calls.load(Ordering::SeqCst) < fail_at {
+            if faulty.calls() < fail_at {
                 // Every changing call of a whole append has had its turn to fail.
                 assert_eq!(result.unwrap(), 2);
                 assert!(fail_at > 3, "an append changes storage a few times at least");

@@ -4,10 +4,12 @@
 //! the local file system now, object stores later — must pass [`conformance::run`].
 
 pub mod conformance;
+mod faulty;
 mod local;
 mod memory;
 mod throttled;
 
+pub use faulty::{FaultTiming, Faulty};
 pub use local::LocalStorage;
 pub use memory::MemoryStorage;
 pub use throttled::Throttled;
