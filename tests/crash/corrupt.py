@@ -24,12 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-TYPED = ()  # filled in by run(): strata's typed errors
+import strata
+from strata import _core
+
+# What a damaged store may answer with: the typed errors a caller can act on.
+TYPED = (strata.CorruptionError, strata.CompatibilityError, strata.NotFoundError)
 
 
 def make_store(path: Path) -> None:
-    import strata
-
     rng = np.random.default_rng(0)
     t, y, x = 8, 12, 10
     sst = (rng.normal(15, 8, (t, y, x))).astype("f4")
@@ -46,8 +48,6 @@ def make_store(path: Path) -> None:
 
 
 def read_everything(path: Path):
-    import strata
-
     out = []
     ds = strata.open(path)
     for v in range(1, ds.version + 1):
@@ -76,11 +76,6 @@ def damages(data: bytes, step: int):
 
 
 def run(step: int = 1, quiet: bool = False) -> dict:
-    global TYPED
-    import strata
-    from strata import _core
-
-    TYPED = (strata.CorruptionError, strata.CompatibilityError, strata.NotFoundError)
     counts = {"tried": 0, "error": 0, "same_verify_caught": 0, "harmless": 0, "WRONG": 0, "OTHER": 0}
     failures, harmless = [], {}
     with tempfile.TemporaryDirectory(prefix="strata-corrupt-") as tmp:

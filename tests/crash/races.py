@@ -21,37 +21,19 @@ import tempfile
 import time
 from pathlib import Path
 
-import netCDF4
 import numpy as np
+from harness import expected, records
 
-X = 16
-
-
-def record_file(path: Path, time_value: float) -> Path:
-    """One record whose values name its time, so any reader can check it."""
-    with netCDF4.Dataset(path, "w") as nc:
-        nc.createDimension("time", None)
-        nc.createDimension("x", X)
-        t = nc.createVariable("time", "f8", ("time",))
-        t.units = "days since 2000-01-01"
-        t[:] = [time_value]
-        nc.createVariable("v", "f8", ("time", "x"))[:] = time_value * 1000 + np.arange(X)[None, :]
-    return path
-
-
-def expected(times: np.ndarray) -> np.ndarray:
-    return times[:, None] * 1000 + np.arange(X)
+import strata
+from strata import ConflictError, _core
 
 
 def writer(k: int, writers: int, races: int, store: str, scratch: str, barrier, results) -> None:
-    import strata
-    from strata import ConflictError
-
     first_try_wins = conflicts = 0
     try:
         for r in range(races):
             # The file is made before the barrier: the race is on the commit, not on netCDF.
-            source = record_file(Path(scratch) / f"w{k}-r{r}.nc", 1 + r * writers + k)
+            source = records(Path(scratch) / f"w{k}-r{r}.nc", 1 + r * writers + k, 1)
             barrier.wait(timeout=120)
             try:
                 strata.append_file(source, store, allow_unordered=True, retries=0)
@@ -68,14 +50,11 @@ def writer(k: int, writers: int, races: int, store: str, scratch: str, barrier, 
 
 
 def run(races: int, writers: int = 2, seed: int = 0, quiet: bool = False) -> dict:
-    import strata
-    from strata import _core
-
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="strata-races-") as tmp:
         tmp = Path(tmp)
         store = tmp / "s.strata"
-        strata.import_file(record_file(tmp / "base.nc", 0.0), store)
+        strata.import_file(records(tmp / "base.nc", 0, 1), store)
         ctx = mp.get_context("spawn")  # no forked copies of the engine's thread pools
         barrier, results = ctx.Barrier(writers), ctx.Queue()
         procs = [
@@ -94,13 +73,15 @@ def run(races: int, writers: int = 2, seed: int = 0, quiet: bool = False) -> dic
             raise AssertionError("; ".join(failures))
 
         ds = strata.open(store)
-        times = np.sort(ds["time"][...])
+        stored = ds["time"][...]
+        order = np.argsort(stored, kind="stable")
+        times = stored[order]
         want = np.arange(1 + races * writers, dtype="f8")
         found = set(times.tolist())
         lost = int(sum(1 for t in want if t not in found))
         doubled = int(len(times) - len(found))
-        order = np.argsort(ds["time"][...], kind="stable")
-        wrong = int(np.count_nonzero(np.any(ds["v"][...][order] != expected(times), axis=1)))
+        # Each record's values name its time (harness.records), so a misplaced one shows.
+        wrong = int(np.count_nonzero(np.any(ds["v"][...][order] != expected(times), axis=(1, 2))))
         # The newest version names every file; older ones are sampled (each verify reads
         # every file of its version, so all of them would cost the square of the races).
         versions = [ds.version, *rng.sample(range(1, ds.version), min(20, ds.version - 1))]

@@ -16,6 +16,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 REAL_FILES = sorted(p.name for p in DATA.glob("*.nc")) if DATA.is_dir() else []
 
+# The crash, race and corruption harnesses (tests/crash) are run by a few tests in small doses.
+sys.path.insert(0, str(ROOT / "tests" / "crash"))
+
 needs_data = pytest.mark.skipif(not REAL_FILES, reason=f"real datasets not found in {DATA}")
 
 

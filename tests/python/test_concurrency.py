@@ -2,32 +2,17 @@
 starts again on the new version, nothing is lost or duplicated, and readers meanwhile only
 ever see complete versions."""
 
-import pathlib
 import subprocess
 import sys
 import textwrap
 import threading
 
-import netCDF4
 import numpy as np
+import races
+from harness import expected, records
 
 import strata
 from strata import _core
-
-X = 50
-
-
-def record_file(path, times):
-    with netCDF4.Dataset(path, "w") as nc:
-        nc.createDimension("time", None)
-        nc.createDimension("x", X)
-        t = nc.createVariable("time", "f8", ("time",))
-        t.units = "days since 2000-01-01"
-        t[:] = times
-        # Each record's values name its time, so a reader can check any record it sees.
-        nc.createVariable("v", "f8", ("time", "x"))[:] = np.asarray(times, "f8")[:, None] * 1000 + np.arange(X)
-    return path
-
 
 APPENDER = textwrap.dedent(
     """
@@ -41,15 +26,15 @@ APPENDER = textwrap.dedent(
 
 def test_racing_appenders_lose_nothing_and_readers_see_whole_versions(tmp_path):
     store = tmp_path / "s.strata"
-    strata.import_file(record_file(tmp_path / "base.nc", [0, 1]), store)
-    sources = [record_file(tmp_path / f"r{t}.nc", [t]) for t in range(2, 14)]
+    strata.import_file(records(tmp_path / "base.nc", 0, 2), store)
+    sources = [records(tmp_path / f"r{t}.nc", t, 1) for t in range(2, 14)]
     seen, problems, stop = set(), [], threading.Event()
 
     def reader():
         while not stop.is_set():
             ds = strata.open(store)
             times, values = ds["time"][...], ds["v"][...]
-            if values.shape[0] != times.shape[0] or not np.array_equal(values, times[:, None] * 1000 + np.arange(X)):
+            if values.shape[0] != times.shape[0] or not np.array_equal(values, expected(times)):
                 problems.append((ds.version, times.tolist()))
             seen.add(ds.version)
 
@@ -75,10 +60,7 @@ def test_racing_appenders_lose_nothing_and_readers_see_whole_versions(tmp_path):
 
 def test_writers_released_together_lose_and_double_nothing():
     """A few rounds of `make races`: three processes append at the same moment each round."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "crash"))
-    from races import run
-
-    counts = run(12, writers=3, quiet=True)
+    counts = races.run(12, writers=3, quiet=True)
     assert counts["lost"] == counts["doubled"] == counts["wrong_records"] == 0
     assert counts["versions"] == 1 + 36 and counts["versions_failing_verify"] == 0
     # The writers did race: commits were refused and rebased.

@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 
+import corrupt
 import numpy as np
 import pytest
 
@@ -189,12 +190,7 @@ def test_every_kind_of_damage_sampled_fails_typed_or_reads_the_same():
     """A sample of `make corrupt` (every bit of every 20th byte of every file, and cuts there):
     no wrong value, no panic or untyped error; an unchanged read is caught by verify unless
     it is HEAD's version lowered (a hint by design)."""
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "crash"))
-    from corrupt import run
-
-    counts = run(step=20, quiet=True)
+    counts = corrupt.run(step=20, quiet=True)
     assert counts["WRONG"] == counts["OTHER"] == 0, counts["failures"]
     assert counts["error"] > 0.99 * counts["tried"]
     assert set(counts["harmless_where"]) <= {"HEAD"}, counts["harmless_where"]

@@ -2,11 +2,6 @@
 full run is `make crash`, 1,000): the store always opens at a committed version, every
 version verifies and reads back exactly, gc leaves only named files, and appends go on."""
 
-import pathlib
-import sys
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "crash"))
-
 from harness import run
 
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strata_core::gc::collect;
 use strata_core::manifest::Dim;
-use strata_core::storage::{FaultTiming, Faulty, LocalStorage, Storage};
+use strata_core::storage::{FaultTiming, Faulty, LocalStorage};
 use strata_core::verify::verify;
 use strata_core::writer::{DatasetSchema, VariableSchema};
 use strata_core::{DType, DimSelection, Result, Store, StoreReader, StoreWriter, WriterOptions};
@@ -36,38 +36,37 @@ fn schema() -> DatasetSchema {
     }
 }
 
-/// Record `t`'s values: its number and position, so any record read can be checked.
-fn value(t: u64, i: u64) -> f64 {
-    (t * 1000 + i) as f64
+/// Records `ts` as stored bytes: each value names its record and position, so any record
+/// read back can be checked.
+fn records(ts: std::ops::Range<u64>) -> Vec<u8> {
+    ts.flat_map(|t| (0..X).flat_map(move |i| ((t * 1000 + i) as f64).to_le_bytes())).collect()
+}
+
+/// Records `first..first + 4` as one slab.
+fn slab(w: &mut StoreWriter, first: u64) -> Result<()> {
+    w.begin_slab(4)?;
+    w.put_records("v", &records(first..first + 4))?;
+    w.finish_slab()
 }
 
 /// Appends records `t0..t0 + 8` as two slabs of four and commits.
 fn append(store: Store, t0: u64) -> Result<u64> {
     let mut w = StoreWriter::open_append(store)?;
-    for slab in 0..2 {
-        w.begin_slab(4)?;
-        let first = t0 + slab * 4;
-        let bytes: Vec<u8> =
-            (first..first + 4).flat_map(|t| (0..X).flat_map(move |i| value(t, i).to_le_bytes())).collect();
-        w.put_records("v", &bytes)?;
-        w.finish_slab()?;
-    }
+    slab(&mut w, t0)?;
+    slab(&mut w, t0 + 4)?;
     w.commit("append")
 }
 
-fn base(dir: &std::path::Path) -> Store {
+/// A store at `dir` whose version 1 holds records `0..4`.
+fn base(dir: &std::path::Path) {
     let store = Store::new(Arc::new(LocalStorage::new(dir)), "s");
     let options = WriterOptions { slab_records: Some(4), ..Default::default() };
-    let mut w = StoreWriter::create(store.clone(), schema(), &options).unwrap();
-    w.begin_slab(4).unwrap();
-    let bytes: Vec<u8> = (0..4).flat_map(|t| (0..X).flat_map(move |i| value(t, i).to_le_bytes())).collect();
-    w.put_records("v", &bytes).unwrap();
-    w.finish_slab().unwrap();
+    let mut w = StoreWriter::create(store, schema(), &options).unwrap();
+    slab(&mut w, 0).unwrap();
     w.commit("create").unwrap();
-    store
 }
 
-/// Every version verifies and holds records `0..n` of [`value`], `n` growing by 8 a version.
+/// Every version verifies and holds [`records`] `0..n`, `n` growing by 8 a version.
 fn check_versions(store: &Store, latest: u64) {
     for version in 1..=latest {
         let report = verify(store.clone(), Some(version), true).unwrap();
@@ -77,16 +76,15 @@ fn check_versions(store: &Store, latest: u64) {
         let sel = [DimSelection { start: 0, stop: n, step: 1 }, DimSelection { start: 0, stop: X, step: 1 }];
         let mut got = vec![0u8; (n * X * 8) as usize];
         reader.read_into("v", &sel, &mut got).unwrap();
-        let want: Vec<u8> = (0..n).flat_map(|t| (0..X).flat_map(move |i| value(t, i).to_le_bytes())).collect();
-        assert!(got == want, "version {version} reads back other values");
+        assert!(got == records(0..n), "version {version} reads back other values");
     }
 }
 
 /// The data and index files on disk are exactly those some version names.
-fn only_named_files(store: &Store, storage: &LocalStorage, latest: u64) {
+fn only_named_files(store: &Store, latest: u64) {
     let named: BTreeSet<String> =
         (1..=latest).flat_map(|v| store.manifest(Some(v)).unwrap().files.into_iter().map(|f| f.path)).collect();
-    let on_disk: BTreeSet<String> = ["data/", "index/"].iter().flat_map(|p| storage.list(p).unwrap()).collect();
+    let on_disk: BTreeSet<String> = ["data/", "index/"].iter().flat_map(|p| store.storage().list(p).unwrap()).collect();
     assert_eq!(on_disk, named);
 }
 
@@ -112,13 +110,12 @@ fn every_failing_call_of_an_append_leaves_a_committed_version_and_nothing_lost()
 
             // Read back through plain storage: the version before, or (the fault came after
             // its manifest was written) the append's own.
-            let storage = LocalStorage::new(dir.path());
             let store = Store::new(Arc::new(LocalStorage::new(dir.path())), "s");
             let latest = store.latest_version().unwrap();
             assert!(latest == 1 || latest == 2, "{what}: version {latest}");
             check_versions(&store, latest);
             collect(&store, Duration::ZERO, false).unwrap();
-            only_named_files(&store, &storage, latest);
+            only_named_files(&store, latest);
             // And writing goes on: the next append lands on top of what was committed.
             let t0 = 4 + 8 * (latest - 1);
             assert_eq!(append(store.clone(), t0).unwrap(), latest + 1, "{what}");
