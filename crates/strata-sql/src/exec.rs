@@ -19,6 +19,7 @@ use datafusion::arrow::datatypes::{
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 use strata_core::area::Area;
 use strata_core::points;
@@ -347,12 +348,23 @@ impl PartitionStream for Partition {
         let request = self.request.clone();
         let pieces = self.pieces.clone();
         builder.spawn_blocking(move || {
+            // Pieces run a round at a time side by side on the engine's threads, as
+            // `Session::run_points` runs them: a piece's own parallel steps then run on the
+            // thread already working on it. Run one by one from this thread, each of a
+            // piece's parallel steps was handed to the pool and waited for, and a points
+            // query at 0.1% on ERSST x4 spent a fifth of its time switching threads.
+            // Under a LIMIT, one piece at a time: the rows wanted may all come from the first.
+            let window = if request.limit.is_some() { 1 } else { 2 * rayon::current_num_threads().max(1) };
+            let numbers: Vec<usize> = pieces.collect();
             let mut sent = 0usize;
-            for piece in pieces {
+            for round in numbers.chunks(window) {
                 if request.limit.is_some_and(|l| sent >= l) {
                     break;
                 }
-                if let Some(batch) = run_piece(&request, piece).map_err(crate::to_df)? {
+                let done: Vec<Result<Option<RecordBatch>>> =
+                    round.par_iter().map(|&piece| run_piece(&request, piece)).collect();
+                for batch in done {
+                    let Some(batch) = batch.map_err(crate::to_df)? else { continue };
                     sent += batch.num_rows();
                     if tx.blocking_send(Ok(batch)).is_err() {
                         return Ok(()); // the consumer is gone: cancelled
