@@ -2,8 +2,9 @@
 //! sub-chunks, so none is decoded twice), pieces spread over DataFusion's partitions, every
 //! piece run by the engine's session as one query planned once (`Session::start`, the path
 //! `Dataset.query` takes) and streamed as record batches, one per piece, from a blocking
-//! task. The channel holds two batches: the next piece is read and decoded while the
-//! consumer works on the current one, and memory stays bounded whatever the result's size.
+//! task that runs them a round at a time on the engine's threads. The channel holds two
+//! batches: the next round is read and decoded while the consumer works on the current
+//! one, and memory stays bounded whatever the result's size.
 //! Dropping the stream cancels the task at the next batch.
 
 use crate::columns::{Column, TableInner};
