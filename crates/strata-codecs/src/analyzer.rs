@@ -258,7 +258,8 @@ pub const SPEED_TIE: f64 = 0.10;
 
 /// The index of the best score for `objective` (None for an empty list). Near-ties (see
 /// [`RATIO_TIE`], [`SPEED_TIE`]) go, for ratio and balanced, to the chain with the fewest
-/// stages, then the faster declared decode; for speed, to the better ratio.
+/// stages, then the faster declared decode (for balanced, then the faster declared encode);
+/// for speed, to the better ratio.
 pub fn choose(scores: &[Score], objective: Objective) -> Option<usize> {
     let key = |i: usize| objective_value(&scores[i], objective);
     let best = (0..scores.len()).max_by(|&a, &b| key(a).total_cmp(&key(b)))?;
@@ -269,10 +270,14 @@ pub fn choose(scores: &[Score], objective: Objective) -> Option<usize> {
         return tied.max_by(|&a, &b| scores[a].ratio.total_cmp(&scores[b].ratio));
     }
     let stages = |i: usize| scores[i].chain.split('+').count();
+    // Balanced also weighs the writer's time: between pco:6 and pco:8 a tie goes to the
+    // one that encodes twice as fast (on a 1 MB variable, most of an import's time).
+    let encode = |i: usize| if objective == Objective::Balanced { scores[i].nominal.encode_mb_s } else { 0.0 };
     tied.min_by(|&a, &b| {
         stages(a)
             .cmp(&stages(b))
             .then(scores[b].nominal.decode_mb_s.total_cmp(&scores[a].nominal.decode_mb_s))
+            .then(encode(b).total_cmp(&encode(a)))
             .then(key(b).total_cmp(&key(a)))
     })
 }
@@ -308,6 +313,10 @@ mod tests {
         assert_eq!(choose(&close, Objective::Ratio), Some(1));
         let clear = [s("delta:-1+pco:12", 2.2, 45.0, 1300.0), s("pco:12", 2.0, 45.0, 1300.0)];
         assert_eq!(choose(&clear, Objective::Ratio), Some(0));
+        // Balanced: a tie goes to the faster encoder; ratio keeps the better ratio.
+        let levels = [s("pco:8", 1.362, 230.0, 2600.0), s("pco:6", 1.360, 400.0, 2600.0)];
+        assert_eq!(choose(&levels, Objective::Balanced), Some(1));
+        assert_eq!(choose(&levels, Objective::Ratio), Some(0));
         // Near-equal decoders: the better ratio is the speed pick.
         let fast = [s("lz4", 1.2, 2500.0, 5000.0), s("shuffle+lz4", 1.6, 2000.0, 4600.0)];
         assert_eq!(choose(&fast, Objective::Speed), Some(1));
