@@ -8,7 +8,6 @@ at least 1 MB in ../shared/data.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
@@ -16,8 +15,8 @@ import zlib
 
 import blosc2
 import numpy as np
-from bench_import import variables, write_nc
-from common import WORK, fresh, git_rev, machine, random_boxes
+from bench_import import BLOSC2_CPARAMS, variables, write_nc
+from common import WORK, fresh, random_boxes, write_results
 
 import strata
 
@@ -45,7 +44,7 @@ def main() -> None:
             arr,
             urlpath=str(b2),
             mode="w",
-            cparams=blosc2.CParams(codec=blosc2.Codec.ZSTD, clevel=5, filters=[blosc2.Filter.SHUFFLE]),
+            cparams=BLOSC2_CPARAMS,
         )
         var = strata.open(store)[name]
         b2_array = blosc2.open(str(b2))
@@ -97,11 +96,7 @@ def main() -> None:
             ),
             flush=True,
         )
-    results = {"machine": machine(), "commit": git_rev(), "date": time.strftime("%Y-%m-%d"), "rows": rows}
-    out = WORK.parent / "results"
-    (out / "boxes.json").write_text(json.dumps(results, indent=1))
-    (out / "boxes.md").write_text(report(results))
-    print(report(results)[-900:])
+    print(write_results("boxes", rows, report)[-900:])
 
 
 def report(results) -> str:

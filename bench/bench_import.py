@@ -8,7 +8,6 @@ and whether the plan stays the same when both cores are busy.
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import os
 import statistics
@@ -18,12 +17,14 @@ import blosc2
 import h5py
 import netCDF4
 import numpy as np
-from common import DATA, WORK, dir_size, fresh, git_rev, machine
+from common import DATA, WORK, dir_size, fresh, write_results
 
 import strata
 
 TURNS = 3
 MIN_BYTES = 1 << 20
+# python-blosc2 as the peer writes: zstd 5 + shuffle, its own chunks and blocks.
+BLOSC2_CPARAMS = blosc2.CParams(codec=blosc2.Codec.ZSTD, clevel=5, filters=[blosc2.Filter.SHUFFLE])
 
 
 def variables():
@@ -73,7 +74,7 @@ def blosc2_write(arr, durable: bool = False) -> tuple[float, int]:
         arr,
         urlpath=str(out),
         mode="w",
-        cparams=blosc2.CParams(codec=blosc2.Codec.ZSTD, clevel=5, filters=[blosc2.Filter.SHUFFLE]),
+        cparams=BLOSC2_CPARAMS,
     )
     if durable:
         for path in (out, out.parent):
@@ -151,11 +152,7 @@ def main() -> None:
             f"speed/blosc2 {row['speed_vs_blosc2']:.2f} same-under-load {row['same_plan_under_load']}",
             flush=True,
         )
-    results = {"machine": machine(), "commit": git_rev(), "date": time.strftime("%Y-%m-%d"), "rows": rows}
-    out = WORK.parent / "results"
-    (out / "import.json").write_text(json.dumps(results, indent=1))
-    (out / "import.md").write_text(report(results))
-    print(report(results)[-1200:])
+    print(write_results("import", rows, report)[-1200:])
 
 
 def report(results) -> str:

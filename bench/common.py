@@ -101,7 +101,31 @@ def random_boxes(shape, fraction: float, n: int, rng) -> list[tuple[slice, ...]]
     return boxes
 
 
-__all__ = ["DATA", "WORK", "best", "dir_size", "fresh", "git_rev", "interleaved", "machine", "random_boxes"]
+__all__ = [
+    "DATA",
+    "WORK",
+    "best",
+    "dir_size",
+    "fresh",
+    "git_rev",
+    "interleaved",
+    "machine",
+    "random_boxes",
+    "write_results",
+]
+
+
+def write_results(stem: str, rows: list, report) -> str:
+    """Writes ``results/<stem>.json`` (the rows, with the machine, commit and date) and
+    ``results/<stem>.md`` (``report`` of that); returns the Markdown."""
+    import json
+
+    results = {"machine": machine(), "commit": git_rev(), "date": time.strftime("%Y-%m-%d"), "rows": rows}
+    out = WORK.parent / "results"
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
+    text = report(results)
+    (out / f"{stem}.md").write_text(text)
+    return text
 
 
 def best(fn, repeat=5):
