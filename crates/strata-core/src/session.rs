@@ -451,16 +451,13 @@ impl Session {
         query: &Query,
         mut consume: impl FnMut(&QueryRun, &[Points]) -> Result<()>,
     ) -> Result<Answer> {
-        use rayon::prelude::*;
+        use crate::query::pieces::{round_len, run_round};
         if query.output != Output::Points {
             return Err(Error::InvalidArgument("run_points runs a points query".into()));
         }
         let run = self.start(reader, query)?;
         let outputs = returned(&run.query);
         let q = &run.query;
-        // A round of two pieces per thread (the pieces' boxes spread over threads too, so
-        // a slow piece does not leave a thread idle).
-        let window = 2 * rayon::current_num_threads().max(1);
         let (mut count, mut stats) = (0u64, QueryStats::default());
         let run_piece = |i: usize| -> Result<(Points, QueryStats)> {
             let ((points, st), _) = self.run_piece(&run, i, |sel, plan| {
@@ -473,8 +470,8 @@ impl Session {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<(Points, QueryStats)>>>(0);
             let (numbers, run_piece) = (&numbers, &run_piece);
             scope.spawn(move || {
-                for round in numbers.chunks(window) {
-                    let done: Vec<_> = round.par_iter().map(|&i| run_piece(i)).collect();
+                for round in numbers.chunks(round_len()) {
+                    let done = run_round(round, run_piece);
                     let failed = done.iter().any(|r| r.is_err());
                     // The receiver is gone when consuming failed: stop.
                     if tx.send(done).is_err() || failed {

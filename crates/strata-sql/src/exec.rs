@@ -20,11 +20,10 @@ use datafusion::arrow::datatypes::{
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 use strata_core::area::Area;
 use strata_core::points;
-use strata_core::query::{Executor, Predicate, Scan};
+use strata_core::query::{pieces, Executor, Predicate, Scan};
 use strata_core::session::{Output, Query, QueryRun};
 use strata_core::{DType, DimSelection, Error, Result};
 
@@ -167,7 +166,7 @@ fn pieces(req: &ScanRequest) -> Result<Vec<Vec<DimSelection>>> {
         .or_else(|| req.table.group.variables.first().cloned());
     match driver {
         Some(name) => req.table.planning.session.pieces(&req.table.reader, &name, &req.region),
-        None => Ok(strata_core::query::pieces::split(&req.region, &[0], req.table.planning.session.piece_elements())),
+        None => Ok(pieces::split(&req.region, &[0], req.table.planning.session.piece_elements())),
     }
 }
 
@@ -347,24 +346,18 @@ impl PartitionStream for Partition {
         let mut builder = RecordBatchReceiverStreamBuilder::new(self.request.schema.clone(), 2);
         let tx = builder.tx();
         let request = self.request.clone();
-        let pieces = self.pieces.clone();
+        let range = self.pieces.clone();
         builder.spawn_blocking(move || {
-            // Pieces run a round at a time side by side on the engine's threads, as
-            // `Session::run_points` runs them: a piece's own parallel steps then run on the
-            // thread already working on it. Run one by one from this thread, each of a
-            // piece's parallel steps was handed to the pool and waited for, and a points
-            // query at 0.1% on ERSST x4 spent a fifth of its time switching threads.
-            // Under a LIMIT, one piece at a time: the rows wanted may all come from the first.
-            let window = if request.limit.is_some() { 1 } else { 2 * rayon::current_num_threads().max(1) };
-            let numbers: Vec<usize> = pieces.collect();
+            // Pieces run a round at a time on the engine's threads, as `Dataset.query`'s do;
+            // under a LIMIT one at a time: the rows wanted may all come from the first.
+            let window = if request.limit.is_some() { 1 } else { pieces::round_len() };
+            let numbers: Vec<usize> = range.collect();
             let mut sent = 0usize;
             for round in numbers.chunks(window) {
                 if request.limit.is_some_and(|l| sent >= l) {
                     break;
                 }
-                let done: Vec<Result<Option<RecordBatch>>> =
-                    round.par_iter().map(|&piece| run_piece(&request, piece)).collect();
-                for batch in done {
+                for batch in pieces::run_round(round, |piece| run_piece(&request, piece)) {
                     let Some(batch) = batch.map_err(crate::to_df)? else { continue };
                     sent += batch.num_rows();
                     if tx.blocking_send(Ok(batch)).is_err() {

@@ -5,11 +5,27 @@
 
 use crate::error::Result;
 use crate::reader::{DimSelection, StoreReader};
+use rayon::prelude::*;
 
 /// Elements per piece, about: large enough to amortize planning and the per-piece setup,
 /// small enough that a piece's buffers stay in the allocator's reused memory rather than
 /// fresh pages (several columns of this many values).
 pub const PIECE_ELEMENTS: u64 = 1 << 20;
+
+/// How many pieces run side by side in a round: two per engine thread, so a slow piece does
+/// not leave a thread idle, while memory holds a round's results and not a whole query's.
+pub fn round_len() -> usize {
+    2 * rayon::current_num_threads().max(1)
+}
+
+/// `run` on each piece number of `round`, side by side on the engine's threads; the results
+/// in the round's order. A piece's own parallel steps then run on the thread already working
+/// on it: pieces run one by one from a thread outside the pool handed each of those steps to
+/// the pool and waited for it (a fifth of a 0.1% points query on ERSST x4 went on switching
+/// threads).
+pub fn run_round<T: Send>(round: &[usize], run: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    round.par_iter().map(|&piece| run(piece)).collect()
+}
 
 /// `region` cut along its first dimension into pieces of at least `piece_elements`
 /// selected elements (the last may hold fewer), each boundary at one of `starts` (the
