@@ -10,25 +10,18 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 import zlib
 
 import blosc2
 import numpy as np
 from bench_import import BLOSC2_CPARAMS, variables, write_nc
-from common import WORK, fresh, random_boxes, write_results
+from common import WORK, best, fresh, random_boxes, write_results
 
 import strata
 
 FRACTIONS = (0.001, 0.01)
 BOXES = 25
 REPEATS = 3
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
 
 
 def main() -> None:
@@ -65,22 +58,23 @@ def main() -> None:
         for fraction in FRACTIONS:
             ratios, ts, tb = [], [], []
             for k, box in enumerate(random_boxes(arr.shape, fraction, BOXES, rng)):
-                best_s = best_b = float("inf")
+                runs = {
+                    "strata": lambda box=box, store=store, name=name: strata.open(store)[name][box],
+                    "blosc2": lambda box=box, b2=b2: blosc2.open(str(b2))[box],
+                }
+                times, answers = dict.fromkeys(runs, float("inf")), {}
                 for r in range(REPEATS):
                     # Alternate who goes first: a drift in the machine's speed hits both.
-                    order = ("s", "b") if (k + r) % 2 == 0 else ("b", "s")
-                    for who in order:
-                        if who == "s":
-                            t, got = timed(lambda box=box, store=store, name=name: strata.open(store)[name][box])
-                            best_s = min(best_s, t)
-                        else:
-                            t, want = timed(lambda box=box, b2=b2: blosc2.open(str(b2))[box])
-                            best_b = min(best_b, t)
-                if not np.array_equal(np.asarray(got), want, equal_nan=arr.dtype.kind == "f"):
+                    for who in list(runs)[:: 1 if (k + r) % 2 == 0 else -1]:
+                        t, answers[who] = best(runs[who], repeat=1)
+                        times[who] = min(times[who], t)
+                if not np.array_equal(
+                    np.asarray(answers["strata"]), answers["blosc2"], equal_nan=arr.dtype.kind == "f"
+                ):
                     sys.exit(f"{file} {name} {box}: strata and blosc2 disagree")
-                ratios.append(best_b / best_s)
-                ts.append(best_s)
-                tb.append(best_b)
+                ratios.append(times["blosc2"] / times["strata"])
+                ts.append(times["strata"])
+                tb.append(times["blosc2"])
             key = f"{fraction:g}"
             row[key] = {
                 "strata_ms": statistics.median(ts) * 1e3,

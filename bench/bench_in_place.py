@@ -27,11 +27,10 @@ import json
 import os
 import shutil
 import statistics
-import time
 
 import netCDF4
 import numpy as np
-from common import DATA, ROOT, WORK, dir_size, git_rev, interleaved, machine, write_ersst_deflate
+from common import DATA, ROOT, WORK, best, dir_size, git_rev, interleaved, machine, write_ersst_deflate
 
 import strata
 
@@ -39,20 +38,14 @@ FILL = -999.0
 EDGES = "-1.5,0,10,20,25,28,30"
 
 
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
 def bench_file(label, path, out):
     base = path.with_name(path.stem)
     index, binned, store = (base.with_name(base.name + s) for s in (".idx", ".binned", ".imported"))
     for p in (index, binned, store):
         shutil.rmtree(p, ignore_errors=True)
-    _, t_index = timed(lambda: strata.index_file(path, index))
-    _, t_binned = timed(lambda: strata.index_file(path, binned, binning=EDGES))
-    _, t_import = timed(lambda: strata.import_file(path, store))
+    t_index, _ = best(lambda: strata.index_file(path, index), repeat=1)
+    t_binned, _ = best(lambda: strata.index_file(path, binned, binning=EDGES), repeat=1)
+    t_import, _ = best(lambda: strata.import_file(path, store), repeat=1)
     with netCDF4.Dataset(path) as nc:
         nc.set_auto_maskandscale(False)
         sst = np.asarray(nc["sst"][...])
