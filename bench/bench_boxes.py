@@ -1,7 +1,7 @@
 """Random boxes from a store opened afresh for each box, as a user script or a service
-answering one request does: strata's default import (codec auto, its own chunk shapes)
-against python-blosc2 NDArray with its own default chunking, on every numeric variable of
-at least 1 MB in ../shared/data.
+answering one request does: strata's default import (codec auto, its own chunk shapes), and
+the same import with the proportional shape rule, against python-blosc2 NDArray with its own
+default chunking, on every numeric variable of at least 1 MB in ../shared/data.
 
     python bench/bench_boxes.py          # writes bench/results/boxes.md and boxes.json
 """
@@ -20,6 +20,8 @@ from common import WORK, best, fresh, random_boxes, write_results
 import strata
 
 FRACTIONS = (0.001, 0.01)
+# The default shape rule first, then the one a user with box-shaped reads can choose.
+RULES = ("cube", "proportional")
 BOXES = 25
 REPEATS = 3
 
@@ -30,8 +32,10 @@ def main() -> None:
     for file, name, arr, dims in variables():
         src = fresh(WORK / "boxes_src.nc")
         write_nc(src, name, arr, dims)
-        store = fresh(WORK / "boxes.strata")
-        strata.import_file(src, store)
+        stores = {}
+        for rule in RULES:
+            stores[rule] = fresh(WORK / f"boxes_{rule}.strata")
+            strata.import_file(src, stores[rule], shape_rule=rule)
         b2 = fresh(WORK / "boxes.b2nd")
         blosc2.asarray(
             arr,
@@ -39,7 +43,6 @@ def main() -> None:
             mode="w",
             cparams=BLOSC2_CPARAMS,
         )
-        var = strata.open(store)[name]
         b2_array = blosc2.open(str(b2))
         row = {
             "file": file,
@@ -47,45 +50,57 @@ def main() -> None:
             "dtype": str(arr.dtype),
             "shape": list(arr.shape),
             "raw_bytes": arr.nbytes,
-            "strata_chunks": list(var.chunks),
-            "strata_subchunks": list(var.subchunks),
-            "strata_chain": (var.plan or {}).get("chosen"),
             "blosc2_chunks": list(b2_array.chunks),
             "blosc2_blocks": list(b2_array.blocks),
         }
+        for rule, store in stores.items():
+            var = strata.open(store)[name]
+            row[rule] = {
+                "chunks": list(var.chunks),
+                "subchunks": list(var.subchunks),
+                "chain": (var.plan or {}).get("chosen"),
+                "stored_bytes": strata.open(store).stats()[name]["stored_bytes"],
+            }
         # Seeded by the variable, so every run (and every commit) reads the same boxes.
         rng = np.random.default_rng(zlib.crc32(name.encode()))
         for fraction in FRACTIONS:
-            ratios, ts, tb = [], [], []
+            times_of: dict = {who: [] for who in (*RULES, "blosc2")}
             for k, box in enumerate(random_boxes(arr.shape, fraction, BOXES, rng)):
                 runs = {
-                    "strata": lambda box=box, store=store, name=name: strata.open(store)[name][box],
-                    "blosc2": lambda box=box, b2=b2: blosc2.open(str(b2))[box],
+                    rule: lambda box=box, store=store, name=name: strata.open(store)[name][box]
+                    for rule, store in stores.items()
                 }
+                runs["blosc2"] = lambda box=box, b2=b2: blosc2.open(str(b2))[box]
                 times, answers = dict.fromkeys(runs, float("inf")), {}
                 for r in range(REPEATS):
-                    # Alternate who goes first: a drift in the machine's speed hits both.
+                    # Alternate who goes first: a drift in the machine's speed hits all.
                     for who in list(runs)[:: 1 if (k + r) % 2 == 0 else -1]:
                         t, answers[who] = best(runs[who], repeat=1)
                         times[who] = min(times[who], t)
-                if not np.array_equal(
-                    np.asarray(answers["strata"]), answers["blosc2"], equal_nan=arr.dtype.kind == "f"
-                ):
-                    sys.exit(f"{file} {name} {box}: strata and blosc2 disagree")
-                ratios.append(times["blosc2"] / times["strata"])
-                ts.append(times["strata"])
-                tb.append(times["blosc2"])
+                for rule in RULES:
+                    if not np.array_equal(
+                        np.asarray(answers[rule]), answers["blosc2"], equal_nan=arr.dtype.kind == "f"
+                    ):
+                        sys.exit(f"{file} {name} {box}: strata ({rule}) and blosc2 disagree")
+                for who, t in times.items():
+                    times_of[who].append(t)
             key = f"{fraction:g}"
-            row[key] = {
-                "strata_ms": statistics.median(ts) * 1e3,
-                "blosc2_ms": statistics.median(tb) * 1e3,
-                "speed_vs_blosc2": statistics.median(ratios),
-            }
+            row["blosc2"] = {**row.get("blosc2", {}), key: statistics.median(times_of["blosc2"]) * 1e3}
+            for rule in RULES:
+                row[rule][key] = {
+                    "ms": statistics.median(times_of[rule]) * 1e3,
+                    # Per box, blosc2's time over strata's; the median over boxes.
+                    "speed_vs_blosc2": statistics.median(
+                        b / t for b, t in zip(times_of["blosc2"], times_of[rule], strict=True)
+                    ),
+                }
         rows.append(row)
         print(
             f"{file[:28]:28} {name[:16]:16} "
             + " ".join(
-                f"{k}: {row[k]['strata_ms']:.3f} / {row[k]['blosc2_ms']:.3f} ms = {row[k]['speed_vs_blosc2']:.2f}"
+                f"{rule} {k}: {row[rule][k]['ms']:.3f} / {row['blosc2'][k]:.3f} ms = "
+                f"{row[rule][k]['speed_vs_blosc2']:.2f}"
+                for rule in RULES
                 for k in (f"{f:g}" for f in FRACTIONS)
             ),
             flush=True,
@@ -96,8 +111,9 @@ def main() -> None:
 def report(results) -> str:
     rows = results["rows"]
     keys = [f"{f:g}" for f in FRACTIONS]
+    pct = {k: f"{float(k) * 100:g}%" for k in keys}
     lines = [
-        "# Random boxes, store opened per box: strata's default import against python-blosc2",
+        "# Random boxes, store opened per box: strata's import against python-blosc2",
         "",
         "Command: `python bench/bench_boxes.py` (release build: `make build` first)  ",
         f"Machine: {results['machine']}  ",
@@ -105,36 +121,58 @@ def report(results) -> str:
         "",
         "Every numeric variable of at least 1 MB in `../shared/data`. strata: the store "
         "`strata.import_file` makes with no options (codec auto, objective balanced, the "
-        "automatic chunk and sub-chunk shapes). python-blosc2: `blosc2.asarray` of the same array "
-        "with its own default chunks and blocks, zstd 5 + shuffle, both cores. Each of "
-        f"{BOXES} random boxes per share (every axis the same share of its length, seeded by the "
-        "variable's name) is read by opening the store and reading the box "
-        "(`strata.open(store)[name][box]` against `blosc2.open(path)[box]`), "
-        f"{REPEATS} times, the best counting; the files are in the page cache, no decoded "
-        "chunk survives an open. Speed = blosc2's time / strata's per box, median over "
-        "boxes (above 1: strata faster). Every box's answers are compared.",
+        "automatic chunk and sub-chunk shapes of the default `cube` rule), and the same import "
+        "with `shape_rule='proportional'` (docs/writing.md, \"Chunk shapes\"). python-blosc2: "
+        "`blosc2.asarray` of the same array with its own default chunks and blocks, zstd 5 + "
+        f"shuffle, both cores. Each of {BOXES} random boxes per share (every axis the same share "
+        "of its length, seeded by the variable's name) is read by opening the store and reading "
+        "the box (`strata.open(store)[name][box]` against `blosc2.open(path)[box]`), "
+        f"{REPEATS} times, the best counting, the three readers taking turns; the files are in "
+        "the page cache, no decoded chunk survives an open. Speed = blosc2's time / strata's "
+        "per box, median over boxes (above 1: strata faster). `size / cube`: the proportional "
+        "store's bytes for the variable over the default's. Every box's answers are compared.",
         "",
-        "| file | variable | type | shape | strata sub-chunk | blosc2 block | "
-        + " | ".join(f"{float(k) * 100:g}% strata ms | blosc2 ms | speed" for k in keys)
+        "| file | variable | type | shape | blosc2 block | "
+        + " | ".join(f"blosc2 ms {pct[k]}" for k in keys)
+        + " | cube sub-chunk | "
+        + " | ".join(f"ms {pct[k]} | speed" for k in keys)
+        + " | proportional sub-chunk | size / cube | "
+        + " | ".join(f"ms {pct[k]} | speed" for k in keys)
         + " |",
-        "|---|---|---|---|---|---|" + "---:|---:|---:|" * len(keys),
+        "|---|---|---|---|---|"
+        + "---:|" * len(keys)
+        + "---|"
+        + "---:|---:|" * len(keys)
+        + "---|---:|"
+        + "---:|---:|" * len(keys),
     ]
     for r in rows:
-        cells = " | ".join(
-            f"{r[k]['strata_ms']:.3f} | {r[k]['blosc2_ms']:.3f} | {r[k]['speed_vs_blosc2']:.2f}" for k in keys
-        )
+        cube, prop = r["cube"], r["proportional"]
+        timed = {
+            rule: " | ".join(f"{r[rule][k]['ms']:.3f} | {r[rule][k]['speed_vs_blosc2']:.2f}" for k in keys)
+            for rule in RULES
+        }
         lines.append(
             f"| {r['file']} | {r['variable']} | {r['dtype']} | {tuple(r['shape'])} | "
-            f"{tuple(r['strata_subchunks'])} | {tuple(r['blosc2_blocks'])} | {cells} |"
+            f"{tuple(r['blosc2_blocks'])} | "
+            + " | ".join(f"{r['blosc2'][k]:.3f}" for k in keys)
+            + f" | {tuple(cube['subchunks'])} | {timed['cube']} | {tuple(prop['subchunks'])} | "
+            f"{prop['stored_bytes'] / cube['stored_bytes']:.3f} | {timed['proportional']} |"
         )
     lines.append("")
-    for k in keys:
-        speeds = [r[k]["speed_vs_blosc2"] for r in rows]
-        lines.append(
-            f"- {float(k) * 100:g}% boxes at least as fast as python-blosc2: "
-            f"{sum(s >= 1 for s in speeds)} of {len(rows)} (median {statistics.median(speeds):.2f}, "
-            f"worst {min(speeds):.2f})."
-        )
+    for rule in RULES:
+        for k in keys:
+            speeds = [r[rule][k]["speed_vs_blosc2"] for r in rows]
+            lines.append(
+                f"- `{rule}`: {pct[k]} boxes at least as fast as python-blosc2: "
+                f"{sum(s >= 1 for s in speeds)} of {len(rows)} (median {statistics.median(speeds):.2f}, "
+                f"worst {min(speeds):.2f})."
+            )
+    sizes = [r["proportional"]["stored_bytes"] / r["cube"]["stored_bytes"] for r in rows]
+    lines.append(
+        f"- `proportional` stores over `cube`'s: median {statistics.median(sizes):.3f}, "
+        f"from {min(sizes):.3f} to {max(sizes):.3f}."
+    )
     lines.append("")
     return "\n".join(lines)
 

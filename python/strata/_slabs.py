@@ -54,12 +54,29 @@ def parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:
     return out
 
 
-def writer_options(codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning) -> dict:
+SHAPE_RULES = ("cube", "proportional")
+
+
+def writer_options(
+    codec=None,
+    *,
+    chunks=None,
+    subchunks=None,
+    shape_rule=None,
+    slab_records=None,
+    layout=None,
+    byte_groups=None,
+    bins=None,
+    binning=None,
+) -> dict:
     """The Rust writer's options (``WriterOptions``) from the Python-side arguments."""
+    if shape_rule is not None and shape_rule not in SHAPE_RULES:
+        raise InvalidArgumentError(f"shape_rule must be one of {', '.join(SHAPE_RULES)}, not {shape_rule!r}")
     return {
         "codec": codec,
         "chunks": parse_dims(chunks),
         "subchunks": parse_dims(subchunks),
+        "shape_rule": shape_rule,
         "slab_records": slab_records,
         "layout": layout,
         "byte_groups": _parse_byte_groups(byte_groups),

@@ -49,6 +49,7 @@ def cmd_import(args) -> int:
         binning=args.binning,
         chunks=args.chunks,
         subchunks=args.subchunks,
+        shape_rule=args.shape_rule,
         record_dim=args.record_dim,
         slab_records=args.slab_records,
         progress=not args.quiet,
@@ -689,6 +690,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--chunks", help="chunk length per dimension, e.g. 'time=16,lat=90' (others automatic)")
     s.add_argument("--subchunks", help="sub-chunk length per dimension, e.g. 'lat=30,lon=30'")
+    s.add_argument(
+        "--shape-rule",
+        choices=("cube", "proportional"),
+        help="how the other lengths are chosen: cube (default: the longest axis is halved, so maps and series "
+        "at a point read about as much) or proportional (blocks keep the array's proportions, short axes cut "
+        "too: for boxes over every axis)",
+    )
     s.add_argument("--record-dim", help="dimension to cut slabs along (default: the unlimited one)")
     s.add_argument("--slab-records", type=int, help="records per slab (default: about 64 MiB per slab)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -116,6 +116,7 @@ def import_file(
     binning: str | None = None,
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
+    shape_rule: str | None = None,
     record_dim: str | None = None,
     slab_records: int | None = None,
     progress: bool = False,
@@ -136,7 +137,13 @@ def import_file(
     ``layout`` orders the levels by priority: ``"S"`` (space only), ``"S-M"`` or ``"M-S"``
     (level M splits floats into ``byte_groups``, most significant first, so reads at reduced
     precision fetch only the first groups). Under M, float variables are compressed group by
-    group with ``zstd:3`` unless ``codec`` names a chain. Options left unset (``layout``,
+    group with ``zstd:3`` unless ``codec`` names a chain.
+
+    ``chunks`` and ``subchunks`` fix lengths along some dimensions; the others follow
+    ``shape_rule``: ``"cube"`` (the default: the longest axis is halved until a block fits,
+    so maps and series at a point read about as much) or ``"proportional"`` (blocks keep
+    the array's proportions: short axes such as a few levels or months are cut too, which
+    suits boxes that take a share of every axis). Options left unset (``layout``,
     ``bins``, chunks...) come from the layout file ``STRATA_CONFIG`` names, if any
     (docs/writing.md), else the defaults (layout ``"S"``)."""
     source, store = os.fspath(source), os.fspath(store)
@@ -147,7 +154,17 @@ def import_file(
     try:
         rec, schema = source_schema(nc, source, record_dim)
         chain = None if codec in (None, "auto") else codec
-        options = writer_options(chain, chunks, subchunks, slab_records, layout, byte_groups, bins, binning)
+        options = writer_options(
+            chain,
+            chunks=chunks,
+            subchunks=subchunks,
+            shape_rule=shape_rule,
+            slab_records=slab_records,
+            layout=layout,
+            byte_groups=byte_groups,
+            bins=bins,
+            binning=binning,
+        )
         if codec in (None, "auto"):
             options["request"] = {"kind": "auto", "objective": objective, "error_bound": error_bound}
         writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))

@@ -28,6 +28,7 @@ def write_arrays(
     error_bound: str | None = None,
     chunks: dict[str, int] | str | None = None,
     subchunks: dict[str, int] | str | None = None,
+    shape_rule: str | None = None,
     slab_records: int | None = None,
     layout: str | None = None,
     byte_groups: dict[str, list[int]] | None = None,
@@ -42,8 +43,10 @@ def write_arrays(
     or ``"auto"``: the engine plans each variable as :func:`strata.import_file` does, for
     ``objective`` and ``error_bound``, so the same arrays get the same plans. ``layout`` and
     ``byte_groups`` are as for :func:`strata.import_file` (under level M, float byte-group
-    segments get ``zstd:3`` unless a chain is given). ``config`` is a layout file (see
-    :class:`Writer`). Returns the committed version (1).
+    segments get ``zstd:3`` unless a chain is given). ``shape_rule`` cuts the automatic
+    chunk and sub-chunk shapes: ``"cube"`` (the default) or ``"proportional"`` (see
+    docs/writing.md). ``config`` is a layout file (see :class:`Writer`). Returns the
+    committed version (1).
     """
     path = os.fspath(path)
     sizes: dict[str, int] = {}
@@ -78,7 +81,18 @@ def write_arrays(
         ],
     }
     options = _options(
-        codec, objective, error_bound, chunks, subchunks, slab_records, layout, byte_groups, bins, binning, config
+        codec=codec,
+        objective=objective,
+        error_bound=error_bound,
+        config=config,
+        chunks=chunks,
+        subchunks=subchunks,
+        shape_rule=shape_rule,
+        slab_records=slab_records,
+        layout=layout,
+        byte_groups=byte_groups,
+        bins=bins,
+        binning=binning,
     )
     writer = _core.Writer.create(path, json.dumps(schema), json.dumps(options))
     records = {n: (a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)}
@@ -90,14 +104,14 @@ def write_arrays(
     return writer.commit("write_arrays")
 
 
-def _options(
-    codec, objective, error_bound, chunks, subchunks, slab_records, layout, byte_groups, bins, binning, config
-) -> dict:
+# The layout arguments every writer takes, passed on to `writer_options` as they are.
+LAYOUT_ARGS = ("chunks", "subchunks", "shape_rule", "slab_records", "layout", "byte_groups", "bins", "binning")
+
+
+def _options(*, codec=None, objective=None, error_bound=None, config=None, **layout) -> dict:
     """The Rust writer's options; what is None is left to a layout file, then to defaults."""
     auto = codec == "auto"
-    options = writer_options(
-        None if auto else codec, chunks, subchunks, slab_records, layout, byte_groups, bins, binning
-    )
+    options = writer_options(None if auto else codec, **layout)
     if auto:
         options["request"] = {"kind": "auto", "objective": objective or "balanced", "error_bound": error_bound}
     elif error_bound is not None:
@@ -141,19 +155,8 @@ def stream_schema(dims: Mapping[str, int | None], variables: Mapping[str, Any], 
 
 def writer_options_of(**kw) -> dict:
     """The Rust writer's options from :class:`Writer`'s keyword arguments."""
-    return _options(
-        kw.get("codec"),
-        kw.get("objective"),
-        kw.get("error_bound"),
-        kw.get("chunks"),
-        kw.get("subchunks"),
-        kw.get("slab_records"),
-        kw.get("layout"),
-        kw.get("byte_groups"),
-        kw.get("bins"),
-        kw.get("binning"),
-        kw.get("config"),
-    )
+    named = ("codec", "objective", "error_bound", "config", *LAYOUT_ARGS)
+    return _options(**{k: kw.get(k) for k in named})
 
 
 def cast_values(name: str, dtype: str, value) -> np.ndarray:
@@ -248,6 +251,7 @@ class Writer:
         error_bound: str | None = None,
         chunks: dict[str, int] | str | None = None,
         subchunks: dict[str, int] | str | None = None,
+        shape_rule: str | None = None,
         slab_records: int | None = None,
         layout: str | None = None,
         byte_groups: dict[str, list[int]] | None = None,
@@ -259,7 +263,18 @@ class Writer:
     ) -> Writer:
         schema = stream_schema(dims, variables, attrs, records)
         options = _options(
-            codec, objective, error_bound, chunks, subchunks, slab_records, layout, byte_groups, bins, binning, config
+            codec=codec,
+            objective=objective,
+            error_bound=error_bound,
+            config=config,
+            chunks=chunks,
+            subchunks=subchunks,
+            shape_rule=shape_rule,
+            slab_records=slab_records,
+            layout=layout,
+            byte_groups=byte_groups,
+            bins=bins,
+            binning=binning,
         )
         return cls(_core.Writer.create(os.fspath(path), json.dumps(schema), json.dumps(options)), message, overlap)
 

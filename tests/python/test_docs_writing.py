@@ -30,6 +30,16 @@ def test_netcdf_example(tmp_path, monkeypatch):
     assert ds["temp"].shape == (10, 90) and ds["temp"].attrs["units"] == "K"
 
 
+def test_shape_rule_example(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = block("## Chunk shapes", "python")
+    exec(code, {})
+    # The shapes the example's comments promise are the ones printed.
+    promised = re.findall(r"# (\(.*?\))", code)
+    assert capsys.readouterr().out.split("\n")[:2] == promised
+    assert strata.open(tmp_path / "boxes.strata")["v"].subchunks[:2] == (1, 2)
+
+
 def test_layout_file_example(tmp_path):
     (tmp_path / "layout.toml").write_text(block("## Layout by configuration", "toml"))
     w = strata.Writer.create(

@@ -1,4 +1,7 @@
-//! The documented rule that picks chunk and sub-chunk shapes (docs/format.md, "Chunk shapes").
+//! The documented rules that pick chunk and sub-chunk shapes (docs/format.md, "Chunk shapes").
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
 
 /// Target raw size of a chunk, the unit of I/O.
 pub const DEFAULT_CHUNK_BYTES: u64 = 4 << 20;
@@ -10,19 +13,69 @@ pub const DEFAULT_BINNED_SUBCHUNK_BYTES: u64 = 256 << 10;
 /// Target raw size of the largest variable's slab, the unit of files and of ingest memory.
 pub const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
 
-/// Halves the longest axis (the leading one on ties) until the block fits `target_bytes`.
-/// Axes of length 0 count as 1. The result never exceeds `shape`.
-pub fn auto_shape(shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
-    let mut c: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
-    let bytes = |c: &[u64]| c.iter().product::<u64>().saturating_mul(elem_size.max(1));
-    while bytes(&c) > target_bytes {
-        let (i, &longest) = c.iter().enumerate().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0))).unwrap_or((0, &1));
-        if longest <= 1 {
-            break;
+/// How automatic shapes are cut down to their target size: which axis is halved next.
+/// Both keep halving until the block fits, rounding up; the shapes are stored, so a store
+/// reads the same whichever rule wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShapeRule {
+    /// The longest axis (the leading one on ties): blocks near a cube, so maps and
+    /// series at a point read about as much. Short axes (a few levels, months or ensemble
+    /// members) stay whole.
+    #[default]
+    Cube,
+    /// The axis cut least so far relative to its length (the leading one on ties): blocks
+    /// keep the array's proportions, so a box that takes the same share of every axis
+    /// decodes the least; short axes are cut too, and series get longer blocks.
+    Proportional,
+}
+
+impl ShapeRule {
+    pub const ALL: [ShapeRule; 2] = [ShapeRule::Cube, ShapeRule::Proportional];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ShapeRule::Cube => "cube",
+            ShapeRule::Proportional => "proportional",
         }
-        c[i] = longest.div_ceil(2);
     }
-    c
+
+    /// Cuts `shape` (axes of length 0 count as 1) until a block of `elem_size`-byte
+    /// elements fits `target_bytes`. The result never exceeds `shape`.
+    pub fn shape(self, shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
+        let whole: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
+        let mut c = whole.clone();
+        let bytes = |c: &[u64]| c.iter().product::<u64>().saturating_mul(elem_size.max(1));
+        while bytes(&c) > target_bytes {
+            let cuttable = (0..c.len()).filter(|&i| c[i] > 1);
+            // The first of the axes that rank highest (max_by keeps the last of equals).
+            let next = match self {
+                ShapeRule::Cube => cuttable.rev().max_by_key(|&i| c[i]),
+                // c[a] / whole[a] against c[b] / whole[b], without rounding.
+                ShapeRule::Proportional => cuttable.rev().max_by(|&a, &b| {
+                    (c[a] as u128 * whole[b] as u128).cmp(&(c[b] as u128 * whole[a] as u128))
+                }),
+            };
+            let Some(i) = next else { break };
+            c[i] = c[i].div_ceil(2);
+        }
+        c
+    }
+}
+
+impl std::str::FromStr for ShapeRule {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        ShapeRule::ALL.into_iter().find(|r| r.name() == s.trim()).ok_or_else(|| {
+            Error::InvalidArgument(format!("shape rule '{s}' is not one of: cube (the default), proportional"))
+        })
+    }
+}
+
+/// The default rule's shape ([`ShapeRule::Cube`]).
+pub fn auto_shape(shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
+    ShapeRule::Cube.shape(shape, elem_size, target_bytes)
 }
 
 #[cfg(test)]
@@ -37,5 +90,38 @@ mod tests {
         assert_eq!(auto_shape(&[10], 8, 1 << 20), vec![10]);
         assert_eq!(auto_shape(&[], 8, 1), Vec::<u64>::new());
         assert_eq!(auto_shape(&[0, 5], 4, 1 << 20), vec![1, 5]);
+        // Short axes stay whole under the cube rule.
+        assert_eq!(auto_shape(&[3, 12, 251, 401], 2, DEFAULT_SUBCHUNK_BYTES), vec![3, 12, 32, 26]);
+    }
+
+    #[test]
+    fn proportional_shapes_keep_the_arrays_proportions() {
+        let p = ShapeRule::Proportional;
+        assert_eq!(p.shape(&[3, 12, 251, 401], 2, DEFAULT_SUBCHUNK_BYTES), vec![1, 3, 63, 101]);
+        assert_eq!(p.shape(&[12, 48602], 4, DEFAULT_SUBCHUNK_BYTES), vec![2, 6076]);
+        // On a cube both rules cut alike; what fits is left alone.
+        assert_eq!(p.shape(&[64, 64, 64], 4, DEFAULT_SUBCHUNK_BYTES), vec![16, 32, 32]);
+        assert_eq!(auto_shape(&[64, 64, 64], 4, DEFAULT_SUBCHUNK_BYTES), vec![16, 32, 32]);
+        assert_eq!(p.shape(&[10, 10], 8, 1 << 20), vec![10, 10]);
+        assert_eq!(p.shape(&[], 8, 1), Vec::<u64>::new());
+        assert_eq!(p.shape(&[0, 5], 4, 4), vec![1, 1]);
+        // Cannot get under the target: stops at single elements.
+        assert_eq!(p.shape(&[7, 3], 8, 1), vec![1, 1]);
+        for shape in [vec![684u64, 89, 180], vec![1, 17, 96, 192], vec![5, 1, 1000]] {
+            for rule in ShapeRule::ALL {
+                let c = rule.shape(&shape, 4, 1 << 14);
+                assert!(c.iter().product::<u64>() * 4 <= 1 << 14, "{rule:?} {shape:?} {c:?}");
+                assert!(c.iter().zip(&shape).all(|(&c, &s)| (1..=s).contains(&c)));
+            }
+        }
+    }
+
+    #[test]
+    fn rules_parse_by_name() {
+        assert_eq!("proportional".parse::<ShapeRule>().unwrap(), ShapeRule::Proportional);
+        assert_eq!(" cube".parse::<ShapeRule>().unwrap(), ShapeRule::Cube);
+        assert!("cubic".parse::<ShapeRule>().unwrap_err().to_string().contains("cube (the default), proportional"));
+        let r: ShapeRule = serde_json::from_str("\"proportional\"").unwrap();
+        assert_eq!(r, ShapeRule::Proportional);
     }
 }

@@ -11,6 +11,7 @@
 //! codec = "auto"              # or a chain such as "shuffle+zstd:3"
 //! objective = "ratio"         # for auto: ratio, speed or balanced
 //! chunks = { lat = 90, lon = 180 }
+//! shape_rule = "proportional" # automatic shapes: cube (default) or proportional
 //! slab_records = 24
 //!
 //! [variables.sst]
@@ -19,6 +20,7 @@
 //! chunks = { lat = 45 }
 //! ```
 
+use crate::chunking::ShapeRule;
 use crate::error::{Error, Result};
 use crate::writer::WriterOptions;
 use serde::Deserialize;
@@ -63,6 +65,7 @@ pub struct WriteConfig {
     pub chunks: BTreeMap<String, u64>,
     #[serde(default)]
     pub subchunks: BTreeMap<String, u64>,
+    pub shape_rule: Option<ShapeRule>,
     pub chunk_bytes: Option<u64>,
     pub subchunk_bytes: Option<u64>,
     pub slab_bytes: Option<u64>,
@@ -147,6 +150,7 @@ impl WriteConfig {
         fill(&mut options.layout, &self.layout);
         fill(&mut options.bins, &self.bins);
         fill(&mut options.binning, &self.binning);
+        fill(&mut options.shape_rule, &self.shape_rule);
         fill(&mut options.chunk_bytes, &self.chunk_bytes);
         fill(&mut options.subchunk_bytes, &self.subchunk_bytes);
         fill(&mut options.slab_bytes, &self.slab_bytes);
@@ -191,6 +195,7 @@ mod tests {
             codec = "auto"
             objective = "ratio"
             chunks = { lat = 10, lon = 20 }
+            shape_rule = "proportional"
             [variables.sst]
             codec = "sz:abs=0.01"
             chunks = { lat = 5 }
@@ -207,6 +212,7 @@ mod tests {
         assert_eq!(options.bins, Some(8));
         assert_eq!(options.chunks["lon"], 7);
         assert_eq!(options.chunks["lat"], 10);
+        assert_eq!(options.shape_rule, Some(ShapeRule::Proportional));
         assert_eq!(options.request, Some(CodecRequest::Auto { objective: Objective::Ratio, error_bound: None }));
         assert_eq!(options.variable_requests["sst"], CodecRequest::Chain { chain: "sz:abs=0.01".into() });
         assert_eq!(
@@ -224,6 +230,7 @@ mod tests {
             ("codec = 'zstd:3'\nobjective = 'ratio'", "go with codec = \"auto\""),
             ("[variables.x]\nchunks = { lat = 'a' }", "invalid type"),
             ("bins = ", "test.toml"),
+            ("shape_rule = 'cubic'", "unknown variant `cubic`"),
         ] {
             let err = WriteConfig::parse(text, "test.toml").unwrap_err().to_string();
             assert!(err.contains("test.toml") && err.contains(needle), "{text}: {err}");

@@ -3,7 +3,7 @@
 
 use crate::bins::{BinRule, BinSummary, Bins};
 use crate::chunking::{
-    auto_shape, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES,
+    ShapeRule, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES,
 };
 use crate::data_file;
 use crate::dtype::DType;
@@ -61,6 +61,9 @@ pub struct WriterOptions {
     pub chunks: BTreeMap<String, u64>,
     #[serde(default)]
     pub subchunks: BTreeMap<String, u64>,
+    /// How automatic chunk and sub-chunk shapes are cut (default [`ShapeRule::Cube`]).
+    #[serde(default)]
+    pub shape_rule: Option<ShapeRule>,
     #[serde(default)]
     pub chunk_bytes: Option<u64>,
     #[serde(default)]
@@ -498,6 +501,7 @@ impl StoreWriter {
 
         let default_sub =
             if layout.order.contains(&Level::V) { DEFAULT_BINNED_SUBCHUNK_BYTES } else { DEFAULT_SUBCHUNK_BYTES };
+        let rule = options.shape_rule.unwrap_or_default();
         let mut variables = Vec::new();
         for v in &schema.variables {
             if v.dtype == DType::String {
@@ -521,7 +525,7 @@ impl StoreWriter {
             let es = v.dtype.size() as u64;
             let own_chunks = options.variable_chunks.get(&v.name);
             let own_subchunks = options.variable_subchunks.get(&v.name);
-            let mut chunk = auto_shape(&extent, es, options.chunk_bytes.unwrap_or(DEFAULT_CHUNK_BYTES));
+            let mut chunk = rule.shape(&extent, es, options.chunk_bytes.unwrap_or(DEFAULT_CHUNK_BYTES));
             for (d, name) in v.dims.iter().enumerate() {
                 if let Some(&c) = own_chunks.and_then(|m| m.get(name)).or(options.chunks.get(name)) {
                     chunk[d] = c.min(extent[d].max(1));
@@ -553,7 +557,7 @@ impl StoreWriter {
                     chunk[d] = (1..=chunk[d]).rev().find(|c| g % c == 0).unwrap_or(1);
                 }
             }
-            let mut sub = auto_shape(&chunk, es, options.subchunk_bytes.unwrap_or(default_sub));
+            let mut sub = rule.shape(&chunk, es, options.subchunk_bytes.unwrap_or(default_sub));
             for (d, name) in v.dims.iter().enumerate() {
                 if let Some(&s) = own_subchunks.and_then(|m| m.get(name)).or(options.subchunks.get(name)) {
                     sub[d] = s.min(chunk[d]);

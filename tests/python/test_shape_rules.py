@@ -1,0 +1,98 @@
+"""The automatic shape rules: `cube` (the default) and `proportional`, chosen by argument,
+by the command line or by a layout file; either way the store reads back bit-exactly."""
+
+import numpy as np
+import pytest
+
+import strata
+from conftest import DATA, assert_bit_equal, needs_data, raw_source
+from strata.cli import main
+from strata.errors import InvalidArgumentError
+
+GRID = "rectilinear_grid_3D.nc"  # (time 1, lev 17, lat 96, lon 192) float32 fields
+
+
+def _subchunks(store, name):
+    return tuple(strata.open(store)[name].subchunks)
+
+
+@needs_data
+def test_proportional_cuts_short_axes_and_reads_back_bit_exactly(tmp_path):
+    cube, prop = tmp_path / "cube.strata", tmp_path / "prop.strata"
+    strata.import_file(DATA / GRID, cube)
+    strata.import_file(DATA / GRID, prop, shape_rule="proportional")
+    # The cube rule never cuts the 17 levels (lat and lon are cut to 24 first); the
+    # proportional rule cuts every axis about alike.
+    assert _subchunks(cube, "t") == (1, 17, 24, 24)
+    sub = _subchunks(prop, "t")
+    assert sub[1] < 17 and sub[3] > 24
+    assert np.prod(sub) * 4 <= 64 << 10
+    src = raw_source(DATA / GRID)
+    try:
+        ds = strata.open(prop)
+        rng = np.random.default_rng(7)
+        for name in ("t", "rhumidity", "var3"):
+            want = src.variables[name][...]
+            assert_bit_equal(ds[name].values, want, name)
+            for _ in range(20):
+                box = tuple(
+                    slice(a, a + int(rng.integers(1, n - a + 1)))
+                    for a, n in ((int(rng.integers(0, n)), n) for n in want.shape)
+                )
+                assert_bit_equal(ds[name][box], np.asarray(want)[box], f"{name}{box}")
+    finally:
+        src.close()
+
+
+@needs_data
+def test_named_lengths_replace_the_rules_own(tmp_path):
+    ruled, named = tmp_path / "ruled.strata", tmp_path / "named.strata"
+    strata.import_file(DATA / GRID, ruled, shape_rule="proportional")
+    strata.import_file(DATA / GRID, named, shape_rule="proportional", subchunks={"lev": 17})
+    want = list(_subchunks(ruled, "t"))
+    want[1] = 17
+    assert _subchunks(named, "t") == tuple(want)
+
+
+def test_write_arrays_and_a_layout_file_take_the_rule(tmp_path):
+    arr = np.arange(3 * 12 * 251 * 401, dtype=np.int16).reshape(3, 12, 251, 401)
+    dims = ("time", "depth", "y", "x")
+    by_arg, by_file = tmp_path / "arg.strata", tmp_path / "file.strata"
+    strata.write_arrays(by_arg, {"v": (dims, arr)}, shape_rule="proportional")
+    config = tmp_path / "layout.toml"
+    config.write_text('version = 1\nshape_rule = "proportional"\n')
+    strata.write_arrays(by_file, {"v": (dims, arr)}, config=config)
+    plain = tmp_path / "plain.strata"
+    strata.write_arrays(plain, {"v": (dims, arr)})
+    assert _subchunks(by_arg, "v") == _subchunks(by_file, "v") != _subchunks(plain, "v")
+    assert _subchunks(plain, "v")[:2] == (3, 12)
+    assert _subchunks(by_arg, "v")[:2] < (3, 12)
+    for store in (by_arg, by_file, plain):
+        assert_bit_equal(strata.open(store)["v"].values, arr)
+    # What the program passes wins over the file.
+    cube = tmp_path / "cube.strata"
+    strata.write_arrays(cube, {"v": (dims, arr)}, config=config, shape_rule="cube")
+    assert _subchunks(cube, "v") == _subchunks(plain, "v")
+
+
+def test_an_unknown_rule_is_refused_and_writes_nothing(tmp_path):
+    arr = np.zeros((4, 4), dtype="f4")
+    with pytest.raises(InvalidArgumentError, match="cube, proportional"):
+        strata.write_arrays(tmp_path / "a.strata", {"v": (("y", "x"), arr)}, shape_rule="cubic")
+    assert not (tmp_path / "a.strata").exists()
+    config = tmp_path / "layout.toml"
+    config.write_text('shape_rule = "cubic"\n')
+    with pytest.raises(InvalidArgumentError, match="unknown variant `cubic`"):
+        strata.write_arrays(tmp_path / "b.strata", {"v": (("y", "x"), arr)}, config=config)
+
+
+@needs_data
+def test_the_command_line_takes_the_rule(tmp_path, capsys):
+    store = tmp_path / "s.strata"
+    assert main(["import", "-q", "--shape-rule", "proportional", str(DATA / GRID), str(store)]) == 0
+    assert _subchunks(store, "t")[1] < 17
+    with pytest.raises(SystemExit) as exit_:
+        main(["import", "--shape-rule", "cubic", str(DATA / GRID), str(tmp_path / "x.strata")])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'cubic'" in capsys.readouterr().err
+    assert not (tmp_path / "x.strata").exists()
