@@ -20,10 +20,22 @@ from common import WORK, best, fresh, random_boxes, write_results
 import strata
 
 FRACTIONS = (0.001, 0.01)
-# The default shape rule first, then the one a user with box-shaped reads can choose.
-RULES = ("cube", "proportional")
+# The default shape rule first, then those a user can choose for boxes and for maps.
+RULES = ("cube", "proportional", "slices")
 BOXES = 25
 REPEATS = 3
+# Maps (one index along every axis but the last two, all of those) and series at a point
+# (all of the first axis, one index along the others): the reads the two rules trade.
+SHAPED = 10
+
+
+def maps_box(shape, rng) -> tuple:
+    lead = max(len(shape) - 2, 1)
+    return tuple(int(rng.integers(0, n)) if d < lead else slice(None) for d, n in enumerate(shape))
+
+
+def series_box(shape, rng) -> tuple:
+    return (slice(None), *(int(rng.integers(0, n)) for n in shape[1:]))
 
 
 def main() -> None:
@@ -63,9 +75,13 @@ def main() -> None:
             }
         # Seeded by the variable, so every run (and every commit) reads the same boxes.
         rng = np.random.default_rng(zlib.crc32(name.encode()))
-        for fraction in FRACTIONS:
+        reads = {f"{f:g}": random_boxes(arr.shape, f, BOXES, rng) for f in FRACTIONS}
+        if arr.ndim >= 2:
+            reads["map"] = [maps_box(arr.shape, rng) for _ in range(SHAPED)]
+            reads["series"] = [series_box(arr.shape, rng) for _ in range(SHAPED)]
+        for key, boxes in reads.items():
             times_of: dict = {who: [] for who in (*RULES, "blosc2")}
-            for k, box in enumerate(random_boxes(arr.shape, fraction, BOXES, rng)):
+            for k, box in enumerate(boxes):
                 runs = {
                     rule: lambda box=box, store=store, name=name: strata.open(store)[name][box]
                     for rule, store in stores.items()
@@ -84,7 +100,6 @@ def main() -> None:
                         sys.exit(f"{file} {name} {box}: strata ({rule}) and blosc2 disagree")
                 for who, t in times.items():
                     times_of[who].append(t)
-            key = f"{fraction:g}"
             row["blosc2"] = {**row.get("blosc2", {}), key: statistics.median(times_of["blosc2"]) * 1e3}
             for rule in RULES:
                 row[rule][key] = {
@@ -112,8 +127,9 @@ def report(results) -> str:
     rows = results["rows"]
     keys = [f"{f:g}" for f in FRACTIONS]
     pct = {k: f"{float(k) * 100:g}%" for k in keys}
+    others = RULES[1:]
     lines = [
-        "# Random boxes, store opened per box: strata's import against python-blosc2",
+        "# Random boxes, maps and series, store opened per read: strata's shape rules against python-blosc2",
         "",
         "Command: `python bench/bench_boxes.py` (release build: `make build` first)  ",
         f"Machine: {results['machine']}  ",
@@ -122,42 +138,39 @@ def report(results) -> str:
         "Every numeric variable of at least 1 MB in `../shared/data`. strata: the store "
         "`strata.import_file` makes with no options (codec auto, objective balanced, the "
         "automatic chunk and sub-chunk shapes of the default `cube` rule), and the same import "
-        "with `shape_rule='proportional'` (docs/writing.md, \"Chunk shapes\"). python-blosc2: "
-        "`blosc2.asarray` of the same array with its own default chunks and blocks, zstd 5 + "
-        f"shuffle, both cores. Each of {BOXES} random boxes per share (every axis the same share "
-        "of its length, seeded by the variable's name) is read by opening the store and reading "
-        "the box (`strata.open(store)[name][box]` against `blosc2.open(path)[box]`), "
-        f"{REPEATS} times, the best counting, the three readers taking turns; the files are in "
-        "the page cache, no decoded chunk survives an open. Speed = blosc2's time / strata's "
-        "per box, median over boxes (above 1: strata faster). `size / cube`: the proportional "
-        "store's bytes for the variable over the default's. Every box's answers are compared.",
+        f"with each other shape rule ({', '.join(f'`{r}`' for r in others)}; docs/writing.md, "
+        '"Chunk shapes"). python-blosc2: `blosc2.asarray` of the same array with its own default '
+        f"chunks and blocks, zstd 5 + shuffle, both cores. Each of {BOXES} random boxes per share "
+        "(every axis the same share of its length, seeded by the variable's name) is read by "
+        "opening the store and reading the box (`strata.open(store)[name][box]` against "
+        f"`blosc2.open(path)[box]`), {REPEATS} times, the best counting, the readers taking turns; "
+        "the files are in the page cache, no decoded chunk survives an open. Speed = blosc2's time "
+        "/ strata's per box, median over boxes (above 1: strata faster); the times are in "
+        "`boxes.json`. `size`: the store's bytes for the variable over the `cube` store's. Every "
+        "read's answers are compared.",
         "",
         "| file | variable | type | shape | blosc2 block | "
         + " | ".join(f"blosc2 ms {pct[k]}" for k in keys)
         + " | cube sub-chunk | "
-        + " | ".join(f"ms {pct[k]} | speed" for k in keys)
-        + " | proportional sub-chunk | size / cube | "
-        + " | ".join(f"ms {pct[k]} | speed" for k in keys)
+        + " | ".join(f"speed {pct[k]}" for k in keys)
+        + "".join(f" | {r} sub-chunk | size | " + " | ".join(f"speed {pct[k]}" for k in keys) for r in others)
         + " |",
         "|---|---|---|---|---|"
         + "---:|" * len(keys)
         + "---|"
-        + "---:|---:|" * len(keys)
-        + "---|---:|"
-        + "---:|---:|" * len(keys),
+        + "---:|" * len(keys)
+        + ("---|---:|" + "---:|" * len(keys)) * len(others),
     ]
     for r in rows:
-        cube, prop = r["cube"], r["proportional"]
-        timed = {
-            rule: " | ".join(f"{r[rule][k]['ms']:.3f} | {r[rule][k]['speed_vs_blosc2']:.2f}" for k in keys)
-            for rule in RULES
-        }
+        cells = [f"{r['blosc2'][k]:.3f}" for k in keys]
+        for rule in RULES:
+            cells.append(str(tuple(r[rule]["subchunks"])))
+            if rule != RULES[0]:
+                cells.append(f"{r[rule]['stored_bytes'] / r[RULES[0]]['stored_bytes']:.3f}")
+            cells += [f"{r[rule][k]['speed_vs_blosc2']:.2f}" for k in keys]
         lines.append(
             f"| {r['file']} | {r['variable']} | {r['dtype']} | {tuple(r['shape'])} | "
-            f"{tuple(r['blosc2_blocks'])} | "
-            + " | ".join(f"{r['blosc2'][k]:.3f}" for k in keys)
-            + f" | {tuple(cube['subchunks'])} | {timed['cube']} | {tuple(prop['subchunks'])} | "
-            f"{prop['stored_bytes'] / cube['stored_bytes']:.3f} | {timed['proportional']} |"
+            f"{tuple(r['blosc2_blocks'])} | " + " | ".join(cells) + " |"
         )
     lines.append("")
     for rule in RULES:
@@ -168,11 +181,45 @@ def report(results) -> str:
                 f"{sum(s >= 1 for s in speeds)} of {len(rows)} (median {statistics.median(speeds):.2f}, "
                 f"worst {min(speeds):.2f})."
             )
-    sizes = [r["proportional"]["stored_bytes"] / r["cube"]["stored_bytes"] for r in rows]
-    lines.append(
-        f"- `proportional` stores over `cube`'s: median {statistics.median(sizes):.3f}, "
-        f"from {min(sizes):.3f} to {max(sizes):.3f}."
-    )
+    for rule in others:
+        sizes = [r[rule]["stored_bytes"] / r[RULES[0]]["stored_bytes"] for r in rows]
+        lines.append(
+            f"- `{rule}` stores over `cube`'s: median {statistics.median(sizes):.3f}, "
+            f"from {min(sizes):.3f} to {max(sizes):.3f}."
+        )
+    shaped = [r for r in rows if "map" in r[RULES[0]]]
+    lines += [
+        "",
+        "## Maps and series: what the rules trade",
+        "",
+        f"On every variable of two or more dimensions, {SHAPED} maps (one index along every axis but "
+        "the last two, all of those; a row of a 2-D variable) and as many series at a point (all "
+        "of the first axis, one index along the others), timed as above. Median ms per read.",
+        "",
+        "| file | variable | shape | map: blosc2 ms | "
+        + " | ".join(f"{r} ms" for r in RULES)
+        + " | series: blosc2 ms | "
+        + " | ".join(f"{r} ms" for r in RULES)
+        + " |",
+        "|---|---|---|" + "---:|" * (2 * (len(RULES) + 1)),
+    ]
+    for r in shaped:
+        cells = " | ".join(
+            f"{r['blosc2'][k]:.3f} | " + " | ".join(f"{r[rule][k]['ms']:.3f}" for rule in RULES)
+            for k in ("map", "series")
+        )
+        lines.append(f"| {r['file']} | {r['variable']} | {tuple(r['shape'])} | {cells} |")
+    lines.append("")
+    for k, what in (("map", "Maps"), ("series", "Series")):
+        beat = ", ".join(f"`{rule}` {sum(r[rule][k]['speed_vs_blosc2'] >= 1 for r in shaped)}" for rule in RULES)
+        ratios = "; ".join(
+            f"`{rule}` over `cube`: median "
+            f"{statistics.median(r[rule][k]['ms'] / r[RULES[0]][k]['ms'] for r in shaped):.2f} "
+            f"(from {min(r[rule][k]['ms'] / r[RULES[0]][k]['ms'] for r in shaped):.2f} "
+            f"to {max(r[rule][k]['ms'] / r[RULES[0]][k]['ms'] for r in shaped):.2f})"
+            for rule in others
+        )
+        lines.append(f"- {what}: time {ratios}. As fast as python-blosc2 or faster, of {len(shaped)}: {beat}.")
     lines.append("")
     return "\n".join(lines)
 

@@ -54,9 +54,6 @@ def parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:
     return out
 
 
-SHAPE_RULES = ("cube", "proportional")
-
-
 def writer_options(
     codec=None,
     *,
@@ -69,9 +66,8 @@ def writer_options(
     bins=None,
     binning=None,
 ) -> dict:
-    """The Rust writer's options (``WriterOptions``) from the Python-side arguments."""
-    if shape_rule is not None and shape_rule not in SHAPE_RULES:
-        raise InvalidArgumentError(f"shape_rule must be one of {', '.join(SHAPE_RULES)}, not {shape_rule!r}")
+    """The Rust writer's options (``WriterOptions``) from the Python-side arguments; the
+    engine checks them (an unknown ``shape_rule`` is refused there, with the rules it knows)."""
     return {
         "codec": codec,
         "chunks": parse_dims(chunks),

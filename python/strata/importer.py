@@ -141,9 +141,10 @@ def import_file(
 
     ``chunks`` and ``subchunks`` fix lengths along some dimensions; the others follow
     ``shape_rule``: ``"cube"`` (the default: the longest axis is halved until a block fits,
-    so maps and series at a point read about as much) or ``"proportional"`` (blocks keep
+    so maps and series at a point read about as much), ``"proportional"`` (blocks keep
     the array's proportions: short axes such as a few levels or months are cut too, which
-    suits boxes that take a share of every axis). Options left unset (``layout``,
+    suits boxes that take a share of every axis) or ``"slices"`` (the leading axes are cut
+    first, which suits maps). Options left unset (``layout``,
     ``bins``, chunks...) come from the layout file ``STRATA_CONFIG`` names, if any
     (docs/writing.md), else the defaults (layout ``"S"``)."""
     source, store = os.fspath(source), os.fspath(store)

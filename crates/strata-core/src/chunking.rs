@@ -28,15 +28,20 @@ pub enum ShapeRule {
     /// keep the array's proportions, so a box that takes the same share of every axis
     /// decodes the least; short axes are cut too, and series get longer blocks.
     Proportional,
+    /// The leading axis not yet cut to 1, as netCDF-C and python-blosc2 cut: blocks are
+    /// slices of the last axes, so a map at one time and level decodes the least, and a
+    /// series at a point the most.
+    Slices,
 }
 
 impl ShapeRule {
-    pub const ALL: [ShapeRule; 2] = [ShapeRule::Cube, ShapeRule::Proportional];
+    pub const ALL: [ShapeRule; 3] = [ShapeRule::Cube, ShapeRule::Proportional, ShapeRule::Slices];
 
     pub fn name(self) -> &'static str {
         match self {
             ShapeRule::Cube => "cube",
             ShapeRule::Proportional => "proportional",
+            ShapeRule::Slices => "slices",
         }
     }
 
@@ -55,6 +60,7 @@ impl ShapeRule {
                 ShapeRule::Proportional => cuttable.rev().max_by(|&a, &b| {
                     (c[a] as u128 * whole[b] as u128).cmp(&(c[b] as u128 * whole[a] as u128))
                 }),
+                ShapeRule::Slices => cuttable.min(),
             };
             let Some(i) = next else { break };
             c[i] = c[i].div_ceil(2);
@@ -68,7 +74,7 @@ impl std::str::FromStr for ShapeRule {
 
     fn from_str(s: &str) -> Result<Self> {
         ShapeRule::ALL.into_iter().find(|r| r.name() == s.trim()).ok_or_else(|| {
-            Error::InvalidArgument(format!("shape rule '{s}' is not one of: cube (the default), proportional"))
+            Error::InvalidArgument(format!("shape rule '{s}' is not one of: cube (the default), proportional, slices"))
         })
     }
 }
@@ -117,10 +123,18 @@ mod tests {
     }
 
     #[test]
+    fn slices_cut_the_leading_axes_first() {
+        let s = ShapeRule::Slices;
+        assert_eq!(s.shape(&[3, 12, 251, 401], 2, DEFAULT_SUBCHUNK_BYTES), vec![1, 1, 63, 401]);
+        assert_eq!(s.shape(&[684, 89, 180], 4, DEFAULT_SUBCHUNK_BYTES), vec![1, 89, 180]);
+        assert_eq!(s.shape(&[10, 10], 8, 1 << 20), vec![10, 10]);
+    }
+
+    #[test]
     fn rules_parse_by_name() {
         assert_eq!("proportional".parse::<ShapeRule>().unwrap(), ShapeRule::Proportional);
         assert_eq!(" cube".parse::<ShapeRule>().unwrap(), ShapeRule::Cube);
-        assert!("cubic".parse::<ShapeRule>().unwrap_err().to_string().contains("cube (the default), proportional"));
+        assert!("cubic".parse::<ShapeRule>().unwrap_err().to_string().contains("cube (the default), proportional, slices"));
         let r: ShapeRule = serde_json::from_str("\"proportional\"").unwrap();
         assert_eq!(r, ShapeRule::Proportional);
     }
