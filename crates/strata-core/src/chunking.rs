@@ -57,9 +57,9 @@ impl ShapeRule {
             let next = match self {
                 ShapeRule::Cube => cuttable.rev().max_by_key(|&i| c[i]),
                 // c[a] / whole[a] against c[b] / whole[b], without rounding.
-                ShapeRule::Proportional => cuttable.rev().max_by(|&a, &b| {
-                    (c[a] as u128 * whole[b] as u128).cmp(&(c[b] as u128 * whole[a] as u128))
-                }),
+                ShapeRule::Proportional => cuttable
+                    .rev()
+                    .max_by(|&a, &b| (c[a] as u128 * whole[b] as u128).cmp(&(c[b] as u128 * whole[a] as u128))),
                 ShapeRule::Slices => cuttable.min(),
             };
             let Some(i) = next else { break };
@@ -134,7 +134,11 @@ mod tests {
     fn rules_parse_by_name() {
         assert_eq!("proportional".parse::<ShapeRule>().unwrap(), ShapeRule::Proportional);
         assert_eq!(" cube".parse::<ShapeRule>().unwrap(), ShapeRule::Cube);
-        assert!("cubic".parse::<ShapeRule>().unwrap_err().to_string().contains("cube (the default), proportional, slices"));
+        assert!("cubic"
+            .parse::<ShapeRule>()
+            .unwrap_err()
+            .to_string()
+            .contains("cube (the default), proportional, slices"));
         let r: ShapeRule = serde_json::from_str("\"proportional\"").unwrap();
         assert_eq!(r, ShapeRule::Proportional);
     }
