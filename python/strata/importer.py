@@ -144,9 +144,10 @@ def import_file(
     so maps and series at a point read about as much), ``"proportional"`` (blocks keep
     the array's proportions: short axes such as a few levels or months are cut too, which
     suits boxes that take a share of every axis) or ``"slices"`` (the leading axes are cut
-    first, which suits maps). Options left unset (``layout``,
-    ``bins``, chunks...) come from the layout file ``STRATA_CONFIG`` names, if any
-    (docs/writing.md), else the defaults (layout ``"S"``)."""
+    first, which suits maps); docs/writing.md, "Chunk shapes", has the measurements.
+
+    Options left unset (``layout``, ``bins``, chunks...) come from the layout file
+    ``STRATA_CONFIG`` names, if any (docs/writing.md), else the defaults (layout ``"S"``)."""
     source, store = os.fspath(source), os.fspath(store)
     if is_store(store):
         raise InvalidArgumentError(f"'{store}' already holds a strata store (use 'strata append')")

@@ -1,6 +1,5 @@
 //! The documented rules that pick chunk and sub-chunk shapes (docs/format.md, "Chunk shapes").
 
-use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Target raw size of a chunk, the unit of I/O.
@@ -14,8 +13,9 @@ pub const DEFAULT_BINNED_SUBCHUNK_BYTES: u64 = 256 << 10;
 pub const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
 
 /// How automatic shapes are cut down to their target size: which axis is halved next.
-/// Both keep halving until the block fits, rounding up; the shapes are stored, so a store
-/// reads the same whichever rule wrote it.
+/// Each rule halves (rounding up) until the block fits; the shapes are stored, so a store
+/// reads the same whichever rule wrote it. Chosen by name (`shape_rule` in the writer's
+/// options and in layout files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ShapeRule {
@@ -36,14 +36,6 @@ pub enum ShapeRule {
 
 impl ShapeRule {
     pub const ALL: [ShapeRule; 3] = [ShapeRule::Cube, ShapeRule::Proportional, ShapeRule::Slices];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ShapeRule::Cube => "cube",
-            ShapeRule::Proportional => "proportional",
-            ShapeRule::Slices => "slices",
-        }
-    }
 
     /// Cuts `shape` (axes of length 0 count as 1) until a block of `elem_size`-byte
     /// elements fits `target_bytes`. The result never exceeds `shape`.
@@ -66,16 +58,6 @@ impl ShapeRule {
             c[i] = c[i].div_ceil(2);
         }
         c
-    }
-}
-
-impl std::str::FromStr for ShapeRule {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        ShapeRule::ALL.into_iter().find(|r| r.name() == s.trim()).ok_or_else(|| {
-            Error::InvalidArgument(format!("shape rule '{s}' is not one of: cube (the default), proportional, slices"))
-        })
     }
 }
 
@@ -131,15 +113,12 @@ mod tests {
     }
 
     #[test]
-    fn rules_parse_by_name() {
-        assert_eq!("proportional".parse::<ShapeRule>().unwrap(), ShapeRule::Proportional);
-        assert_eq!(" cube".parse::<ShapeRule>().unwrap(), ShapeRule::Cube);
-        assert!("cubic"
-            .parse::<ShapeRule>()
-            .unwrap_err()
-            .to_string()
-            .contains("cube (the default), proportional, slices"));
+    fn rules_go_by_name() {
+        let names: Vec<String> = ShapeRule::ALL.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
+        assert_eq!(names, ["\"cube\"", "\"proportional\"", "\"slices\""]);
         let r: ShapeRule = serde_json::from_str("\"proportional\"").unwrap();
         assert_eq!(r, ShapeRule::Proportional);
+        let err = serde_json::from_str::<ShapeRule>("\"cubic\"").unwrap_err().to_string();
+        assert!(err.contains("expected one of `cube`, `proportional`, `slices`"), "{err}");
     }
 }
