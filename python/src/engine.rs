@@ -1,6 +1,7 @@
 //! The query engine's session, constraints, plans and answers as Python objects: typed
 //! values in, buffers and typed values out; every decision is strata-core's.
 
+use crate::columns::column;
 use crate::{selection, to_py, Reader};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -395,8 +396,8 @@ impl Session {
         let columns = point_columns(reader, &dims, coordinates, indices, aux, false)?;
         let (mut joined, answer) =
             py.detach(|| self.inner.run_joined(&reader.inner, &query.inner, columns)).map_err(to_py)?;
-        let values = std::mem::take(&mut joined.values).into_iter().map(|v| PyArray1::from_vec(py, v)).collect();
-        let (dims, aux) = shaped(py, joined);
+        let values = std::mem::take(&mut joined.values).into_iter().map(|v| column(py, v)).collect::<PyResult<_>>()?;
+        let (dims, aux) = shaped(py, joined)?;
         Ok((dims, values, aux, Answer { inner: answer }))
     }
 }
@@ -426,8 +427,12 @@ pub(crate) fn point_columns(
 }
 
 /// A joined result's dimension columns (those asked for) and auxiliary coordinates as
-/// NumPy arrays.
-pub(crate) fn shaped<'py>(py: Python<'py>, joined: Joined) -> (PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>) {
+/// NumPy arrays over its own buffers.
+#[allow(clippy::type_complexity)]
+pub(crate) fn shaped<'py>(
+    py: Python<'py>,
+    joined: Joined,
+) -> PyResult<(PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>)> {
     let asked = joined.asked();
     let dims = joined
         .coordinates
@@ -435,11 +440,11 @@ pub(crate) fn shaped<'py>(py: Python<'py>, joined: Joined) -> (PointDims<'py>, V
         .zip(joined.indices)
         .zip(asked)
         .map(|((c, i), (picked, kept))| {
-            (picked.then(|| PyArray1::from_vec(py, c)), kept.then(|| PyArray1::from_vec(py, i)))
+            Ok((picked.then(|| column(py, c)).transpose()?, kept.then(|| column(py, i)).transpose()?))
         })
-        .collect();
-    let aux = joined.aux.into_iter().map(|a| PyArray1::from_vec(py, a)).collect();
-    (dims, aux)
+        .collect::<PyResult<_>>()?;
+    let aux = joined.aux.into_iter().map(|a| column(py, a)).collect::<PyResult<_>>()?;
+    Ok((dims, aux))
 }
 
 /// Per dimension of a points result: its coordinate values' bytes and its indices, each

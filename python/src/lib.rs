@@ -16,6 +16,7 @@ use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptio
 
 mod allocator;
 mod analysis;
+mod columns;
 mod engine;
 mod in_place;
 mod labels;
@@ -520,7 +521,7 @@ fn points_at<'py>(
             Ok::<_, Error>(joined)
         })
         .map_err(to_py)?;
-    Ok(engine::shaped(py, joined))
+    engine::shaped(py, joined)
 }
 
 /// Verifies a store version (the newest when None): (version, files, bytes, segments,

@@ -34,8 +34,15 @@ pub(crate) fn reserve<T>(v: &mut Vec<T>, additional: usize) {
 }
 
 /// Makes room in `v` for `additional` more elements if memory allows (a refusal leaves
-/// `v` as it was), asking for huge pages over it.
-pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize) {
+/// `v` as it was), asking for huge pages over it. An empty `v` starts in a column handed
+/// back ([`crate::recycle`]) when one fits.
+pub(crate) fn try_reserve<T: crate::recycle::Recyclable>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() == 0 {
+        if let Some(column) = crate::recycle::take(additional) {
+            *v = column;
+            return;
+        }
+    }
     if v.try_reserve_exact(additional).is_ok() {
         advise(v.as_ptr() as usize, v.capacity().saturating_mul(std::mem::size_of::<T>()));
     }

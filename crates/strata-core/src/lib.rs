@@ -42,6 +42,7 @@ pub mod points;
 pub mod precision;
 pub mod query;
 pub mod reader;
+pub mod recycle;
 pub mod sampling;
 mod segment;
 pub mod session;

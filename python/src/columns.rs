@@ -1,0 +1,61 @@
+//! Result columns as NumPy arrays that read the engine's buffers in place and, when the
+//! last array over one is gone, hand it back for the next result's columns
+//! ([`strata_core::recycle`]).
+
+use numpy::ndarray::ArrayView1;
+use numpy::{Element, PyArray1};
+use pyo3::prelude::*;
+use strata_core::recycle::{recycle, Recyclable};
+
+/// The owner of one column's buffer: the base object of the NumPy arrays over it.
+#[pyclass(frozen, module = "strata._core")]
+pub(crate) struct Column {
+    bytes: Option<Vec<u8>>,
+    words: Option<Vec<u64>>,
+}
+
+impl Drop for Column {
+    fn drop(&mut self) {
+        if let Some(v) = self.bytes.take() {
+            recycle(v);
+        }
+        if let Some(v) = self.words.take() {
+            recycle(v);
+        }
+    }
+}
+
+/// An element type a column holds.
+pub(crate) trait ColumnElement: Element + Recyclable {
+    fn owner(v: Vec<Self>) -> Column;
+    fn data(c: &Column) -> &[Self];
+}
+
+impl ColumnElement for u8 {
+    fn owner(v: Vec<u8>) -> Column {
+        Column { bytes: Some(v), words: None }
+    }
+    fn data(c: &Column) -> &[u8] {
+        c.bytes.as_deref().unwrap_or_default()
+    }
+}
+
+impl ColumnElement for u64 {
+    fn owner(v: Vec<u64>) -> Column {
+        Column { bytes: None, words: Some(v) }
+    }
+    fn data(c: &Column) -> &[u64] {
+        c.words.as_deref().unwrap_or_default()
+    }
+}
+
+/// `v` as a 1-D NumPy array, no copy.
+pub(crate) fn column<T: ColumnElement>(py: Python<'_>, v: Vec<T>) -> PyResult<Bound<'_, PyArray1<T>>> {
+    let owner = Bound::new(py, T::owner(v))?;
+    let data = T::data(owner.get());
+    let view = ArrayView1::from(data);
+    // SAFETY: the array reads `data`, which `owner` holds and never changes (the class is
+    // frozen; its vectors leave only when it is dropped), and the array keeps `owner`
+    // alive as its base object.
+    Ok(unsafe { PyArray1::borrow_from_array(&view, owner.clone().into_any()) })
+}
