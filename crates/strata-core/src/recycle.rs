@@ -9,12 +9,11 @@
 
 use std::sync::Mutex;
 
-/// Columns smaller than this are left to malloc: its heap reuses buffers below its mmap
-/// threshold (at most 32 MiB in glibc), and holding them here would keep a stream of
-/// result batches resident (`query_batches` grew by 876 MB instead of about 330 with a
-/// 4 MiB floor).
-const MIN_BYTES: usize = 32 << 20;
-/// At most this many bytes wait per element type; the oldest go first.
+/// Columns smaller than this are left to malloc, whose heap reuses them already.
+const MIN_BYTES: usize = 4 << 20;
+/// At most this many columns and bytes wait per element type; the oldest go first. A
+/// result has a few large columns; a stream of batches must not pile up its own.
+const MAX_COLUMNS: usize = 6;
 const MAX_BYTES: usize = 1 << 30;
 
 /// Element types whose columns come back (one pool each: a buffer is freed with the
@@ -50,22 +49,29 @@ pub fn recycle<T: Recyclable>(mut v: Vec<T>) {
     let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
     pool.push(v);
     let mut total: usize = pool.iter().map(bytes).sum();
-    while total > MAX_BYTES {
+    while total > MAX_BYTES || pool.len() > MAX_COLUMNS {
         total -= bytes(&pool.remove(0));
     }
 }
 
 /// An empty vector with room for at least `len` elements, from the columns handed back:
 /// the smallest that fits, unless it is more than twice as large (its resident pages would
-/// be held for nothing). None when none fits, or `len` is small.
+/// be held for nothing). None when none fits, or `len` is small; columns too small for
+/// `len` are then let go, since results have outgrown them (streamed batches whose size
+/// creeps up left 50 of them waiting, 600 MB).
 pub(crate) fn take<T: Recyclable>(len: usize) -> Option<Vec<T>> {
     if len.saturating_mul(size_of::<T>()) < MIN_BYTES {
         return None;
     }
     let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
     let fits = |v: &Vec<T>| (len..=len.saturating_mul(2)).contains(&v.capacity());
-    let i = (0..pool.len()).filter(|&i| fits(&pool[i])).min_by_key(|&i| pool[i].capacity())?;
-    Some(pool.swap_remove(i))
+    match (0..pool.len()).filter(|&i| fits(&pool[i])).min_by_key(|&i| pool[i].capacity()) {
+        Some(i) => Some(pool.swap_remove(i)),
+        None => {
+            pool.retain(|v| v.capacity() >= len);
+            None
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -94,22 +100,30 @@ mod tests {
 
     #[test]
     fn columns_come_back_to_a_result_of_about_their_size() {
-        let mut v: Vec<u64> = Vec::with_capacity(1 << 23); // 64 MiB
+        let mut v: Vec<u64> = Vec::with_capacity(1 << 21); // 16 MiB
         v.extend(0..1000);
         let at = v.as_ptr();
         recycle(v);
-        assert!(take::<u64>(1 << 20).is_none(), "small results are malloc's");
-        assert!(take::<u64>(9 << 20).is_none(), "too small for the result");
-        assert!(take::<u64>(4_100_000).is_none(), "more than twice the result");
-        let again = take::<u64>(5_000_000).expect("the column handed back");
+        assert!(take::<u64>(1 << 10).is_none(), "small results are malloc's");
+        assert!(take::<u64>(600_000).is_none(), "more than twice the result");
+        let again = take::<u64>(1_100_000).expect("the column handed back");
         assert_eq!((again.as_ptr(), again.len()), (at, 0));
-        assert!(again.capacity() >= 1 << 23);
-        assert!(take::<u64>(5_000_000).is_none(), "taken once");
+        assert!(again.capacity() >= 1 << 21);
+        assert!(take::<u64>(1_100_000).is_none(), "taken once");
         // Written again in full after its pages were released.
         let mut again = again;
-        again.extend(0..(1u64 << 23));
+        again.extend(0..(1u64 << 21));
         assert_eq!(again[12345], 12345);
         recycle(vec![0u8; 100]); // small: dropped, not kept
         assert!(take::<u8>(100).is_none());
+        // A result larger than every column waiting lets them go.
+        recycle(again);
+        assert!(take::<u64>(3 << 20).is_none(), "too small for the result");
+        assert!(take::<u64>(1_100_000).is_none(), "outgrown, let go");
+        // No more than MAX_COLUMNS wait.
+        for _ in 0..MAX_COLUMNS + 3 {
+            recycle(Vec::<u8>::with_capacity(5 << 20));
+        }
+        assert_eq!(u8::pool().lock().unwrap().len(), MAX_COLUMNS);
     }
 }
