@@ -49,8 +49,13 @@ impl ColumnElement for u64 {
     }
 }
 
-/// `v` as a 1-D NumPy array, no copy.
-pub(crate) fn column<T: ColumnElement>(py: Python<'_>, v: Vec<T>) -> PyResult<Bound<'_, PyArray1<T>>> {
+/// `v` as a 1-D NumPy array, no copy; with `recycle`, its buffer returns to the engine
+/// when the last array over it goes (a whole result), else it is freed (a streamed frame:
+/// frames are many, and their memory must stay bounded by the few in flight).
+pub(crate) fn column<T: ColumnElement>(py: Python<'_>, v: Vec<T>, recycle: bool) -> PyResult<Bound<'_, PyArray1<T>>> {
+    if !recycle {
+        return Ok(PyArray1::from_vec(py, v));
+    }
     let owner = Bound::new(py, T::owner(v))?;
     let data = T::data(owner.get());
     let view = ArrayView1::from(data);

@@ -380,9 +380,11 @@ impl Session {
     /// `coordinates[d]` gives them (the coordinate's elements as bytes, and their size), and
     /// the index along the dimension (uint64) when `indices[d]`. `values` has uint8 arrays
     /// per returned variable; `aux` one per auxiliary coordinate of `aux` (its name and
-    /// stored bytes), its values at each point. No flat index array is made.
-    #[pyo3(signature = (reader, query, coordinates, indices, aux=vec![]))]
-    #[allow(clippy::type_complexity)]
+    /// stored bytes), its values at each point. No flat index array is made. With `recycle`
+    /// (a whole result, not a streamed frame) the columns return to the engine for the next
+    /// result once no array reads them.
+    #[pyo3(signature = (reader, query, coordinates, indices, aux=vec![], recycle=true))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn points<'py>(
         &self,
         py: Python<'py>,
@@ -391,13 +393,15 @@ impl Session {
         coordinates: Vec<Option<(PyReadonlyArray1<'py, u8>, usize)>>,
         indices: Vec<bool>,
         aux: Vec<(String, PyReadonlyArray1<'py, u8>)>,
+        recycle: bool,
     ) -> PyResult<(PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>, Vec<Bound<'py, PyArray1<u8>>>, Answer)> {
         let dims = query.inner.grid_dims(reader.inner.manifest()).map_err(to_py)?;
         let columns = point_columns(reader, &dims, coordinates, indices, aux, false)?;
         let (mut joined, answer) =
             py.detach(|| self.inner.run_joined(&reader.inner, &query.inner, columns)).map_err(to_py)?;
-        let values = std::mem::take(&mut joined.values).into_iter().map(|v| column(py, v)).collect::<PyResult<_>>()?;
-        let (dims, aux) = shaped(py, joined)?;
+        let values =
+            std::mem::take(&mut joined.values).into_iter().map(|v| column(py, v, recycle)).collect::<PyResult<_>>()?;
+        let (dims, aux) = shaped(py, joined, recycle)?;
         Ok((dims, values, aux, Answer { inner: answer }))
     }
 }
@@ -432,6 +436,7 @@ pub(crate) fn point_columns(
 pub(crate) fn shaped<'py>(
     py: Python<'py>,
     joined: Joined,
+    recycle: bool,
 ) -> PyResult<(PointDims<'py>, Vec<Bound<'py, PyArray1<u8>>>)> {
     let asked = joined.asked();
     let dims = joined
@@ -440,10 +445,10 @@ pub(crate) fn shaped<'py>(
         .zip(joined.indices)
         .zip(asked)
         .map(|((c, i), (picked, kept))| {
-            Ok((picked.then(|| column(py, c)).transpose()?, kept.then(|| column(py, i)).transpose()?))
+            Ok((picked.then(|| column(py, c, recycle)).transpose()?, kept.then(|| column(py, i, recycle)).transpose()?))
         })
         .collect::<PyResult<_>>()?;
-    let aux = joined.aux.into_iter().map(|a| column(py, a)).collect::<PyResult<_>>()?;
+    let aux = joined.aux.into_iter().map(|a| column(py, a, recycle)).collect::<PyResult<_>>()?;
     Ok((dims, aux))
 }
 

@@ -521,7 +521,7 @@ fn points_at<'py>(
             Ok::<_, Error>(joined)
         })
         .map_err(to_py)?;
-    engine::shaped(py, joined)
+    engine::shaped(py, joined, true)
 }
 
 /// Verifies a store version (the newest when None): (version, files, bytes, segments,

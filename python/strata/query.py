@@ -133,10 +133,13 @@ def run_query(
     method: str = "auto",
     region: tuple | None = None,
     raw: bool = False,
+    frame: bool = False,
 ):
     """See :meth:`strata.Dataset.query`. ``region``: (starts, stops, steps, area) as
-    :func:`_region` gives it, instead of ``isel``/``sel``. The engine's session plans,
-    chooses the method, runs and learns; this shapes arguments and results."""
+    :func:`_region` gives it, instead of ``isel``/``sel``; ``frame``: one frame of
+    :func:`query_batches` (its columns are freed with it, not kept for the next result).
+    The engine's session plans, chooses the method, runs and learns; this shapes
+    arguments and results."""
     if output not in OUTPUTS:
         raise InvalidArgumentError(f"output must be one of {', '.join(OUTPUTS)}, not '{output}'")
     constraint, names = _constraint(ds, where, method)
@@ -175,7 +178,7 @@ def run_query(
     )
     if output == "points" and outputs:
         # Read with the selection: the engine builds the columns a piece at a time.
-        result, answer = _points(ds, driver, query, views)
+        result, answer = _points(ds, driver, query, views, recycle=not frame)
         return (result, _stats(answer)) if with_stats else result
     found, columns, answer = session().query(ds._reader, query, coordinates=kind == "positions")
     flat = found
@@ -232,7 +235,13 @@ def iter_query(
     driver = ds[names[0]]
     starts, stops, steps, selected = _region(ds, driver.dims, driver.shape, isel, sel)
     kw = dict(
-        variables=variables, output=output, precision=precision, max_rel_error=max_rel_error, method=method, raw=raw
+        variables=variables,
+        output=output,
+        precision=precision,
+        max_rel_error=max_rel_error,
+        method=method,
+        raw=raw,
+        frame=True,
     )
     whole = (starts, stops, steps, selected)
     if not driver.shape or stops[0] <= starts[0]:
@@ -321,11 +330,11 @@ def _aux_columns(ds: Dataset, aux: list[str], picked: list) -> dict:
     return {n: col.view(coordinate_values(ds, n).dtype) for n, col in zip(aux, picked, strict=True)}
 
 
-def _points(ds: Dataset, driver, query: _core.Query, views: dict):
+def _points(ds: Dataset, driver, query: _core.Query, views: dict, recycle: bool):
     """A points query run by the engine a piece at a time, its columns built there: the
     frame and what the query did."""
     plan, aux = _point_columns(ds, driver, views)
-    dims, cols, picked, answer = session().points(ds._reader, query, *_engine_columns(ds, plan, aux))
+    dims, cols, picked, answer = session().points(ds._reader, query, *_engine_columns(ds, plan, aux), recycle=recycle)
     values = {n: _native(col.view(views[n].dtype)) for n, col in zip(views, cols, strict=True)}
     return _frame(plan, dims, _aux_columns(ds, aux, picked), values), answer
 

@@ -102,10 +102,10 @@ def test_streamed_query_memory_is_bounded_by_pieces(tmp_path):
     assert whole_mb > 600, f"the whole result grew the process by only {whole_mb} MB"
     # Streaming holds a frame being consumed and the next one read ahead (33 records, 1.1 to
     # 1.6M points, 30 to 45 MB each) and the pieces' buffers while they run; glibc's
-    # per-thread arenas keep some of what the pieces freed, and up to six freed frames'
-    # columns wait for the next frame (strata_core::recycle). 340-368 MB was measured here
-    # (306-331 before the columns waited; 225 MB with a fixed mmap threshold), against
-    # 940-1,075 MB for the whole result.
+    # per-thread arenas keep some of what the pieces freed. 306-331 MB was measured here
+    # (225 MB with a fixed mmap threshold), against 940-1,075 MB for the whole result.
+    # Frames' columns are freed with them: kept for the next frame, as a whole result's
+    # are (strata_core::recycle), they held 340-565 MB.
     assert growth_mb < 400, f"peak memory grew by {growth_mb} MB streaming a {whole_mb} MB query result"
     assert whole_mb > 2 * growth_mb, f"streaming grew by {growth_mb} MB, the whole result by {whole_mb} MB"
 

@@ -11,8 +11,8 @@ use std::sync::Mutex;
 
 /// Columns smaller than this are left to malloc, whose heap reuses them already.
 const MIN_BYTES: usize = 4 << 20;
-/// At most this many columns and bytes wait per element type; the oldest go first. A
-/// result has a few large columns; a stream of batches must not pile up its own.
+/// At most this many columns and bytes wait per element type; the oldest go first: a
+/// result has a few large columns, and columns that no later result fits must not pile up.
 const MAX_COLUMNS: usize = 6;
 const MAX_BYTES: usize = 1 << 30;
 
@@ -56,22 +56,15 @@ pub fn recycle<T: Recyclable>(mut v: Vec<T>) {
 
 /// An empty vector with room for at least `len` elements, from the columns handed back:
 /// the smallest that fits, unless it is more than twice as large (its resident pages would
-/// be held for nothing). None when none fits, or `len` is small; columns too small for
-/// `len` are then let go, since results have outgrown them (streamed batches whose size
-/// creeps up left 50 of them waiting, 600 MB).
+/// be held for nothing). None when none fits, or `len` is small.
 pub(crate) fn take<T: Recyclable>(len: usize) -> Option<Vec<T>> {
     if len.saturating_mul(size_of::<T>()) < MIN_BYTES {
         return None;
     }
     let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
     let fits = |v: &Vec<T>| (len..=len.saturating_mul(2)).contains(&v.capacity());
-    match (0..pool.len()).filter(|&i| fits(&pool[i])).min_by_key(|&i| pool[i].capacity()) {
-        Some(i) => Some(pool.swap_remove(i)),
-        None => {
-            pool.retain(|v| v.capacity() >= len);
-            None
-        }
-    }
+    let i = (0..pool.len()).filter(|&i| fits(&pool[i])).min_by_key(|&i| pool[i].capacity())?;
+    Some(pool.swap_remove(i))
 }
 
 #[cfg(target_os = "linux")]
@@ -116,10 +109,9 @@ mod tests {
         assert_eq!(again[12345], 12345);
         recycle(vec![0u8; 100]); // small: dropped, not kept
         assert!(take::<u8>(100).is_none());
-        // A result larger than every column waiting lets them go.
         recycle(again);
         assert!(take::<u64>(3 << 20).is_none(), "too small for the result");
-        assert!(take::<u64>(1_100_000).is_none(), "outgrown, let go");
+        assert!(take::<u64>(1_100_000).is_some(), "still there for a result it fits");
         // No more than MAX_COLUMNS wait.
         for _ in 0..MAX_COLUMNS + 3 {
             recycle(Vec::<u8>::with_capacity(5 << 20));
