@@ -48,29 +48,34 @@ pub(crate) fn try_reserve<T: crate::recycle::Recyclable>(v: &mut Vec<T>, additio
     }
 }
 
-#[cfg(target_os = "linux")]
 fn advise(addr: usize, len: usize) {
     const HUGE_PAGE: usize = 2 << 20;
-    if len < HUGE_MIN {
-        return;
-    }
-    // Only whole huge pages inside the buffer: madvise wants an aligned start, and the
-    // flag must not reach memory the buffer does not own.
-    let start = addr.next_multiple_of(HUGE_PAGE);
-    let end = (addr + len) / HUGE_PAGE * HUGE_PAGE;
-    if end > start {
-        // SAFETY: [start, end) lies inside the vector's own allocation; MADV_HUGEPAGE
-        // changes how the kernel backs those pages, never their contents. A refusal
-        // (THP compiled out, an old kernel) leaves ordinary pages, so the result is
-        // ignored.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-        }
+    if len >= HUGE_MIN {
+        // Changes how the kernel backs those pages, never their contents; a refusal (THP
+        // compiled out, an old kernel) leaves ordinary pages.
+        #[cfg(target_os = "linux")]
+        advise_within(addr, len, HUGE_PAGE, libc::MADV_HUGEPAGE);
+        #[cfg(not(target_os = "linux"))]
+        let _ = (addr, HUGE_PAGE);
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-fn advise(_addr: usize, _len: usize) {}
+/// `madvise(advice)` over the whole `unit`-aligned pages inside `[addr, addr + len)`:
+/// madvise wants an aligned start, and the advice must not reach memory the buffer does
+/// not own. The result is ignored: every advice given here is a hint.
+#[cfg(target_os = "linux")]
+pub(crate) fn advise_within(addr: usize, len: usize, unit: usize, advice: libc::c_int) {
+    let start = addr.next_multiple_of(unit);
+    let end = (addr + len) / unit * unit;
+    if end > start {
+        // SAFETY: [start, end) lies inside the caller's own allocation (its callers pass a
+        // vector's buffer and capacity); the advices used (MADV_HUGEPAGE, MADV_FREE on a
+        // buffer holding no elements) leave the memory valid to use.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, advice);
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

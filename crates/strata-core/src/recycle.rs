@@ -67,25 +67,18 @@ pub(crate) fn take<T: Recyclable>(len: usize) -> Option<Vec<T>> {
     Some(pool.swap_remove(i))
 }
 
-#[cfg(target_os = "linux")]
+/// Lets the kernel drop the pages' contents (MADV_FREE): a page it dropped reads as zeros
+/// when touched again, so the buffer, which holds no elements, stays valid.
 fn release_pages(addr: usize, len: usize) {
-    // SAFETY: sysconf reads a constant of the system.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
-    let start = addr.next_multiple_of(page);
-    let end = (addr + len) / page * page;
-    if end > start {
-        // SAFETY: [start, end) lies inside the vector's own allocation, which holds no
-        // elements (it was cleared). MADV_FREE lets the kernel drop those pages' contents;
-        // a page it dropped reads as zeros when touched again, so the memory stays valid.
-        // A refusal (an old kernel) leaves the pages as they are.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_FREE);
-        }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sysconf reads a constant of the system.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+        crate::large::advise_within(addr, len, page, libc::MADV_FREE);
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (addr, len);
 }
-
-#[cfg(not(target_os = "linux"))]
-fn release_pages(_addr: usize, _len: usize) {}
 
 #[cfg(test)]
 mod tests {
