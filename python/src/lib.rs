@@ -48,7 +48,13 @@ fn exception(kind: ErrorKind, message: String) -> PyErr {
 }
 
 fn json_arg<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> PyResult<T> {
-    serde_json::from_str(text).map_err(|e| to_py(Error::InvalidArgument(format!("bad {what}: {e}"))))
+    serde_json::from_str(text).map_err(|e| {
+        // The text is the Python layer's own JSON: a place in it tells the user nothing.
+        let message = e.to_string();
+        let place = format!(" at line {} column {}", e.line(), e.column());
+        let message = message.strip_suffix(&place).unwrap_or(&message);
+        to_py(Error::InvalidArgument(format!("bad {what}: {message}")))
+    })
 }
 
 fn selection(starts: &[u64], stops: &[u64], steps: &[u64]) -> PyResult<Vec<DimSelection>> {
