@@ -212,12 +212,10 @@ def report(results) -> str:
     lines.append("")
     for k, what in (("map", "Maps"), ("series", "Series")):
         beat = ", ".join(f"`{rule}` {sum(r[rule][k]['speed_vs_blosc2'] >= 1 for r in shaped)}" for rule in RULES)
+        over = {rule: [r[rule][k]["ms"] / r[RULES[0]][k]["ms"] for r in shaped] for rule in others}
         ratios = "; ".join(
-            f"`{rule}` over `cube`: median "
-            f"{statistics.median(r[rule][k]['ms'] / r[RULES[0]][k]['ms'] for r in shaped):.2f} "
-            f"(from {min(r[rule][k]['ms'] / r[RULES[0]][k]['ms'] for r in shaped):.2f} "
-            f"to {max(r[rule][k]['ms'] / r[RULES[0]][k]['ms'] for r in shaped):.2f})"
-            for rule in others
+            f"`{rule}` over `cube`: median {statistics.median(x):.2f} (from {min(x):.2f} to {max(x):.2f})"
+            for rule, x in over.items()
         )
         lines.append(f"- {what}: time {ratios}. As fast as python-blosc2 or faster, of {len(shaped)}: {beat}.")
     lines.append("")

@@ -54,6 +54,10 @@ def parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:
     return out
 
 
+# The keyword arguments of `writer_options`, which every writer takes and passes on.
+LAYOUT_ARGS = ("chunks", "subchunks", "shape_rule", "slab_records", "layout", "byte_groups", "bins", "binning")
+
+
 def writer_options(
     codec=None,
     *,

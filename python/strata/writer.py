@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import _attrs, _core
-from ._slabs import le_bytes, write_record_slabs, writer_options
+from ._slabs import LAYOUT_ARGS, le_bytes, write_record_slabs, writer_options
 from ._sources import strata_dtype
 from .dataset import numpy_dtype
 from .errors import InvalidArgumentError
@@ -102,10 +102,6 @@ def write_arrays(
     if records:
         write_record_slabs(writer, records, sizes[record_dim])
     return writer.commit("write_arrays")
-
-
-# The layout arguments every writer takes, passed on to `writer_options` as they are.
-LAYOUT_ARGS = ("chunks", "subchunks", "shape_rule", "slab_records", "layout", "byte_groups", "bins", "binning")
 
 
 def _options(*, codec=None, objective=None, error_bound=None, config=None, **layout) -> dict:

@@ -111,3 +111,11 @@ def test_the_command_line_takes_the_rule(tmp_path, capsys):
     assert "unknown variant `cubic`, expected one of `cube`, `proportional`, `slices`" in err
     assert "at line" not in err
     assert not (tmp_path / "x.strata").exists()
+
+
+def test_parallel_writers_pass_the_rule_on():
+    # The Dask and MPI writers build their options from keyword arguments.
+    from strata.writer import writer_options_of
+
+    assert writer_options_of(shape_rule="slices", chunks="x=4")["shape_rule"] == "slices"
+    assert writer_options_of()["shape_rule"] is None
