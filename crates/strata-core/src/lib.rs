@@ -36,6 +36,7 @@ pub mod labels;
 mod large;
 pub mod manifest;
 mod mask;
+mod nontemporal;
 pub mod parallel;
 pub mod planner;
 pub mod points;

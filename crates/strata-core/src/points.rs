@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::fastdiv::FastDiv;
+use crate::nontemporal::Streamed;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -90,6 +91,21 @@ pub fn pick_bytes_into(
     flat: &[u64],
     out: &mut [MaybeUninit<u8>],
 ) -> Result<()> {
+    check_flat(shape, flat)?;
+    pick_bytes(values, itemsize, d, shape, flat, out, false)
+}
+
+/// [`pick_bytes_into`] for flat indices the caller has checked; `streamed`, with stores
+/// around the cache (see [`crate::nontemporal`]; the caller fences).
+pub(crate) fn pick_bytes(
+    values: &[u8],
+    itemsize: usize,
+    d: usize,
+    shape: &[u64],
+    flat: &[u64],
+    out: &mut [MaybeUninit<u8>],
+    streamed: bool,
+) -> Result<()> {
     check_axis(d, shape)?;
     if ![1, 2, 4, 8].contains(&itemsize) || values.len() as u64 != shape[d] * itemsize as u64 {
         return Err(Error::InvalidArgument(format!(
@@ -100,18 +116,24 @@ pub fn pick_bytes_into(
     if out.len() != flat.len() * itemsize {
         return Err(Error::InvalidArgument(format!("{} bytes for {} coordinate values", out.len(), flat.len())));
     }
-    check_flat(shape, flat)?;
     macro_rules! picked {
         ($t:ty) => {{
             const N: usize = std::mem::size_of::<$t>();
             let typed: Vec<$t> =
                 values.chunks_exact(N).map(|b| <$t>::from_ne_bytes(b.try_into().unwrap_or_default())).collect();
-            // Fixed-size slots: a store of N bytes each (slices of N bytes took a call to
-            // memmove per point).
-            let (slots, _) = out.as_chunks_mut::<N>();
-            pick_to(&typed, d, shape, flat, slots.iter_mut(), |o: &mut [MaybeUninit<u8>; N], v: $t| {
-                *o = v.to_ne_bytes().map(MaybeUninit::new)
-            });
+            // SAFETY: MaybeUninit<u8> and MaybeUninit<$t> hold any bytes; align_to_mut
+            // leaves unaligned ends out of the middle.
+            let (head, slots, tail) = unsafe { out.align_to_mut::<MaybeUninit<$t>>() };
+            if streamed && head.is_empty() && tail.is_empty() {
+                pick_to(&typed, d, shape, flat, slots.iter_mut(), |o, v: $t| Streamed::store(o, v));
+            } else {
+                // Fixed-size slots: a store of N bytes each (slices of N bytes took a
+                // call to memmove per point).
+                let (slots, _) = out.as_chunks_mut::<N>();
+                pick_to(&typed, d, shape, flat, slots.iter_mut(), |o: &mut [MaybeUninit<u8>; N], v: $t| {
+                    *o = v.to_ne_bytes().map(MaybeUninit::new)
+                });
+            }
         }};
     }
     match itemsize {
