@@ -9,18 +9,19 @@ use strata_core::recycle::{recycle, Recyclable};
 
 /// The owner of one column's buffer: the base object of the NumPy arrays over it.
 #[pyclass(frozen, module = "strata._core")]
-pub(crate) struct Column {
-    bytes: Option<Vec<u8>>,
-    words: Option<Vec<u64>>,
+pub(crate) struct Column(Buffer);
+
+/// A column's elements: bytes (values, coordinates) or 64-bit words (indices).
+enum Buffer {
+    Bytes(Vec<u8>),
+    Words(Vec<u64>),
 }
 
 impl Drop for Column {
     fn drop(&mut self) {
-        if let Some(v) = self.bytes.take() {
-            recycle(v);
-        }
-        if let Some(v) = self.words.take() {
-            recycle(v);
+        match &mut self.0 {
+            Buffer::Bytes(v) => recycle(std::mem::take(v)),
+            Buffer::Words(v) => recycle(std::mem::take(v)),
         }
     }
 }
@@ -33,19 +34,25 @@ pub(crate) trait ColumnElement: Element + Recyclable {
 
 impl ColumnElement for u8 {
     fn owner(v: Vec<u8>) -> Column {
-        Column { bytes: Some(v), words: None }
+        Column(Buffer::Bytes(v))
     }
     fn data(c: &Column) -> &[u8] {
-        c.bytes.as_deref().unwrap_or_default()
+        match &c.0 {
+            Buffer::Bytes(v) => v,
+            Buffer::Words(_) => &[],
+        }
     }
 }
 
 impl ColumnElement for u64 {
     fn owner(v: Vec<u64>) -> Column {
-        Column { bytes: None, words: Some(v) }
+        Column(Buffer::Words(v))
     }
     fn data(c: &Column) -> &[u64] {
-        c.words.as_deref().unwrap_or_default()
+        match &c.0 {
+            Buffer::Words(v) => v,
+            Buffer::Bytes(_) => &[],
+        }
     }
 }
 
@@ -60,7 +67,7 @@ pub(crate) fn column<T: ColumnElement>(py: Python<'_>, v: Vec<T>, recycle: bool)
     let data = T::data(owner.get());
     let view = ArrayView1::from(data);
     // SAFETY: the array reads `data`, which `owner` holds and never changes (the class is
-    // frozen; its vectors leave only when it is dropped), and the array keeps `owner`
+    // frozen; its vector leaves only when it is dropped), and the array keeps `owner`
     // alive as its base object.
     Ok(unsafe { PyArray1::borrow_from_array(&view, owner.clone().into_any()) })
 }

@@ -52,3 +52,28 @@ def test_columns_are_reused_only_once_free_and_answers_stay_exact(tmp_path):
     check(other, field > 0.2)
     assert np.array_equal(kept, want)
     check(low, field <= 0.3)
+
+
+def test_large_results_with_coordinates_equal_numpy(tmp_path):
+    """Results of 32 MiB or more are written around the cache, coordinates of every width
+    and unaligned value pieces included (engine: strata_core::nontemporal)."""
+    rng = np.random.default_rng(5)
+    field = rng.random((40, 250, 402), dtype=np.float32)
+    t = np.arange(40, dtype=np.float64) * 0.25
+    y = np.linspace(-60, 60, 250, dtype=np.float32)
+    x = np.arange(402, dtype=np.int16) - 201
+    store = tmp_path / "c.strata"
+    strata.write_arrays(
+        store,
+        {"t": (("t",), t), "y": (("y",), y), "x": (("x",), x), "v": (("t", "y", "x"), field)},
+    )
+    ds = strata.open(store, cache_bytes=0)
+    # Cuts a float32 holds exactly (NumPy compares in float32, the engine in float64).
+    for cut in (0.0625, 0.5, 0.96875):  # 3.8M, 2M and 126k rows: above and below 32 MiB
+        df = ds.query(f"v > {cut}", output="points")
+        ti, yi, xi = np.nonzero(field > cut)
+        order = np.lexsort((df["x"], df["y"], df["t"]))
+        assert np.array_equal(df["t"].to_numpy()[order], t[ti])
+        assert np.array_equal(df["y"].to_numpy()[order], y[yi])
+        assert np.array_equal(df["x"].to_numpy()[order], x[xi])
+        assert np.array_equal(df["v"].to_numpy()[order], field[field > cut])

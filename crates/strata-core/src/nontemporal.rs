@@ -66,8 +66,7 @@ pub(crate) fn copy(to: &mut [MaybeUninit<u8>], from: &[u8]) {
     let (from_words, from_tail) = from[head..].split_at(words * 8);
     // SAFETY: `to_words` starts 8-byte aligned (`head` above) and holds `words` u64s;
     // MaybeUninit<u64> has u64's layout.
-    let slots: &mut [MaybeUninit<u64>] =
-        unsafe { std::slice::from_raw_parts_mut(to_words.as_mut_ptr().cast(), words) };
+    let slots: &mut [MaybeUninit<u64>] = unsafe { std::slice::from_raw_parts_mut(to_words.as_mut_ptr().cast(), words) };
     for (slot, w) in slots.iter_mut().zip(from_words.chunks_exact(8)) {
         u64::store(slot, u64::from_ne_bytes(w.try_into().unwrap_or_default()));
     }
