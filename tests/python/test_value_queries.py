@@ -268,6 +268,33 @@ def test_constraints_aligned_with_bins_are_answered_from_the_index(tmp_path):
     assert stats["boundary"] > 0 and stats["empty"] > 0 and stats["full"] > 0
 
 
+@pytest.mark.parametrize("layout", ["S", "V-S"])
+@pytest.mark.parametrize("method", ["index", "scan"])
+def test_float32_constants_compare_as_numpy_does(tmp_path, layout, method):
+    """A constant compared with float32 values is a float32, as in NumPy and DuckDB:
+    `v == 0.97` finds the elements that read 0.97 (a float64 comparison finds none)."""
+    rng = np.random.default_rng(11)
+    v = rng.choice(np.array([0.1, 0.3, 0.97, 1.1, -0.1], dtype="f4"), size=(12, 30, 40))
+    v = v + rng.choice(np.array([0, 0, 1e-7], dtype="f4"), size=v.shape)
+    path = tmp_path / "f.strata"
+    binned = {"binning": "0.1,0.97"} if "V" in layout else {}
+    strata.write_arrays(path, {"v": (("t", "y", "x"), v)}, layout=layout, **binned)
+    ds = strata.open(path)
+    for c in (0.97, 0.1, 0.3, -0.1, 1.1, 0.5):
+        for op, ref in (
+            ("==", v == c),
+            ("!=", v != c),
+            (">", v > c),
+            (">=", v >= c),
+            ("<", v < c),
+            ("<=", v <= c),
+        ):
+            assert ds.query(f"v {op} {c}", output="count", method=method) == ref.sum(), (op, c)
+        got = ds.query(f"v == {c}", output="positions", method=method)
+        for g, w in zip(got, np.nonzero(v == c), strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
 @pytest.mark.parametrize("binning", ["equal-width", "equal-frequency", "-3,-1,0.5,4"])
 def test_binning_rules_round_trip_and_query(tmp_path, binning):
     path = tmp_path / "b.strata"

@@ -335,10 +335,16 @@ pub fn compared_stored(scale: f64, offset: f64, op: CmpOp, value: f64) -> (CmpOp
 
 /// The constraint on physical values rewritten on stored values: a comparison on a packed
 /// variable (`scale_factor`, `add_offset`) compares the stored values with the constant
-/// unpacked, and flips when the scale is negative.
+/// unpacked, and flips when the scale is negative. On an unpacked float32 variable the
+/// constant is taken as a float32 (rounded to nearest), as NumPy and xarray compare
+/// (NumPy 2's rules for Python numbers) and DuckDB too: `v == 0.97` finds the elements
+/// that read 0.97, which a float64 comparison misses (0.97f32 is 0.9700000286...).
 pub fn on_stored_values(pred: &Predicate, manifest: &Manifest) -> Result<Predicate> {
     Ok(match pred {
         Predicate::Cmp { var, op, value } => match packing(manifest, var)? {
+            None if manifest.variable(var)?.1.dtype == crate::DType::F32 => {
+                Predicate::Cmp { var: var.clone(), op: *op, value: *value as f32 as f64 }
+            }
             None => pred.clone(),
             Some((scale, offset)) => {
                 let (op, value) = compared_stored(scale, offset, *op, *value);
