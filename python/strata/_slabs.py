@@ -61,6 +61,8 @@ LAYOUT_ARGS = ("chunks", "subchunks", "shape_rule", "slab_records", "layout", "b
 def writer_options(
     codec=None,
     *,
+    objective=None,
+    error_bound=None,
     chunks=None,
     subchunks=None,
     shape_rule=None,
@@ -71,9 +73,14 @@ def writer_options(
     binning=None,
 ) -> dict:
     """The Rust writer's options (``WriterOptions``) from the Python-side arguments; the
-    engine checks them (an unknown ``shape_rule`` is refused there, with the rules it knows)."""
-    return {
-        "codec": codec,
+    engine checks them (an unknown ``shape_rule`` is refused there, with the rules it knows).
+    ``codec="auto"`` asks the engine to plan for ``objective`` (default balanced) within
+    ``error_bound``; a bound with an explicit chain is refused, not ignored."""
+    auto = codec == "auto"
+    if error_bound is not None and not auto:
+        raise InvalidArgumentError("error_bound needs codec='auto' (or give a lossy chain such as 'sz:abs=0.01')")
+    options = {
+        "codec": None if auto else codec,
         "chunks": parse_dims(chunks),
         "subchunks": parse_dims(subchunks),
         "shape_rule": shape_rule,
@@ -83,6 +90,9 @@ def writer_options(
         "bins": bins,
         "binning": binning,
     }
+    if auto:
+        options["request"] = {"kind": "auto", "objective": objective or "balanced", "error_bound": error_bound}
+    return options
 
 
 def _parse_byte_groups(spec) -> dict[str, list[int]]:

@@ -155,9 +155,10 @@ def import_file(
     nc = open_source(source)
     try:
         rec, schema = source_schema(nc, source, record_dim)
-        chain = None if codec in (None, "auto") else codec
         options = writer_options(
-            chain,
+            "auto" if codec is None else codec,
+            objective=objective,
+            error_bound=error_bound,
             chunks=chunks,
             subchunks=subchunks,
             shape_rule=shape_rule,
@@ -167,8 +168,6 @@ def import_file(
             bins=bins,
             binning=binning,
         )
-        if codec in (None, "auto"):
-            options["request"] = {"kind": "auto", "objective": objective, "error_bound": error_bound}
         writer = _core.Writer.create(store, json.dumps(schema), json.dumps(options))
         dtypes = {v["name"]: v["dtype"] for v in schema["variables"]}
         record_vars = [v["name"] for v in schema["variables"] if v["dims"][:1] == [rec] and rec is not None]

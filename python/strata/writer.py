@@ -106,12 +106,7 @@ def write_arrays(
 
 def _options(*, codec=None, objective=None, error_bound=None, config=None, **layout) -> dict:
     """The Rust writer's options; what is None is left to a layout file, then to defaults."""
-    auto = codec == "auto"
-    options = writer_options(None if auto else codec, **layout)
-    if auto:
-        options["request"] = {"kind": "auto", "objective": objective or "balanced", "error_bound": error_bound}
-    elif error_bound is not None:
-        raise InvalidArgumentError("error_bound needs codec='auto' (or give a lossy chain such as 'sz:abs=0.01')")
+    options = writer_options(codec, objective=objective, error_bound=error_bound, **layout)
     if config is not None:
         options["config"] = os.fspath(config)
     return options

@@ -176,3 +176,20 @@ def test_the_default_plan_stores_no_more_than_netcdf4_zlib(tmp_path, file, name)
 def test_write_arrays_refuses_a_bound_without_auto(tmp_path):
     with pytest.raises(strata.InvalidArgumentError, match="error_bound needs codec='auto'"):
         strata.write_arrays(tmp_path / "x.strata", {"v": (("t",), np.zeros(4, "f4"))}, error_bound="abs=0.1")
+
+
+def test_import_refuses_a_bound_with_an_explicit_chain(tmp_path, capsys):
+    """The importer shares the writers' options: a bound with a lossless chain is an
+    error, not ignored (it was ignored before)."""
+    src = tmp_path / "v.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("t", 4)
+        nc.createVariable("v", "f4", ("t",))[:] = np.arange(4)
+    with pytest.raises(strata.InvalidArgumentError, match="error_bound needs codec='auto'"):
+        strata.import_file(src, tmp_path / "a.strata", codec="zstd:3", error_bound="abs=0.1")
+    assert not (tmp_path / "a.strata").exists()
+    code = main(["import", "-q", "--codec", "zstd:3", "--error-bound", "abs=0.1", str(src), str(tmp_path / "b.strata")])
+    assert code == 2 and "error_bound needs codec='auto'" in capsys.readouterr().err
+    # codec=None is the importer's auto, with the bound.
+    strata.import_file(src, tmp_path / "c.strata", codec=None, error_bound="abs=0.1")
+    np.testing.assert_array_equal(strata.open(tmp_path / "c.strata")["v"][...], np.arange(4, dtype="f4"))
