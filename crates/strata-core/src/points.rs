@@ -80,23 +80,11 @@ fn pick_to<'a, T: Copy + Default, O: ?Sized + 'a>(
 }
 
 /// [`pick`] for coordinate values given as native-order bytes of `itemsize` (1, 2, 4 or
-/// 8) each, written into `out` (`itemsize` bytes per flat index, every byte written).
-/// Checked: `values` holds `shape[d]` elements, `out` one element per flat index, and
-/// every flat index lies inside the grid.
-pub fn pick_bytes_into(
-    values: &[u8],
-    itemsize: usize,
-    d: usize,
-    shape: &[u64],
-    flat: &[u64],
-    out: &mut [MaybeUninit<u8>],
-) -> Result<()> {
-    check_flat(shape, flat)?;
-    pick_bytes(values, itemsize, d, shape, flat, out, false)
-}
-
-/// [`pick_bytes_into`] for flat indices the caller has checked; `streamed`, with stores
-/// around the cache (see [`crate::nontemporal`]; the caller fences).
+/// 8) each, written into `out` (`itemsize` bytes per flat index, every byte written);
+/// `streamed`, with stores around the cache (see [`crate::nontemporal`]; the caller
+/// fences). Checked: `values` holds `shape[d]` elements and `out` one element per flat
+/// index; the flat indices are the caller's to check ([`check_flat`]), once for every
+/// column it picks.
 pub(crate) fn pick_bytes(
     values: &[u8],
     itemsize: usize,
@@ -214,11 +202,19 @@ pub fn check_flat(shape: &[u64], flat: &[u64]) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// Picked both ways (as usual and around the cache), which must agree.
     fn picked_bytes(values: &[u8], itemsize: usize, d: usize, shape: &[u64], flat: &[u64]) -> Result<Vec<u8>> {
-        let mut out = vec![MaybeUninit::new(0u8); flat.len() * itemsize.max(1)];
-        pick_bytes_into(values, itemsize, d, shape, flat, &mut out)?;
-        // SAFETY: initialized above, and written by the pick.
-        Ok(out.into_iter().map(|b| unsafe { b.assume_init() }).collect())
+        check_flat(shape, flat)?;
+        let pick_with = |streamed: bool| -> Result<Vec<u8>> {
+            let mut out = vec![MaybeUninit::new(0u8); flat.len() * itemsize.max(1)];
+            pick_bytes(values, itemsize, d, shape, flat, &mut out, streamed)?;
+            crate::nontemporal::fence();
+            // SAFETY: initialized above, and written by the pick.
+            Ok(out.into_iter().map(|b| unsafe { b.assume_init() }).collect())
+        };
+        let usual = pick_with(false)?;
+        assert_eq!(pick_with(true)?, usual);
+        Ok(usual)
     }
 
     #[test]
@@ -255,7 +251,7 @@ mod tests {
         assert!(picked_bytes(&[0; 12], 4, 0, &[3], &[3]).is_err());
         assert!(picked_bytes(&[0; 12], 4, 1, &[3], &[0]).is_err());
         let mut short = [MaybeUninit::new(0u8); 3];
-        assert!(pick_bytes_into(&[0; 12], 4, 0, &[3], &[0], &mut short).is_err());
+        assert!(pick_bytes(&[0; 12], 4, 0, &[3], &[0], &mut short, false).is_err());
         // Large enough for axis_indices to split across threads.
         let big = [600u64, 700, 3];
         let flat: Vec<u64> = (0..big.iter().product::<u64>()).filter(|f| f % 3 != 1).collect();
