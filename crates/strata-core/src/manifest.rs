@@ -356,8 +356,79 @@ impl Variable {
     }
 }
 
+/// The text a stored manifest's checksum covers, taken from the stored text itself when it
+/// is in the writer's own form (keys sorted, serde_json's numbers, any whitespace): compact,
+/// the top-level checksum member cut out; with the checksum it states. None otherwise (keys
+/// out of order, no checksum, not JSON): the full check decides. Equal to what
+/// [`canonical`] makes of the parsed value for every manifest strata writes, without
+/// building that value (most of the time of opening a store).
+fn stated_and_covered(bytes: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut in_string, mut escaped, mut depth) = (false, false, 0usize);
+    // Where each top-level key starts in `out`.
+    let mut keys = Vec::new();
+    for &b in bytes {
+        if in_string {
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b' ' | b'\n' | b'\r' | b'\t' => continue,
+            b'"' => {
+                in_string = true;
+                if depth == 1 && matches!(out.last(), Some(b'{' | b',')) {
+                    keys.push(out.len());
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+        out.push(b);
+    }
+    if in_string || depth != 0 {
+        return None;
+    }
+    const KEY: &[u8] = b"\"checksum\":\"";
+    let start = *keys.iter().find(|&&k| out[k..].starts_with(KEY))?;
+    let value = start + KEY.len();
+    let close = value + out[value..].iter().position(|&b| b == b'"' || b == b'\\')?;
+    if out[close] != b'"' {
+        return None;
+    }
+    let stated = out[value..close].to_vec();
+    // The member and one comma beside it (after it, or before it when it comes last).
+    let (cut_from, cut_to) = match out.get(close + 1) {
+        Some(b',') => (start, close + 2),
+        Some(b'}') if out[start - 1] == b',' => (start - 1, close + 1),
+        Some(b'}') => (start, close + 1),
+        _ => return None,
+    };
+    out.drain(cut_from..cut_to);
+    Some((stated, out))
+}
+
 impl Manifest {
     pub fn from_json(bytes: &[u8], what: &str) -> Result<Self> {
+        // The quick way for a manifest in the writer's form: its covered text checked
+        // against the stated checksum, then read as the struct it is. Anything else, and
+        // every error, goes the full way below, which says what is wrong.
+        if let Some((stated, covered)) = stated_and_covered(bytes) {
+            if stated == format!("crc32c:{:08x}", crc32c::crc32c(&covered)).as_bytes() {
+                if let Ok(m) = serde_json::from_slice::<Manifest>(&covered) {
+                    if m.format == FORMAT_NAME && m.format_version == FORMAT_VERSION && m.validate().is_ok() {
+                        return Ok(m);
+                    }
+                }
+            }
+        }
         let value: serde_json::Value =
             serde_json::from_slice(bytes).map_err(|e| Error::Corruption(format!("{what} is not valid JSON: {e}")))?;
         let version = value.get("format_version").and_then(|v| v.as_u64());
@@ -587,5 +658,84 @@ mod tests {
         let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
         value.as_object_mut().unwrap().remove(CHECKSUM_KEY);
         assert_eq!(Manifest::from_json(&serde_json::to_vec(&value).unwrap(), "v1").unwrap(), m);
+    }
+}
+
+#[cfg(test)]
+mod quick_check {
+    use super::*;
+
+    /// The stored manifests of every golden store (every codec and layout level).
+    fn golden() -> Vec<(String, Vec<u8>)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/v1");
+        let mut found = Vec::new();
+        let mut dirs = vec![root];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.parent().is_some_and(|p| p.ends_with("manifests")) {
+                    found.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        assert!(found.len() >= 15, "golden manifests: {}", found.len());
+        found
+    }
+
+    /// The covered text taken from the stored text is what the full check computes, and
+    /// both ways read the same manifest: on every golden manifest as today's writer
+    /// writes it (most golden ones predate checksums, and read the full way as stored).
+    #[test]
+    fn the_quick_check_covers_what_the_full_check_covers() {
+        for (path, stored) in golden() {
+            let m = Manifest::from_json(&stored, &path).unwrap();
+            let bytes = m.to_json();
+            let (stated, covered) = stated_and_covered(&bytes).unwrap_or_else(|| panic!("{path}"));
+            let mut value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            let full_stated = value.as_object_mut().unwrap().remove(CHECKSUM_KEY).unwrap();
+            let mut full = Vec::new();
+            canonical(&value, &mut full);
+            assert_eq!(covered, full, "{path}");
+            assert_eq!(stated, full_stated.as_str().unwrap().as_bytes(), "{path}");
+            // Compared as written (NaN attributes make the structs unequal to themselves).
+            assert_eq!(Manifest::from_json(&bytes, &path).unwrap().to_json(), bytes, "{path}");
+        }
+    }
+
+    /// Texts not in the writer's form take the full way: reformatted or reordered ones
+    /// still read, damaged ones are still corruption.
+    #[test]
+    fn other_forms_take_the_full_check() {
+        let (path, stored) = golden().swap_remove(0);
+        let bytes = Manifest::from_json(&stored, &path).unwrap().to_json();
+        let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        // Compact, or with the checksum member moved last.
+        let compact = serde_json::to_vec(&value).unwrap();
+        assert!(stated_and_covered(&compact).is_some());
+        assert_eq!(Manifest::from_json(&compact, "compact").unwrap().to_json(), bytes);
+        let text = String::from_utf8(compact).unwrap();
+        let sum = value[CHECKSUM_KEY].as_str().unwrap();
+        let member = format!("\"checksum\":\"{sum}\",");
+        let moved = text.replacen(&member, "", 1);
+        let last = format!("{},\"checksum\":\"{sum}\"}}", &moved[..moved.len() - 1]);
+        // Last, the member is cut with the comma before it: the same covered text.
+        assert_eq!(stated_and_covered(last.as_bytes()), stated_and_covered(text.as_bytes()));
+        assert_eq!(Manifest::from_json(last.as_bytes(), "last").unwrap().to_json(), bytes);
+        // A flipped digit anywhere is corruption, whichever way it is read.
+        for at in [30, text.len() / 2, text.len() - 20] {
+            let mut damaged = text.clone().into_bytes();
+            if damaged[at].is_ascii_digit() {
+                damaged[at] = if damaged[at] == b'1' { b'2' } else { b'1' };
+            } else {
+                damaged[at] ^= 0x20;
+            }
+            assert!(Manifest::from_json(&damaged, "damaged").is_err(), "byte {at}");
+        }
+        for bad in [&b"{"[..], b"{\"checksum\":\"x\"", b"", b"[]", b"{\"a\":\"\\"] {
+            assert!(stated_and_covered(bad).is_none() || Manifest::from_json(bad, "bad").is_err());
+            assert!(Manifest::from_json(bad, "bad").is_err());
+        }
     }
 }
