@@ -42,10 +42,26 @@ pub(crate) struct VariableInfo {
     pub chains: Vec<String>,
     /// The same chains as the manifest stores them: lists of `{"name", "configuration"}`.
     pub codecs: Py<PyAny>,
-    /// The analyzer's record (a dict), or None.
-    pub plan: Py<PyAny>,
     /// The values of a `string` variable, row-major.
     pub inline_strings: Option<Vec<String>>,
+    /// The analyzer's record as stored, JSON text (`plan` gives it as a dict).
+    pub plan_text: Option<String>,
+}
+
+#[pymethods]
+impl VariableInfo {
+    /// The analyzer's record (a dict), or None: read when asked for, not on every open.
+    #[getter]
+    fn plan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.plan_text {
+            None => Ok(py.None().into_bound(py)),
+            Some(text) => {
+                let value: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| crate::to_py(strata_core::Error::Corruption(format!("plan record: {e}"))))?;
+                json_value(py, &value)
+            }
+        }
+    }
 }
 
 /// One version of a store: what a reader or writer needs to know of it.
@@ -98,11 +114,8 @@ fn variable(py: Python<'_>, v: &strata_core::manifest::Variable) -> PyResult<Var
         subchunk: v.chunking.as_ref().map(|c| c.subchunk.clone()),
         chains: v.codecs.iter().map(|c| strata_codecs::registry::chain_text(c)).collect(),
         codecs: json_value(py, &codecs)?.unbind(),
-        plan: match &v.plan {
-            Some(p) => json_value(py, p)?.unbind(),
-            None => py.None(),
-        },
         inline_strings: v.inline_strings.clone(),
+        plan_text: v.plan.as_ref().map(|p| p.text().to_string()),
     })
 }
 

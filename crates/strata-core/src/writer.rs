@@ -12,7 +12,7 @@ use crate::grid::{chunk_grid, copy_block, subchunk_grid, unravel};
 use crate::hilbert;
 use crate::index_file::{self, BinPositions, SlabIndexData};
 use crate::manifest::{
-    Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
+    Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, RawJson, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
 };
 use crate::precision;
 use crate::sampling::{self, REFINE_SAMPLES};
@@ -574,7 +574,7 @@ impl StoreWriter {
                 chunking: Some(Chunking { chunk, subchunk: sub }),
                 codecs: vec![chain_of.get(&v.name).cloned().unwrap_or_else(|| codec.clone())],
                 inline_strings: None,
-                plan: options.plans.get(&v.name).cloned(),
+                plan: options.plans.get(&v.name).map(RawJson::new),
             });
         }
         let dims = schema
@@ -665,7 +665,7 @@ impl StoreWriter {
         }
         for (name, plan) in &options.plans {
             let pos = base.variable(name)?.0;
-            base.variables[pos].plan = Some(plan.clone());
+            base.variables[pos].plan = Some(RawJson::new(plan));
         }
         if base.record_dim.is_none() {
             return Err(Error::InvalidArgument(format!("'{}' has no record dimension to append along", store.name())));
@@ -684,7 +684,7 @@ impl StoreWriter {
                     && !precision::splits(&base.layout, v.dtype)
                     && v.dtype.num_type().is_some();
                 let current = v.codecs.last().filter(|_| eligible).map(|specs| registry::chain_text(specs))?;
-                let head = v.plan.clone().and_then(|p| serde_json::from_value::<PlanHead>(p).ok());
+                let head = v.plan.as_ref().and_then(|p| serde_json::from_str::<PlanHead>(p.text()).ok());
                 let objective =
                     objective_override.or(head.as_ref().and_then(|h| h.objective)).unwrap_or(Objective::Balanced);
                 let error_bound = head.and_then(|h| h.error_bound);
@@ -757,7 +757,7 @@ impl StoreWriter {
             // A new variable: nothing was written with its placeholder chain yet.
             var.codecs = vec![specs];
         }
-        var.plan = Some(plan);
+        var.plan = Some(RawJson::new(&plan));
         self.chains[idx] = build_chain(&self.draft.layout, &self.draft.variables[idx])?;
         Ok(())
     }

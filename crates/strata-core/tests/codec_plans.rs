@@ -97,7 +97,7 @@ fn auto_plans_from_the_first_data_records_the_plan_and_is_reproducible() {
     write(&b, &auto(Objective::Balanced), 0, 40, true);
     let (ma, mb) = (a.manifest(None).unwrap(), b.manifest(None).unwrap());
     let temp = ma.variable("temp").unwrap().1;
-    let plan: PlanRecord = serde_json::from_value(temp.plan.clone().unwrap()).unwrap();
+    let plan: PlanRecord = serde_json::from_str(temp.plan.as_ref().unwrap().text()).unwrap();
     assert_eq!(plan.objective, Objective::Balanced);
     assert_eq!(chain_text(&temp.codecs[0]), plan.chosen);
     assert_eq!(temp.codecs.len(), 1);
@@ -122,7 +122,7 @@ fn a_later_check_switches_new_slabs_only_on_a_clear_gain() {
     let temp = m.variable("temp").unwrap().1;
     assert_eq!(temp.codecs.len(), 2);
     assert_eq!(chain_text(&temp.codecs[0]), "raw");
-    let plan: PlanRecord = serde_json::from_value(temp.plan.clone().unwrap()).unwrap();
+    let plan: PlanRecord = serde_json::from_str(temp.plan.as_ref().unwrap().text()).unwrap();
     assert_eq!((plan.previous.as_deref(), chain_text(&temp.codecs[1])), (Some("raw"), plan.chosen.clone()));
     assert!(plan.gain.unwrap() >= DRIFT_THRESHOLD);
     assert_eq!(read_all(&store, 80), field(0, 80), "old slabs keep raw, new ones the new chain");
