@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from functools import cached_property
 from typing import Any
@@ -326,7 +327,7 @@ class Variable:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
@@ -383,7 +384,8 @@ class Variable:
         if self.dtype == np.dtype("O"):
             full = np.array(self._meta.inline_strings or [], dtype=object).reshape(self.shape)
             return full[tuple(slice(a, b, s) for a, b, s in zip(starts, stops, steps, strict=True))]
-        out = np.empty(int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize, dtype=np.uint8)
+        # math.prod: NumPy's reduction over a few Python ints costs more than a small read.
+        out = np.empty(math.prod(shape) * self.dtype.itemsize, dtype=np.uint8)
         self._ds._reader.read_into(self.name, list(starts), list(stops), list(steps), out, self.level)
         arr = out.view(self.dtype).reshape(shape)
         return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
