@@ -25,6 +25,7 @@ mod data_file;
 mod dtype;
 mod error;
 mod fastdiv;
+mod fxhash;
 pub mod gc;
 pub mod grid;
 mod hilbert;

@@ -4,6 +4,7 @@
 use crate::bins::{self, BinSummary};
 use crate::cache::{SegmentCache, DEFAULT_CACHE_BYTES};
 use crate::error::{Error, Result};
+use crate::fxhash::FxHashMap;
 use crate::grid::{axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection};
 use crate::index_file;
 use crate::manifest::{Manifest, Slab, Variable};
@@ -139,14 +140,14 @@ pub type SubchunkId = (u32, u64, u32);
 /// The segment table of one slab, keyed for lookups, with level V's positions.
 #[derive(Debug)]
 pub struct SlabIndex {
-    pub segments: HashMap<SegmentKey, SegmentEntry>,
+    pub segments: FxHashMap<SegmentKey, SegmentEntry>,
     /// Level V: the bins of each sub-chunk, ascending, with positions and summaries.
-    pub positions: HashMap<SubchunkId, Vec<BinEntry>>,
+    pub positions: FxHashMap<SubchunkId, Vec<BinEntry>>,
     /// Level V: per variable, the slab's bin boundaries and counts.
-    pub bins: HashMap<u32, BinSummary>,
+    pub bins: FxHashMap<u32, BinSummary>,
     /// Per sub-chunk, its stored bytes and segments by byte group (all bins together):
     /// what a scan reads, looked up once instead of per (bin, group) when planning.
-    pub totals: HashMap<SubchunkId, Vec<(u64, u32)>>,
+    pub totals: FxHashMap<SubchunkId, Vec<(u64, u32)>>,
 }
 
 impl SlabIndex {
@@ -426,7 +427,7 @@ impl StoreReader {
         let data_size = self.manifest.files.iter().find(|f| f.path == slab.data).map(|f| f.size);
         // A file indexed in place has no strata header; its chunks may start anywhere.
         let first = if self.is_in_place(slab) { 0 } else { crate::data_file::HEADER_LEN };
-        let mut segments = HashMap::with_capacity(data.segments.len());
+        let mut segments = FxHashMap::with_capacity_and_hasher(data.segments.len(), Default::default());
         for s in data.segments {
             if s.key.var as usize >= self.manifest.variables.len() {
                 return Err(Error::Corruption(format!("index file {} names variable #{}", slab.index, s.key.var)));
@@ -444,7 +445,7 @@ impl StoreReader {
                 return Err(Error::Corruption(format!("index file {} lists segment {:?} twice", slab.index, s.key)));
             }
         }
-        let mut positions: HashMap<SubchunkId, Vec<BinEntry>> = HashMap::new();
+        let mut positions: FxHashMap<SubchunkId, Vec<BinEntry>> = FxHashMap::default();
         for b in data.bitmaps {
             let key = SegmentKey { var: b.var, chunk: b.chunk, subchunk: b.subchunk, bin: b.bin, group: 0 };
             let e = segments.get(&key).ok_or_else(|| {
@@ -461,7 +462,7 @@ impl StoreReader {
             }
         }
         let bins = data.bins.into_iter().map(|b| (b.var, b)).collect();
-        let mut totals: HashMap<SubchunkId, Vec<(u64, u32)>> = HashMap::new();
+        let mut totals: FxHashMap<SubchunkId, Vec<(u64, u32)>> = FxHashMap::default();
         for s in segments.values() {
             let t = totals.entry((s.key.var, s.key.chunk, s.key.subchunk)).or_default();
             let g = s.key.group as usize;
