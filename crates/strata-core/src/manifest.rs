@@ -17,7 +17,12 @@ pub const CHECKSUM_KEY: &str = "checksum";
 fn checksum_text(value: &serde_json::Value) -> String {
     let mut out = Vec::new();
     canonical(value, &mut out);
-    format!("crc32c:{:08x}", crc32c::crc32c(&out))
+    checksum_of(&out)
+}
+
+/// The checksum field's text for the covered (canonical) bytes.
+fn checksum_of(covered: &[u8]) -> String {
+    format!("crc32c:{:08x}", crc32c::crc32c(covered))
 }
 
 /// Compact JSON with object keys sorted, whatever order a JSON map keeps its keys in.
@@ -455,7 +460,7 @@ impl Manifest {
         // against the stated checksum, then read as the struct it is. Anything else, and
         // every error, goes the full way below, which says what is wrong.
         if let Some((stated, covered)) = stated_and_covered(bytes) {
-            if stated == format!("crc32c:{:08x}", crc32c::crc32c(&covered)).as_bytes() {
+            if stated == checksum_of(&covered).as_bytes() {
                 if let Ok(m) = serde_json::from_slice::<Manifest>(&covered) {
                     if m.format == FORMAT_NAME && m.format_version == FORMAT_VERSION && m.validate().is_ok() {
                         return Ok(m);

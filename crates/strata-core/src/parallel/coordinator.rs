@@ -218,7 +218,7 @@ impl Coordinator {
                 self.seen[v] = true;
                 var.codecs.clear();
                 if var.plan.is_none() {
-                    var.plan = t.plans[v].as_ref().map(crate::manifest::RawJson::new);
+                    var.plan = t.plans[v].clone();
                 }
             }
             let mut positions = Vec::with_capacity(chains.len());

@@ -85,7 +85,7 @@ pub struct PartTable {
     /// Per variable, the chains this writer's segments name by position (a plan is made
     /// by each writer from its own data) and its plan record.
     pub codecs: Vec<Vec<Vec<CodecSpec>>>,
-    pub plans: Vec<Option<serde_json::Value>>,
+    pub plans: Vec<Option<crate::manifest::RawJson>>,
     /// Hybrid: the writer's slot `[start, length]`; segments with an offset inside it are
     /// written already. Subfiles: the writer's own data file, written whole.
     pub slot: Option<[u64; 2]>,

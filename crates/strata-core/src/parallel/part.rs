@@ -191,7 +191,7 @@ impl PartWriter {
             slab: id,
             records,
             codecs: m.variables.iter().map(|v| v.codecs.clone()).collect(),
-            plans: m.variables.iter().map(|v| v.plan.as_ref().map(crate::manifest::RawJson::value)).collect(),
+            plans: m.variables.iter().map(|v| v.plan.clone()).collect(),
             slot: None,
             own_file: None,
             index: SlabIndexData { slab_id: id, segments: vec![], bitmaps, bins },
