@@ -1,6 +1,6 @@
 """Random boxes from a store opened afresh for each box, as a user script or a service
 answering one request does: strata's default import (codec auto, its own chunk shapes), and
-the same import with the proportional shape rule, against python-blosc2 NDArray with its own
+the same import with each other shape rule, against python-blosc2 NDArray with its own
 default chunking, on every numeric variable of at least 1 MB in ../shared/data.
 
     python bench/bench_boxes.py          # writes bench/results/boxes.md and boxes.json
@@ -21,7 +21,7 @@ import strata
 
 FRACTIONS = (0.001, 0.01)
 # The default shape rule first, then those a user can choose for boxes and for maps.
-RULES = ("cube", "proportional", "slices")
+RULES = ("auto", "cube", "proportional", "slices")
 BOXES = 25
 REPEATS = 3
 # Maps (one index along every axis but the last two, all of those) and series at a point
@@ -137,7 +137,8 @@ def report(results) -> str:
         "",
         "Every numeric variable of at least 1 MB in `../shared/data`. strata: the store "
         "`strata.import_file` makes with no options (codec auto, objective balanced, the "
-        "automatic chunk and sub-chunk shapes of the default `cube` rule), and the same import "
+        "automatic chunk and sub-chunk shapes of the default `auto` rule: `cube`, or "
+        "`proportional` where a cube would keep a short axis whole), and the same import "
         f"with each other shape rule ({', '.join(f'`{r}`' for r in others)}; docs/writing.md, "
         '"Chunk shapes"). python-blosc2: `blosc2.asarray` of the same array with its own default '
         f"chunks and blocks, zstd 5 + shuffle, both cores. Each of {BOXES} random boxes per share "
@@ -146,12 +147,12 @@ def report(results) -> str:
         f"`blosc2.open(path)[box]`), {REPEATS} times, the best counting, the readers taking turns; "
         "the files are in the page cache, no decoded chunk survives an open. Speed = blosc2's time "
         "/ strata's per box, median over boxes (above 1: strata faster); the times are in "
-        "`boxes.json`. `size`: the store's bytes for the variable over the `cube` store's. Every "
+        f"`boxes.json`. `size`: the store's bytes for the variable over the `{RULES[0]}` store's. Every "
         "read's answers are compared.",
         "",
         "| file | variable | type | shape | blosc2 block | "
         + " | ".join(f"blosc2 ms {pct[k]}" for k in keys)
-        + " | cube sub-chunk | "
+        + f" | {RULES[0]} sub-chunk | "
         + " | ".join(f"speed {pct[k]}" for k in keys)
         + "".join(f" | {r} sub-chunk | size | " + " | ".join(f"speed {pct[k]}" for k in keys) for r in others)
         + " |",
@@ -184,7 +185,7 @@ def report(results) -> str:
     for rule in others:
         sizes = [r[rule]["stored_bytes"] / r[RULES[0]]["stored_bytes"] for r in rows]
         lines.append(
-            f"- `{rule}` stores over `cube`'s: median {statistics.median(sizes):.3f}, "
+            f"- `{rule}` stores over `{RULES[0]}`'s: median {statistics.median(sizes):.3f}, "
             f"from {min(sizes):.3f} to {max(sizes):.3f}."
         )
     shaped = [r for r in rows if "map" in r[RULES[0]]]
@@ -214,7 +215,7 @@ def report(results) -> str:
         beat = ", ".join(f"`{rule}` {sum(r[rule][k]['speed_vs_blosc2'] >= 1 for r in shaped)}" for rule in RULES)
         over = {rule: [r[rule][k]["ms"] / r[RULES[0]][k]["ms"] for r in shaped] for rule in others}
         ratios = "; ".join(
-            f"`{rule}` over `cube`: median {statistics.median(x):.2f} (from {min(x):.2f} to {max(x):.2f})"
+            f"`{rule}` over `{RULES[0]}`: median {statistics.median(x):.2f} (from {min(x):.2f} to {max(x):.2f})"
             for rule, x in over.items()
         )
         lines.append(f"- {what}: time {ratios}. As fast as python-blosc2 or faster, of {len(shaped)}: {beat}.")

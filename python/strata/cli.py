@@ -693,9 +693,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--shape-rule",
         metavar="RULE",
-        help="how the other lengths are chosen: cube (default: the longest axis is halved, so maps and series "
-        "at a point read about as much), proportional (blocks keep the array's proportions, short axes cut "
-        "too: for boxes over every axis) or slices (the leading axes are cut first: for maps)",
+        help="how the other lengths are chosen: auto (default: cube, or proportional when cubes would hold a "
+        "few levels or months whole), cube (the longest axis is halved, so maps and series at a point read "
+        "about as much), proportional (blocks keep the array's proportions, short axes cut too: for boxes "
+        "over every axis) or slices (the leading axes are cut first: for maps)",
     )
     s.add_argument("--record-dim", help="dimension to cut slabs along (default: the unlimited one)")
     s.add_argument("--slab-records", type=int, help="records per slab (default: about 64 MiB per slab)")

@@ -44,7 +44,7 @@ def write_arrays(
     ``objective`` and ``error_bound``, so the same arrays get the same plans. ``layout`` and
     ``byte_groups`` are as for :func:`strata.import_file` (under level M, float byte-group
     segments get ``zstd:3`` unless a chain is given). ``shape_rule`` cuts the automatic
-    chunk and sub-chunk shapes: ``"cube"`` (the default), ``"proportional"`` or
+    chunk and sub-chunk shapes: ``"auto"`` (the default), ``"cube"``, ``"proportional"`` or
     ``"slices"`` (see docs/writing.md). ``config`` is a layout file (see :class:`Writer`).
     Returns the committed version (1).
     """

@@ -37,7 +37,7 @@ def test_shape_rule_example(tmp_path, monkeypatch, capsys):
     # The shapes the example's comments promise are the ones printed.
     promised = re.findall(r"# (\(.*?\))", code)
     assert capsys.readouterr().out.split("\n")[:2] == promised
-    assert strata.open(tmp_path / "boxes.strata")["v"].subchunks[:2] == (1, 2)
+    assert strata.open(tmp_path / "auto.strata")["v"].subchunks[:2] == (1, 2)
 
 
 def test_layout_file_example(tmp_path):

@@ -1,5 +1,6 @@
-"""The automatic shape rules: `cube` (the default) and `proportional`, chosen by argument,
-by the command line or by a layout file; either way the store reads back bit-exactly."""
+"""The automatic shape rules: `auto` (the default), `cube`, `proportional` and `slices`, chosen
+by argument, by the command line or by a layout file; either way the store reads back
+bit-exactly."""
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ def _subchunks(store, name):
 @needs_data
 def test_proportional_cuts_short_axes_and_reads_back_bit_exactly(tmp_path):
     cube, prop = tmp_path / "cube.strata", tmp_path / "prop.strata"
-    strata.import_file(DATA / GRID, cube)
+    strata.import_file(DATA / GRID, cube, shape_rule="cube")
     strata.import_file(DATA / GRID, prop, shape_rule="proportional")
     # The cube rule never cuts the 17 levels (lat and lon are cut to 24 first); the
     # proportional rule cuts every axis about alike.
@@ -62,17 +63,28 @@ def test_write_arrays_and_a_layout_file_take_the_rule(tmp_path):
     config = tmp_path / "layout.toml"
     config.write_text('version = 1\nshape_rule = "proportional"\n')
     strata.write_arrays(by_file, {"v": (dims, arr)}, config=config)
-    plain = tmp_path / "plain.strata"
+    plain, cube = tmp_path / "plain.strata", tmp_path / "cube.strata"
     strata.write_arrays(plain, {"v": (dims, arr)})
-    assert _subchunks(by_arg, "v") == _subchunks(by_file, "v") != _subchunks(plain, "v")
-    assert _subchunks(plain, "v")[:2] == (3, 12)
-    assert _subchunks(by_arg, "v")[:2] < (3, 12)
-    for store in (by_arg, by_file, plain):
-        assert_bit_equal(strata.open(store)["v"].values, arr)
     # What the program passes wins over the file.
-    cube = tmp_path / "cube.strata"
     strata.write_arrays(cube, {"v": (dims, arr)}, config=config, shape_rule="cube")
-    assert _subchunks(cube, "v") == _subchunks(plain, "v")
+    assert _subchunks(by_arg, "v") == _subchunks(by_file, "v") != _subchunks(cube, "v")
+    assert _subchunks(cube, "v")[:2] == (3, 12)
+    assert _subchunks(by_arg, "v")[:2] < (3, 12)
+    # The default cuts the 3 times and 12 depths a cube would hold whole, as proportional does.
+    assert _subchunks(plain, "v") == _subchunks(by_arg, "v")
+    for store in (by_arg, by_file, plain, cube):
+        assert_bit_equal(strata.open(store)["v"].values, arr)
+
+
+def test_the_default_keeps_cubes_on_long_series(tmp_path):
+    # ERSST's shape: no axis is short beside a cube's edge, so maps keep cube-shaped blocks.
+    arr = np.zeros((684, 89, 180), dtype="f4")
+    dims = ("time", "lat", "lon")
+    plain, cube = tmp_path / "plain.strata", tmp_path / "cube.strata"
+    strata.write_arrays(plain, {"v": (dims, arr)}, codec="zstd:1")
+    strata.write_arrays(cube, {"v": (dims, arr)}, codec="zstd:1", shape_rule="cube")
+    assert _subchunks(plain, "v") == _subchunks(cube, "v") == (22, 23, 23)
+    assert strata.open(plain)["v"].chunks == strata.open(cube)["v"].chunks
 
 
 def test_slices_serve_maps(tmp_path):
@@ -91,7 +103,7 @@ def test_slices_serve_maps(tmp_path):
 
 def test_an_unknown_rule_is_refused_and_writes_nothing(tmp_path):
     arr = np.zeros((4, 4), dtype="f4")
-    with pytest.raises(InvalidArgumentError, match="expected one of `cube`, `proportional`, `slices`"):
+    with pytest.raises(InvalidArgumentError, match="expected one of `auto`, `cube`, `proportional`, `slices`"):
         strata.write_arrays(tmp_path / "a.strata", {"v": (("y", "x"), arr)}, shape_rule="cubic")
     assert not (tmp_path / "a.strata").exists()
     config = tmp_path / "layout.toml"
@@ -108,7 +120,7 @@ def test_the_command_line_takes_the_rule(tmp_path, capsys):
     assert main(["import", "--shape-rule", "cubic", str(DATA / GRID), str(tmp_path / "x.strata")]) == 2
     err = capsys.readouterr().err
     # The engine's list of rules, and no place in the options' internal JSON.
-    assert "unknown variant `cubic`, expected one of `cube`, `proportional`, `slices`" in err
+    assert "unknown variant `cubic`, expected one of `auto`, `cube`, `proportional`, `slices`" in err
     assert "at line" not in err
     assert not (tmp_path / "x.strata").exists()
 

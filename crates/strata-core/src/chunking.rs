@@ -19,10 +19,15 @@ pub const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ShapeRule {
+    /// `cube`, unless its block would keep whole an axis at most half as long as the
+    /// block's longest edge (a few levels, months or ensemble members): then
+    /// `proportional`, which cuts such axes too, so a map at one level or a box does not
+    /// decode every level. Arrays without short axes (long time series) keep cubes.
+    #[default]
+    Auto,
     /// The longest axis (the leading one on ties): blocks near a cube, so maps and
     /// series at a point read about as much. Short axes (a few levels, months or ensemble
     /// members) stay whole.
-    #[default]
     Cube,
     /// The axis cut least so far relative to its length (the leading one on ties): blocks
     /// keep the array's proportions, so a box that takes the same share of every axis
@@ -35,19 +40,31 @@ pub enum ShapeRule {
 }
 
 impl ShapeRule {
-    pub const ALL: [ShapeRule; 3] = [ShapeRule::Cube, ShapeRule::Proportional, ShapeRule::Slices];
+    pub const ALL: [ShapeRule; 4] = [ShapeRule::Auto, ShapeRule::Cube, ShapeRule::Proportional, ShapeRule::Slices];
 
     /// Cuts `shape` (axes of length 0 count as 1) until a block of `elem_size`-byte
     /// elements fits `target_bytes`. The result never exceeds `shape`.
     pub fn shape(self, shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
         let whole: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
+        let rule = match self {
+            ShapeRule::Auto => {
+                let cube = ShapeRule::Cube.shape(&whole, elem_size, target_bytes);
+                let longest = cube.iter().copied().max().unwrap_or(1);
+                let keeps_short = cube.iter().zip(&whole).any(|(&c, &w)| c == w && w > 1 && 2 * w <= longest);
+                if !keeps_short {
+                    return cube;
+                }
+                ShapeRule::Proportional
+            }
+            rule => rule,
+        };
         let mut c = whole.clone();
         let bytes = |c: &[u64]| c.iter().product::<u64>().saturating_mul(elem_size.max(1));
         while bytes(&c) > target_bytes {
             let cuttable = (0..c.len()).filter(|&i| c[i] > 1);
             // The first of the axes that rank highest (max_by keeps the last of equals).
-            let next = match self {
-                ShapeRule::Cube => cuttable.rev().max_by_key(|&i| c[i]),
+            let next = match rule {
+                ShapeRule::Cube | ShapeRule::Auto => cuttable.rev().max_by_key(|&i| c[i]),
                 // c[a] / whole[a] against c[b] / whole[b], without rounding.
                 ShapeRule::Proportional => cuttable
                     .rev()
@@ -61,9 +78,9 @@ impl ShapeRule {
     }
 }
 
-/// The default rule's shape ([`ShapeRule::Cube`]).
+/// The default rule's shape ([`ShapeRule::Auto`]).
 pub fn auto_shape(shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
-    ShapeRule::Cube.shape(shape, elem_size, target_bytes)
+    ShapeRule::Auto.shape(shape, elem_size, target_bytes)
 }
 
 #[cfg(test)]
@@ -72,14 +89,38 @@ mod tests {
 
     #[test]
     fn shapes_fit_their_target_and_split_long_axes_first() {
-        let c = auto_shape(&[684, 89, 180], 4, DEFAULT_CHUNK_BYTES);
+        let cube = ShapeRule::Cube;
+        let c = cube.shape(&[684, 89, 180], 4, DEFAULT_CHUNK_BYTES);
         assert!(c.iter().product::<u64>() * 4 <= DEFAULT_CHUNK_BYTES);
         assert_eq!(c, vec![86, 89, 90]);
-        assert_eq!(auto_shape(&[10], 8, 1 << 20), vec![10]);
-        assert_eq!(auto_shape(&[], 8, 1), Vec::<u64>::new());
-        assert_eq!(auto_shape(&[0, 5], 4, 1 << 20), vec![1, 5]);
+        assert_eq!(cube.shape(&[10], 8, 1 << 20), vec![10]);
+        assert_eq!(cube.shape(&[], 8, 1), Vec::<u64>::new());
+        assert_eq!(cube.shape(&[0, 5], 4, 1 << 20), vec![1, 5]);
         // Short axes stay whole under the cube rule.
-        assert_eq!(auto_shape(&[3, 12, 251, 401], 2, DEFAULT_SUBCHUNK_BYTES), vec![3, 12, 32, 26]);
+        assert_eq!(cube.shape(&[3, 12, 251, 401], 2, DEFAULT_SUBCHUNK_BYTES), vec![3, 12, 32, 26]);
+    }
+
+    #[test]
+    fn the_default_rule_cuts_short_axes_that_cubes_keep_whole() {
+        // No short axis: the cube's block, both for chunks and for sub-chunks (an axis about
+        // as long as the block's edge, as ERSST's 89 latitudes against 90, is not short).
+        assert_eq!(auto_shape(&[684, 89, 180], 4, DEFAULT_CHUNK_BYTES), vec![86, 89, 90]);
+        assert_eq!(auto_shape(&[684, 89, 180], 4, DEFAULT_SUBCHUNK_BYTES), vec![22, 23, 23]);
+        assert_eq!(auto_shape(&[64, 64, 128], 4, DEFAULT_SUBCHUNK_BYTES), vec![16, 32, 32]);
+        assert_eq!(auto_shape(&[1, 17, 96, 192], 4, DEFAULT_SUBCHUNK_BYTES), vec![1, 17, 24, 24]);
+        // A few times and depths, months or corners: the proportional block.
+        let prop = ShapeRule::Proportional;
+        for (shape, es) in [(vec![3u64, 12, 251, 401], 2), (vec![12, 48602], 4), (vec![291, 360, 4], 8)] {
+            assert_eq!(
+                auto_shape(&shape, es, DEFAULT_SUBCHUNK_BYTES),
+                prop.shape(&shape, es, DEFAULT_SUBCHUNK_BYTES),
+                "{shape:?}"
+            );
+        }
+        assert_eq!(auto_shape(&[3, 12, 251, 401], 2, DEFAULT_SUBCHUNK_BYTES), vec![1, 3, 63, 101]);
+        // What fits is left alone.
+        assert_eq!(auto_shape(&[3, 10], 4, 1 << 20), vec![3, 10]);
+        assert_eq!(auto_shape(&[], 8, 1), Vec::<u64>::new());
     }
 
     #[test]
@@ -115,10 +156,10 @@ mod tests {
     #[test]
     fn rules_go_by_name() {
         let names: Vec<String> = ShapeRule::ALL.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
-        assert_eq!(names, ["\"cube\"", "\"proportional\"", "\"slices\""]);
+        assert_eq!(names, ["\"auto\"", "\"cube\"", "\"proportional\"", "\"slices\""]);
         let r: ShapeRule = serde_json::from_str("\"proportional\"").unwrap();
         assert_eq!(r, ShapeRule::Proportional);
         let err = serde_json::from_str::<ShapeRule>("\"cubic\"").unwrap_err().to_string();
-        assert!(err.contains("expected one of `cube`, `proportional`, `slices`"), "{err}");
+        assert!(err.contains("expected one of `auto`, `cube`, `proportional`, `slices`"), "{err}");
     }
 }

@@ -11,7 +11,7 @@
 //! codec = "auto"              # or a chain such as "shuffle+zstd:3"
 //! objective = "ratio"         # for auto: ratio, speed or balanced
 //! chunks = { lat = 90, lon = 180 }
-//! shape_rule = "proportional" # automatic shapes: cube (default), proportional or slices
+//! shape_rule = "proportional" # automatic shapes: auto (default), cube, proportional or slices
 //! slab_records = 24
 //!
 //! [variables.sst]

@@ -61,7 +61,7 @@ pub struct WriterOptions {
     pub chunks: BTreeMap<String, u64>,
     #[serde(default)]
     pub subchunks: BTreeMap<String, u64>,
-    /// How automatic chunk and sub-chunk shapes are cut (default [`ShapeRule::Cube`]).
+    /// How automatic chunk and sub-chunk shapes are cut (default [`ShapeRule::Auto`]).
     #[serde(default)]
     pub shape_rule: Option<ShapeRule>,
     #[serde(default)]
