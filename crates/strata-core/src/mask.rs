@@ -19,6 +19,9 @@ pub struct Mask {
     strides: Vec<u64>,
     /// Elements in the mask before each flat position (one more entry than `bits`).
     prefix: Vec<u64>,
+    /// `bits` as a bitset (bit `i` of word `i / 64`): rows the mask cuts are walked a run
+    /// at a time, found a word at a time, instead of element by element.
+    words: Vec<u64>,
 }
 
 impl Mask {
@@ -42,7 +45,11 @@ impl Mask {
         for &bit in &bits {
             prefix.push(prefix[prefix.len() - 1] + u64::from(bit));
         }
-        Ok(Mask { axes, shape, bits, strides, prefix })
+        let mut words = vec![0u64; bits.len().div_ceil(64)];
+        for (i, _) in bits.iter().enumerate().filter(|(_, &b)| b) {
+            words[i / 64] |= 1 << (i % 64);
+        }
+        Ok(Mask { axes, shape, bits, strides, prefix, words })
     }
 
     /// The queried variables' axes the mask spans, ascending.
@@ -172,6 +179,14 @@ impl Mask {
                     total += b.count;
                 }
                 Some(false) => {}
+                // A row the mask cuts, contiguous in the mask too: its runs.
+                _ if b.step == 1 && mask_stride[last] == 1 => {
+                    let first = first as usize;
+                    for_each_run(&self.words, first, first + b.count as usize, |s, e| {
+                        run(lo + (s - first) as u32, lo + (e - first) as u32);
+                        total += (e - s) as u64;
+                    });
+                }
                 _ => {
                     for i in 0..b.count {
                         let at = first + i * b.step * mask_stride[last];
@@ -192,6 +207,34 @@ impl Mask {
             }
         }
         total
+    }
+}
+
+/// Calls `f(start, end)` for each run of set bits of `words` within `from..to`, in order.
+fn for_each_run(words: &[u64], from: usize, to: usize, mut f: impl FnMut(usize, usize)) {
+    // The first position at or after `at`, before `to`, whose bit is `set`.
+    let next = |at: usize, set: bool| -> Option<usize> {
+        let word = |w: usize| if set { words[w] } else { !words[w] };
+        let mut w = at / 64;
+        let mut x = word(w) & (!0u64 << (at % 64));
+        loop {
+            if x != 0 {
+                let p = w * 64 + x.trailing_zeros() as usize;
+                return (p < to).then_some(p);
+            }
+            w += 1;
+            if w * 64 >= to {
+                return None;
+            }
+            x = word(w);
+        }
+    };
+    let mut at = from;
+    while at < to {
+        let Some(start) = next(at, true) else { return };
+        let end = next(start, false).unwrap_or(to);
+        f(start, end);
+        at = end;
     }
 }
 
@@ -310,6 +353,49 @@ mod tests {
                 assert_eq!(m.count_in(&[0, 0, 0], &blocks), want.len() as u64, "mask {k}");
                 assert!(m.check(&shape).is_ok());
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Runs found a word at a time are the runs of the bits, across word edges.
+        #[test]
+        fn runs_are_the_set_bits(bits in proptest::collection::vec(proptest::bool::weighted(0.7), 1..400),
+                                 a in 0usize..400, b in 0usize..400) {
+            let (from, to) = (a.min(b).min(bits.len()), a.max(b).min(bits.len()));
+            let m = Mask::new(vec![0], vec![bits.len() as u64], bits.clone()).unwrap();
+            let mut got = Vec::new();
+            for_each_run(&m.words, from, to, |s, e| got.extend(s..e));
+            let want: Vec<usize> = (from..to).filter(|&i| bits[i]).collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+
+        /// Rows longer than a word, cut by the mask: what restrict and count_in find is what
+        /// the mask holds.
+        #[test]
+        fn cut_rows_are_restricted_exactly(bits in proptest::collection::vec(proptest::bool::ANY, 3 * 150),
+                                           x0 in 0u64..150, len in 1u64..150) {
+            use crate::grid::{axis_blocks, AxisSelection};
+            let m = Mask::new(vec![1, 2], vec![3, 150], bits.clone()).unwrap();
+            let x1 = (x0 + len).min(150);
+            let blocks = [
+                axis_blocks(AxisSelection { start: 0, stop: 2, step: 1 }, 0, 2, 2, 2)[0],
+                axis_blocks(AxisSelection { start: 0, stop: 3, step: 1 }, 0, 3, 3, 3)[0],
+                axis_blocks(AxisSelection { start: x0, stop: x1, step: 1 }, 0, 150, 150, 150)[0],
+            ];
+            let mut want = Vec::new();
+            for t in 0..2u64 {
+                for y in 0..3u64 {
+                    for x in x0..x1 {
+                        if bits[(y * 150 + x) as usize] {
+                            want.push((t * 3 * 150 + y * 150 + x) as u32);
+                        }
+                    }
+                }
+            }
+            let got = m.restrict(&[0, 0, 0], &blocks).map(|r| bitmap_of(&r).iter().collect::<Vec<_>>());
+            let all = want.len() as u64 == 2 * 3 * (x1 - x0);
+            proptest::prop_assert_eq!(got.unwrap_or_else(|| if all { want.clone() } else { vec![] }), want.clone());
+            proptest::prop_assert_eq!(m.count_in(&[0, 0, 0], &blocks), want.len() as u64);
         }
     }
 }

@@ -252,7 +252,7 @@ impl Executor<'_> {
                         counters.full.fetch_add(1, Ordering::Relaxed);
                         v.full.push(e);
                     }
-                    Coverage::Boundary if mask.is_some_and(|m| m.is_disjoint(&e.positions)) => {
+                    Coverage::Boundary if mask.is_some_and(|m| crate::bitset::disjoint(m, &e.positions)) => {
                         counters.empty.fetch_add(1, Ordering::Relaxed);
                     }
                     Coverage::Boundary => boundary.push(e.bin),
