@@ -147,7 +147,7 @@ fn every_method_and_output_gives_the_brute_force_answer() {
         assert!(strata_core::query::pieces::split(&sel, &starts, 70).len() > 1, "{layout}: one piece");
         let cases: Vec<(&str, Keep)> = vec![
             ("temp > 12.5", Box::new(|t, y, x| temp(t, y, x) > 12.5)),
-            // Most bins selected whole: a count inside the strided region subtracts the others.
+            // Most bins selected whole, their positions counted inside the strided region.
             ("temp > -9", Box::new(|t, y, x| temp(t, y, x) > -9.0)),
             ("not temp > 12.5", Box::new(|t, y, x| temp(t, y, x) <= 12.5)),
             ("temp >= 0 and not (temp > 20 or temp < 5)", Box::new(|t, y, x| (5.0..=20.0).contains(&temp(t, y, x)))),
