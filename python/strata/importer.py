@@ -142,10 +142,11 @@ def import_file(
     ``chunks`` and ``subchunks`` fix lengths along some dimensions; the others follow
     ``shape_rule``: ``"auto"`` (the default: ``"cube"``, or ``"proportional"`` where a
     cube would hold a few levels or months whole), ``"cube"`` (the longest axis is halved
-    until a block fits, so maps and series at a point read about as much), ``"proportional"`` (blocks keep
-    the array's proportions: short axes such as a few levels or months are cut too, which
-    suits boxes that take a share of every axis) or ``"slices"`` (the leading axes are cut
-    first, which suits maps); docs/writing.md, "Chunk shapes", has the measurements.
+    until a block fits, so maps and series at a point read about as much),
+    ``"proportional"`` (blocks keep the array's proportions: short axes such as a few
+    levels or months are cut too, which suits boxes that take a share of every axis) or
+    ``"slices"`` (the leading axes are cut first, which suits maps); docs/writing.md,
+    "Chunk shapes", has the measurements.
 
     Options left unset (``layout``, ``bins``, chunks...) come from the layout file
     ``STRATA_CONFIG`` names, if any (docs/writing.md), else the defaults (layout ``"S"``)."""

@@ -6,7 +6,9 @@ use roaring::RoaringBitmap;
 /// Whether two bitmaps share no position. Counted rather than asked: roaring 0.12 answers
 /// `is_disjoint` between a run container and a bitmap container by looking up every set
 /// bit of the bitmap in the runs (a mask's rows against a bin's positions took most of a
-/// count through an area), while counting the intersection goes a word at a time.
+/// count through an area), while counting the intersection goes a word at a time. Where
+/// most pairs do meet (a points query's hits against the bins it gathers from), roaring's
+/// early exit wins instead: counting there made ERSST x4 points queries about 9% slower.
 pub(crate) fn disjoint(a: &RoaringBitmap, b: &RoaringBitmap) -> bool {
     a.intersection_len(b) == 0
 }
