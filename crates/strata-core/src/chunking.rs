@@ -45,25 +45,20 @@ impl ShapeRule {
     /// Cuts `shape` (axes of length 0 count as 1) until a block of `elem_size`-byte
     /// elements fits `target_bytes`. The result never exceeds `shape`.
     pub fn shape(self, shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
+        if self == ShapeRule::Auto {
+            let cube = ShapeRule::Cube.shape(shape, elem_size, target_bytes);
+            let longest = cube.iter().copied().max().unwrap_or(1);
+            let keeps_short = cube.iter().zip(shape).any(|(&c, &w)| c == w && w > 1 && 2 * w <= longest);
+            return if keeps_short { ShapeRule::Proportional.shape(shape, elem_size, target_bytes) } else { cube };
+        }
         let whole: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
-        let rule = match self {
-            ShapeRule::Auto => {
-                let cube = ShapeRule::Cube.shape(&whole, elem_size, target_bytes);
-                let longest = cube.iter().copied().max().unwrap_or(1);
-                let keeps_short = cube.iter().zip(&whole).any(|(&c, &w)| c == w && w > 1 && 2 * w <= longest);
-                if !keeps_short {
-                    return cube;
-                }
-                ShapeRule::Proportional
-            }
-            rule => rule,
-        };
         let mut c = whole.clone();
         let bytes = |c: &[u64]| c.iter().product::<u64>().saturating_mul(elem_size.max(1));
         while bytes(&c) > target_bytes {
             let cuttable = (0..c.len()).filter(|&i| c[i] > 1);
             // The first of the axes that rank highest (max_by keeps the last of equals).
-            let next = match rule {
+            let next = match self {
+                // Auto is answered above, by one of the others.
                 ShapeRule::Cube | ShapeRule::Auto => cuttable.rev().max_by_key(|&i| c[i]),
                 // c[a] / whole[a] against c[b] / whole[b], without rounding.
                 ShapeRule::Proportional => cuttable
