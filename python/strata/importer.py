@@ -125,7 +125,7 @@ def import_file(
     (packed integers stay packed, NaNs and fill values stay), with every attribute.
 
     ``codec="auto"`` (the default) lets the engine's analyzer plan every variable of at
-    least 256 KiB from a sample of its first slab, for ``objective``: ``ratio`` (smallest),
+    least 16 KiB from a sample of its first slab, for ``objective``: ``ratio`` (smallest),
     ``speed`` (fastest decoding) or ``balanced`` (smallest among chains that decode at 1 GB/s
     and encode at 150 MB/s per core or faster); the plan and its scores are recorded in the
     manifest. Smaller variables use ``shuffle+zstd:3``. Any other value is a chain applied
@@ -210,7 +210,7 @@ def append_file(
     increasing order, unless ``allow_unordered`` (duplicate or earlier times refused).
 
     With ``recheck`` (the default) the analyzer scores the first new slab of every record
-    variable (when it holds at least 256 KiB): if another chain is at least 10% better than
+    variable (when it holds at least 16 KiB): if another chain is at least 10% better than
     the current one for the variable's recorded objective (or ``objective``, when given), new
     slabs use it (old slabs keep theirs).
 

@@ -27,10 +27,10 @@ pub enum CodecRequest {
 /// New slabs switch chains on a later check when another is at least this much better
 /// for the plan's objective (the drift threshold).
 pub const DRIFT_THRESHOLD: f64 = 1.10;
-/// The ratio objective compares its best few chains again on a larger sample.
+/// How many of the best chains a plan compares again on a larger sample (see [`plan`]).
 pub const REFINE_TOP: usize = 3;
 /// Variables smaller than this get the default chain without sampling.
-pub const PLAN_MIN_BYTES: u64 = 256 << 10;
+pub const PLAN_MIN_BYTES: u64 = 16 << 10;
 /// Version of [`PlanRecord`]'s fields.
 pub const PLAN_RECORD_VERSION: u32 = 2;
 
@@ -107,9 +107,12 @@ fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Sco
     texts.par_iter().filter_map(|t| evaluate(t, dtype, samples).ok()).collect()
 }
 
-/// Chooses a chain for `objective` on `samples`; the ratio objective re-compares its best
-/// [`REFINE_TOP`] chains on `refine` (a larger sample), since chains within a few percent
-/// of each other often swap places between a small sample and the whole variable.
+/// Chooses a chain for `objective` on `samples`, then re-compares the best [`REFINE_TOP`]
+/// on `refine` when given (not for the speed objective, which ranks by declared speeds):
+/// chains within a few percent of each other often swap places between a small sample and
+/// the whole variable. The ratio objective passes a larger sample; a variable compressed
+/// whole passes itself, as one unit, since blocks of it rank codecs that see no long-range
+/// repeats (zstd's matches, a delta along a whole axis) below where they end up.
 pub fn plan(
     dtype: NumType,
     samples: &[Sample],
@@ -124,7 +127,7 @@ pub fn plan(
         .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
     let mut chosen = scores[best].chain.clone();
     let mut refined = None;
-    if objective == Objective::Ratio && !refine.is_empty() {
+    if objective != Objective::Speed && !refine.is_empty() {
         let mut order: Vec<&Score> = scores.iter().collect();
         order.sort_by(|a, b| objective_value(b, objective).total_cmp(&objective_value(a, objective)));
         let top: Vec<String> = order.iter().take(REFINE_TOP).map(|s| s.chain.clone()).collect();

@@ -11,6 +11,23 @@ pub const DEFAULT_SUBCHUNK_BYTES: u64 = 64 << 10;
 pub const DEFAULT_BINNED_SUBCHUNK_BYTES: u64 = 256 << 10;
 /// Target raw size of the largest variable's slab, the unit of files and of ingest memory.
 pub const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
+/// A variable of at most this many raw bytes is compressed whole, as one sub-chunk. Cut
+/// into 64 KiB blocks, such variables lost what compresses them best: a cell-area field of
+/// an icosahedral grid repeats its few thousand values across the whole array (zstd: 4.3x
+/// larger in 8192-element blocks than whole), a base state is the same at every time step.
+/// Decoding one whole costs about 1 ms at the balanced objective's 1 GB/s floor; netCDF-C
+/// and Zarr keep such variables in one chunk too.
+pub const WHOLE_VARIABLE_BYTES: u64 = 1 << 20;
+
+/// The sub-chunk target of a variable of `whole` raw bytes (None while unknown, as for a
+/// stream of records): the variable itself when it is at most [`WHOLE_VARIABLE_BYTES`],
+/// else `default`.
+pub fn subchunk_target(default: u64, whole: Option<u64>) -> u64 {
+    match whole {
+        Some(w) if w <= WHOLE_VARIABLE_BYTES => w.max(default),
+        _ => default,
+    }
+}
 
 /// How automatic shapes are cut down to their target size: which axis is halved next.
 /// Each rule halves (rounding up) until the block fits; the shapes are stored, so a store
@@ -146,6 +163,20 @@ mod tests {
         assert_eq!(s.shape(&[3, 12, 251, 401], 2, DEFAULT_SUBCHUNK_BYTES), vec![1, 1, 63, 401]);
         assert_eq!(s.shape(&[684, 89, 180], 4, DEFAULT_SUBCHUNK_BYTES), vec![1, 89, 180]);
         assert_eq!(s.shape(&[10, 10], 8, 1 << 20), vec![10, 10]);
+    }
+
+    #[test]
+    fn small_variables_are_one_subchunk() {
+        assert_eq!(subchunk_target(DEFAULT_SUBCHUNK_BYTES, None), DEFAULT_SUBCHUNK_BYTES);
+        assert_eq!(subchunk_target(DEFAULT_SUBCHUNK_BYTES, Some(1000)), DEFAULT_SUBCHUNK_BYTES);
+        assert_eq!(subchunk_target(DEFAULT_SUBCHUNK_BYTES, Some(WHOLE_VARIABLE_BYTES)), WHOLE_VARIABLE_BYTES);
+        assert_eq!(subchunk_target(DEFAULT_SUBCHUNK_BYTES, Some(WHOLE_VARIABLE_BYTES + 1)), DEFAULT_SUBCHUNK_BYTES);
+        // WRF's base-state pressure, (time 4, level 14, 48, 48) float32: one block.
+        let shape = [4u64, 14, 48, 48];
+        let whole = shape.iter().product::<u64>() * 4;
+        for rule in ShapeRule::ALL {
+            assert_eq!(rule.shape(&shape, 4, subchunk_target(DEFAULT_SUBCHUNK_BYTES, Some(whole))), shape);
+        }
     }
 
     #[test]

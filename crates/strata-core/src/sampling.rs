@@ -6,6 +6,7 @@
 //! different regions. The seed comes from the variable's name: the same data always gives
 //! the same sample, whatever else the store holds.
 
+use crate::chunking::ShapeRule;
 use crate::grid::copy_block;
 use strata_codecs::analyzer::Sample;
 
@@ -20,6 +21,13 @@ pub const SAMPLE_SHARE: u64 = 16;
 /// How many blocks of `block_bytes` to sample from `data_bytes` of data.
 pub fn plan_samples(data_bytes: u64, block_bytes: u64) -> usize {
     (data_bytes / (SAMPLE_SHARE * block_bytes.max(1))).clamp(2, PLAN_SAMPLES as u64) as usize
+}
+
+/// The shape of the blocks a plan samples: the sub-chunk, cut by the default rule to
+/// `target` bytes when larger (a small variable compressed whole, see
+/// `chunking::WHOLE_VARIABLE_BYTES`), so a plan costs about the same on any variable.
+pub fn sample_block(subchunk: &[u64], es: u64, target: u64) -> Vec<u64> {
+    ShapeRule::Auto.shape(subchunk, es, target)
 }
 
 /// A seed from a name (FNV-1a), so samples do not depend on the order variables come in.

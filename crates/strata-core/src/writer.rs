@@ -3,7 +3,8 @@
 
 use crate::bins::{BinRule, BinSummary, Bins};
 use crate::chunking::{
-    ShapeRule, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES,
+    subchunk_target, ShapeRule, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES,
+    DEFAULT_SUBCHUNK_BYTES,
 };
 use crate::data_file;
 use crate::dtype::DType;
@@ -22,7 +23,7 @@ use crate::write_config::WriteConfig;
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use strata_codecs::analyzer::Objective;
+use strata_codecs::analyzer::{Objective, Sample};
 use strata_codecs::plan::{self as codec_plan, CodecRequest, PLAN_MIN_BYTES};
 use strata_codecs::{registry, CodecChain, CodecSpec, ElementContext};
 
@@ -140,6 +141,16 @@ pub(crate) fn block_window(block: &Block, var: &Variable, extent: &[u64]) -> (Ve
         }
     }
     (origin, shape)
+}
+
+/// The sub-chunk target of a layout: bins cut each sub-chunk into segments, so level V
+/// keeps them larger.
+fn default_subchunk_bytes(layout: &Layout) -> u64 {
+    if layout.order.contains(&Level::V) {
+        DEFAULT_BINNED_SUBCHUNK_BYTES
+    } else {
+        DEFAULT_SUBCHUNK_BYTES
+    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -499,8 +510,7 @@ impl StoreWriter {
         }
         let records_hint = record_dim.as_deref().and_then(dim_size).unwrap_or(0);
 
-        let default_sub =
-            if layout.order.contains(&Level::V) { DEFAULT_BINNED_SUBCHUNK_BYTES } else { DEFAULT_SUBCHUNK_BYTES };
+        let default_sub = default_subchunk_bytes(&layout);
         let rule = options.shape_rule.unwrap_or_default();
         let mut variables = Vec::new();
         for v in &schema.variables {
@@ -557,7 +567,11 @@ impl StoreWriter {
                     chunk[d] = (1..=chunk[d]).rev().find(|c| g % c == 0).unwrap_or(1);
                 }
             }
-            let mut sub = rule.shape(&chunk, es, options.subchunk_bytes.unwrap_or(default_sub));
+            // A stream's length is unknown until it ends: its records are not held whole.
+            let known = !is_record(v) || (records_hint > 0 && records_hint <= slab_records);
+            let whole = known.then(|| extent.iter().product::<u64>().saturating_mul(es));
+            let target = options.subchunk_bytes.unwrap_or_else(|| subchunk_target(default_sub, whole));
+            let mut sub = rule.shape(&chunk, es, target);
             for (d, name) in v.dims.iter().enumerate() {
                 if let Some(&s) = own_subchunks.and_then(|m| m.get(name)).or(options.subchunks.get(name)) {
                     sub[d] = s.min(chunk[d]);
@@ -729,13 +743,18 @@ impl StoreWriter {
             return Ok(());
         }
         let (seed, es) = (sampling::seed_of(&var.name), var.dtype.size());
-        let block_bytes = chunking.subchunk.iter().zip(extent).map(|(&b, &e)| b.min(e)).product::<u64>() * es as u64;
+        let block = sampling::sample_block(&chunking.subchunk, es as u64, default_subchunk_bytes(&self.draft.layout));
+        let block_bytes = block.iter().zip(extent).map(|(&b, &e)| b.min(e)).product::<u64>() * es as u64;
         let count = sampling::plan_samples(data.len() as u64, block_bytes);
-        let sample = sampling::samples(data, extent, &chunking.subchunk, es, count, seed);
+        let sample = sampling::samples(data, extent, &block, es, count, seed);
+        // A variable compressed whole (chunking::WHOLE_VARIABLE_BYTES) is its own second look.
+        let whole = chunking.subchunk.iter().zip(extent).all(|(&s, &e)| s >= e) && block != chunking.subchunk;
         let record = match pending {
             PendingPlan::Plan { objective, error_bound } => {
-                let refine = if objective == Objective::Ratio {
-                    sampling::samples(data, extent, &chunking.subchunk, es, REFINE_SAMPLES, seed.wrapping_add(1))
+                let refine = if whole {
+                    vec![Sample { bytes: data.to_vec(), shape: extent.iter().map(|&e| e as usize).collect() }]
+                } else if objective == Objective::Ratio {
+                    sampling::samples(data, extent, &block, es, REFINE_SAMPLES, seed.wrapping_add(1))
                 } else {
                     vec![]
                 };

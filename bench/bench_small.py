@@ -1,0 +1,188 @@
+"""Small variables (16 KiB to 1 MiB): the default import, which compresses each whole as one
+sub-chunk, against the same planner cutting them into 64 KiB sub-chunks, for size (against
+netCDF4 zlib-4 + shuffle, which keeps such variables in one chunk) and for what a read costs.
+
+    python bench/bench_small.py          # writes bench/results/small.md and small.json
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import netCDF4
+import numpy as np
+from bench_import import write_nc, zlib_bytes
+from common import DATA, WORK, fresh, write_results
+
+import strata
+
+TURNS = 3
+READS = 20
+MIN_BYTES, MAX_BYTES = 16 << 10, 1 << 20
+# The writer's 64 KiB sub-chunk target, given explicitly: explicit targets are never widened.
+BLOCKS_CONFIG = "version = 1\nsubchunk_bytes = 65536\n"
+
+
+def variables():
+    """(file, name, raw array, dims) of every numeric variable of 16 KiB to 1 MiB."""
+    for path in sorted(DATA.glob("*.nc")):
+        with netCDF4.Dataset(path) as nc:
+            for name, v in nc.variables.items():
+                if v.dtype == str or np.dtype(v.dtype).kind not in "iuf":
+                    continue
+                if not MIN_BYTES <= v.size * np.dtype(v.dtype).itemsize <= MAX_BYTES:
+                    continue
+                v.set_auto_maskandscale(False)
+                yield path.name, name, np.ascontiguousarray(v[...]), v.dimensions
+
+
+def imported(src, name, store, config=None):
+    """(seconds, stored bytes, chain, sub-chunk shape) of a default import of `src`."""
+    old = os.environ.pop("STRATA_CONFIG", None)
+    if config is not None:
+        os.environ["STRATA_CONFIG"] = str(config)
+    try:
+        fresh(store)
+        t0 = time.perf_counter()
+        strata.import_file(src, store)
+        seconds = time.perf_counter() - t0
+    finally:
+        os.environ.pop("STRATA_CONFIG", None)
+        if old is not None:
+            os.environ["STRATA_CONFIG"] = old
+    ds = strata.open(store)
+    plan = ds[name].plan
+    return seconds, ds.stats()[name]["stored_bytes"], plan["chosen"] if plan else "shuffle+zstd:3", ds[name].subchunks
+
+
+def read_times(store, name, arr, rng):
+    """Median seconds to read one element at random (store open) and the whole variable;
+    every answer compared with the source."""
+    var = strata.open(store)[name]
+    one = []
+    for _ in range(READS):
+        at = tuple(int(rng.integers(0, n)) for n in arr.shape)
+        t0 = time.perf_counter()
+        got = var[tuple(slice(i, i + 1) for i in at)]
+        one.append(time.perf_counter() - t0)
+        assert np.array_equal(np.asarray(got).ravel(), arr[at].ravel(), equal_nan=True), (name, at)
+    whole = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        got = var[...]
+        whole.append(time.perf_counter() - t0)
+    assert np.array_equal(np.asarray(got), arr, equal_nan=True), name
+    return statistics.median(one), statistics.median(whole)
+
+
+def main() -> None:
+    WORK.mkdir(parents=True, exist_ok=True)
+    config = WORK / "small_blocks.toml"
+    config.write_text(BLOCKS_CONFIG)
+    rng = np.random.default_rng(11)
+    rows = []
+    for file, name, arr, dims in variables():
+        src = fresh(WORK / "small_src.nc")
+        write_nc(src, name, arr, dims)
+        zsrc = fresh(WORK / "small_zlib.nc")
+        write_nc(zsrc, name, arr, dims, zlib=True, complevel=4, shuffle=True)
+        zbytes = zlib_bytes(zsrc, name)
+        whole_store, blocks_store = WORK / "small_whole.strata", WORK / "small_blocks.strata"
+        import_pairs = []
+        for turn in range(TURNS):
+            # Alternate who goes first, so a drift in the machine's speed hits both.
+            if turn % 2:
+                tb, blocks_bytes, blocks_chain, blocks_sub = imported(src, name, blocks_store, config)
+                tw, whole_bytes, whole_chain, whole_sub = imported(src, name, whole_store)
+            else:
+                tw, whole_bytes, whole_chain, whole_sub = imported(src, name, whole_store)
+                tb, blocks_bytes, blocks_chain, blocks_sub = imported(src, name, blocks_store, config)
+            import_pairs.append(tw / tb)
+        one_w, all_w = read_times(whole_store, name, arr, rng)
+        one_b, all_b = read_times(blocks_store, name, arr, rng)
+        row = {
+            "file": file,
+            "variable": name,
+            "dtype": str(arr.dtype),
+            "shape": list(arr.shape),
+            "raw_bytes": arr.nbytes,
+            "zlib_bytes": zbytes,
+            "whole_chain": whole_chain,
+            "whole_subchunk": list(whole_sub),
+            "whole_vs_zlib": whole_bytes / zbytes,
+            "blocks_chain": blocks_chain,
+            "blocks_subchunk": list(blocks_sub),
+            "blocks_vs_zlib": blocks_bytes / zbytes,
+            "import_time_ratio": statistics.median(import_pairs),
+            "one_whole_ms": one_w * 1e3,
+            "one_blocks_ms": one_b * 1e3,
+            "all_whole_ms": all_w * 1e3,
+            "all_blocks_ms": all_b * 1e3,
+        }
+        rows.append(row)
+        print(
+            f"{file[:28]:28} {name[:16]:16} whole {row['whole_vs_zlib']:.3f} blocks {row['blocks_vs_zlib']:.3f} "
+            f"one element {row['one_whole_ms']:.3f} / {row['one_blocks_ms']:.3f} ms",
+            flush=True,
+        )
+    print(write_results("small", rows, report)[-1500:])
+
+
+def report(results) -> str:
+    rows = results["rows"]
+    lines = [
+        "# Small variables: compressed whole against 64 KiB sub-chunks",
+        "",
+        "Command: `python bench/bench_small.py` (release build: `make build` first)  ",
+        f"Machine: {results['machine']}  ",
+        f"Commit: {results['commit']}, {results['date']}",
+        "",
+        "Every numeric variable of 16 KiB to 1 MiB in `../shared/data`, written alone to an "
+        "uncompressed NetCDF-4 file and imported with no options (codec auto, objective balanced): "
+        "*whole* is the default, which keeps such a variable in one sub-chunk and compares its best "
+        "three chains again on the whole variable; *blocks* is the same import with a layout file "
+        "asking for 64 KiB sub-chunks (`subchunk_bytes = 65536`), the size every larger variable "
+        "gets. Sizes against netCDF4 zlib 4 + shuffle with netCDF's default chunking (one chunk for "
+        "these; HDF5's storage size of the variable). Import time: whole / blocks, median of "
+        f"{TURNS} paired turns (order alternated). Reads: the store opened once, one element at a "
+        f"random position (median of {READS}) and the whole variable (median of 5), every answer "
+        "compared with the file's.",
+        "",
+        "| file | variable | type | shape | KiB | chain (whole) | size / netCDF4 (whole) "
+        "| chain (blocks) | size / netCDF4 (blocks) | import time whole / blocks "
+        "| one element ms (whole / blocks) | whole variable ms (whole / blocks) |",
+        "|---|---|---|---|---:|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['file']} | {r['variable']} | {r['dtype']} | {tuple(r['shape'])} | {r['raw_bytes'] / 1024:.0f} "
+            f"| `{r['whole_chain']}` | {r['whole_vs_zlib']:.3f} | `{r['blocks_chain']}` | {r['blocks_vs_zlib']:.3f} "
+            f"| {r['import_time_ratio']:.2f} | {r['one_whole_ms']:.3f} / {r['one_blocks_ms']:.3f} "
+            f"| {r['all_whole_ms']:.3f} / {r['all_blocks_ms']:.3f} |"
+        )
+    n = len(rows)
+    whole = [r["whole_vs_zlib"] for r in rows]
+    blocks = [r["blocks_vs_zlib"] for r in rows]
+    worst = max(rows, key=lambda r: r["whole_vs_zlib"])
+    one = [r["one_whole_ms"] / r["one_blocks_ms"] for r in rows]
+    big = [r["one_whole_ms"] / r["one_blocks_ms"] for r in rows if r["raw_bytes"] > 256 << 10]
+    lines += [
+        "",
+        f"- Size at most netCDF4's: whole {sum(x <= 1 for x in whole)} of {n} (median {statistics.median(whole):.3f}, "
+        f"worst {max(whole):.3f}: {worst['file']} `{worst['variable']}`, {worst['zlib_bytes']} bytes in netCDF4); "
+        f"blocks {sum(x <= 1 for x in blocks)} of {n} (median {statistics.median(blocks):.3f}, worst {max(blocks):.3f}).",
+        f"- Whole over blocks, stored bytes: median {statistics.median(w / b for w, b in zip(whole, blocks)):.3f}, "
+        f"from {min(w / b for w, b in zip(whole, blocks)):.3f} to {max(w / b for w, b in zip(whole, blocks)):.3f}.",
+        f"- Import time whole / blocks: median {statistics.median(r['import_time_ratio'] for r in rows):.2f} "
+        "(the whole variable's second look compresses it three more times).",
+        f"- One element, whole / blocks: median {statistics.median(one):.2f}; on the {len(big)} variables above "
+        f"256 KiB median {statistics.median(big) if big else float('nan'):.2f}, at most "
+        f"{max(r['one_whole_ms'] for r in rows):.3f} ms.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
