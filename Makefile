@@ -126,6 +126,7 @@ bench: build-release
 	$(BIN)/python bench/bench_hyperslab.py
 	$(BIN)/python bench/bench_codecs.py
 	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_small.py
 	$(BIN)/python bench/bench_boxes.py
 	$(BIN)/python bench/bench_overlap.py
 	$(BIN)/python bench/bench_precision.py

@@ -173,6 +173,49 @@ def test_the_default_plan_stores_no_more_than_netcdf4_zlib(tmp_path, file, name)
     assert_bit_equal(ds[name][...], arr, name)
 
 
+@needs_data
+@pytest.mark.parametrize(
+    "file,name,whole",
+    [
+        # 389 KiB of cell areas on an icosahedral grid: a few thousand values repeat across
+        # the array, which 64 KiB blocks cannot see (2.5x netCDF4's size in blocks).
+        ("ihesp14.TS.12mon.nc", "area", True),
+        # WRF's base-state pressure, the same at three of four times (2.4x in blocks).
+        ("wrf_katrina_ci_test_file.nc", "PB", True),
+        # A 2-D longitude that pcodec compresses better in blocks: it stays in blocks.
+        ("pop.nc", "lon2d", False),
+        # 32 KiB, planned since it is over 16 KiB (shuffle+zstd:3 unplanned: 1.069x).
+        ("NCEP_06_climo.nc", "FLUT", True),
+    ],
+)
+def test_small_variables_are_compressed_whole_when_that_is_smaller(tmp_path, file, name, whole):
+    """A variable of at most 1 MiB is one sub-chunk when its plan finds that smaller than
+    blocks, else it keeps the blocks; either way it is stored in no more bytes than netCDF4's
+    zlib 4 + shuffle, and reads back bit-exact."""
+    import h5py
+
+    with raw_source(DATA / file) as nc:
+        v = nc[name]
+        arr, dims = np.ascontiguousarray(v[...]), v.dimensions
+    src = _alone(tmp_path / "src.nc", name, arr, dims)
+    zlib = _alone(tmp_path / "zlib.nc", name, arr, dims, zlib=True, complevel=4, shuffle=True)
+    with h5py.File(zlib, "r") as f:
+        zlib_bytes = f[name].id.get_storage_size()
+    strata.import_file(src, tmp_path / "s.strata")
+    ds = strata.open(tmp_path / "s.strata")
+    var = ds[name]
+    stored = ds.stats()[name]["stored_bytes"]
+    assert stored <= zlib_bytes, f"{name}: {stored} bytes with {var.plan['chosen']}, netCDF4 zlib {zlib_bytes}"
+    assert (tuple(var.subchunks) == arr.shape) == whole, (var.subchunks, var.plan.get("unit"))
+    if arr.nbytes > 64 << 10:
+        # Both ways were measured on the whole variable; the record says which won.
+        assert var.plan["unit"]["stored_whole"] == whole
+        assert var.plan["chosen"] in var.plan["unit"]["whole" if whole else "blocks"]
+    assert_bit_equal(var[...], arr, name)
+    box = tuple(slice(n // 3, n // 3 + max(1, n // 4)) for n in arr.shape)
+    assert_bit_equal(var[box], arr[box], name)
+
+
 def test_write_arrays_refuses_a_bound_without_auto(tmp_path):
     with pytest.raises(strata.InvalidArgumentError, match="error_bound needs codec='auto'"):
         strata.write_arrays(tmp_path / "x.strata", {"v": (("t",), np.zeros(4, "f4"))}, error_bound="abs=0.1")

@@ -2,7 +2,7 @@
 //! into what is stored (a chain and its [`PlanRecord`]). One rule for every writer: the
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
-use crate::analyzer::{candidates_for, choose, evaluate, objective_value, Objective, Sample, Score};
+use crate::analyzer::{candidates_for, choose, evaluate, objective_value, Objective, Sample, Score, RATIO_TIE};
 use crate::error::{CodecError, Result};
 use crate::spec::NumType;
 use rayon::prelude::*;
@@ -29,10 +29,12 @@ pub enum CodecRequest {
 pub const DRIFT_THRESHOLD: f64 = 1.10;
 /// How many of the best chains a plan compares again on a larger sample (see [`plan`]).
 pub const REFINE_TOP: usize = 3;
-/// Variables smaller than this get the default chain without sampling.
+/// Variables smaller than this get the default chain without sampling. Planning compresses
+/// a small variable whole once per candidate, a few milliseconds at 16 KiB; unplanned, 32 KiB
+/// fields took up to 7% more than netCDF4's zlib (`bench/results/small.md`).
 pub const PLAN_MIN_BYTES: u64 = 16 << 10;
-/// Version of [`PlanRecord`]'s fields.
-pub const PLAN_RECORD_VERSION: u32 = 2;
+/// Version of [`PlanRecord`]'s fields (3 added `unit`).
+pub const PLAN_RECORD_VERSION: u32 = 3;
 
 /// Checks an error bound given as `abs=E` or `rel=E` (E > 0, finite); returns it normalised.
 pub fn parse_error_bound(text: &str) -> Result<String> {
@@ -76,6 +78,23 @@ pub struct Refinement {
     pub ratio: BTreeMap<String, f64>,
 }
 
+/// A variable small enough to be compressed whole, both ways it can be stored: itself as one
+/// unit, and every block of the sub-chunk shape it would otherwise get.
+#[derive(Debug, Clone, Copy)]
+pub struct Units<'a> {
+    pub whole: &'a Sample,
+    pub blocks: &'a [Sample],
+}
+
+/// The second look of a variable small enough to be compressed whole: the best first-look
+/// chains compressed whole and in blocks, and which way it is stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitChoice {
+    pub whole: BTreeMap<String, f64>,
+    pub blocks: BTreeMap<String, f64>,
+    pub stored_whole: bool,
+}
+
 /// What the manifest keeps of a plan (a variable's `plan`): the objective, the choice, and
 /// the scores it was made from; after a later check switched chains, the chain it replaced
 /// and by how much the new one was better.
@@ -92,6 +111,8 @@ pub struct PlanRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refined: Option<Refinement>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<UnitChoice>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gain: Option<f64>,
@@ -107,16 +128,31 @@ fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Sco
     texts.par_iter().filter_map(|t| evaluate(t, dtype, samples).ok()).collect()
 }
 
-/// Chooses a chain for `objective` on `samples`, then re-compares the best [`REFINE_TOP`]
-/// on `refine` when given (not for the speed objective, which ranks by declared speeds):
-/// chains within a few percent of each other often swap places between a small sample and
-/// the whole variable. The ratio objective passes a larger sample; a variable compressed
-/// whole passes itself, as one unit, since blocks of it rank codecs that see no long-range
-/// repeats (zstd's matches, a delta along a whole axis) below where they end up.
+/// The best [`REFINE_TOP`] chains of `scores` for `objective`.
+fn top_chains(scores: &[Score], objective: Objective) -> Vec<String> {
+    let mut order: Vec<&Score> = scores.iter().collect();
+    order.sort_by(|a, b| objective_value(b, objective).total_cmp(&objective_value(a, objective)));
+    order.iter().take(REFINE_TOP).map(|s| s.chain.clone()).collect()
+}
+
+fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
+    scores.iter().map(|s| (s.chain.clone(), (s.ratio * 1e4).round() / 1e4)).collect()
+}
+
+/// Chooses a chain for `objective` on `samples`, then looks again at its best
+/// [`REFINE_TOP`]: chains within a few percent of each other often swap places between a
+/// small sample and the whole variable.
+/// - With `units` (a variable small enough to be compressed whole), each is compressed
+///   whole and in blocks, and the variable is stored whole only when that is better by more
+///   than [`RATIO_TIE`]: a whole unit keeps long-range repeats that blocks lose (zstd's
+///   matches, a delta along a whole axis), while pcodec's bins fit small blocks better. Not
+///   for the speed objective, which ranks by declared speeds: its variables stay in blocks.
+/// - Else the ratio objective compares them on `refine`, a larger sample.
 pub fn plan(
     dtype: NumType,
     samples: &[Sample],
     refine: &[Sample],
+    units: Option<Units<'_>>,
     objective: Objective,
     error_bound: Option<&str>,
 ) -> Result<PlanRecord> {
@@ -126,18 +162,24 @@ pub fn plan(
     let best = choose(&scores, objective)
         .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
     let mut chosen = scores[best].chain.clone();
-    let mut refined = None;
-    if objective != Objective::Speed && !refine.is_empty() {
-        let mut order: Vec<&Score> = scores.iter().collect();
-        order.sort_by(|a, b| objective_value(b, objective).total_cmp(&objective_value(a, objective)));
-        let top: Vec<String> = order.iter().take(REFINE_TOP).map(|s| s.chain.clone()).collect();
+    let (mut refined, mut unit) = (None, None);
+    if let Some(u) = units.filter(|_| objective != Objective::Speed) {
+        let top = top_chains(&scores, objective);
+        let whole = evaluate_all(&top, dtype, std::slice::from_ref(u.whole));
+        let blocks = evaluate_all(&top, dtype, u.blocks);
+        if let (Some(w), Some(b)) = (choose(&whole, objective), choose(&blocks, objective)) {
+            let stored_whole =
+                objective_value(&whole[w], objective) > objective_value(&blocks[b], objective) * (1.0 + RATIO_TIE);
+            chosen = if stored_whole { whole[w].chain.clone() } else { blocks[b].chain.clone() };
+            unit = Some(UnitChoice { whole: ratios(&whole), blocks: ratios(&blocks), stored_whole });
+        }
+    }
+    if objective == Objective::Ratio && unit.is_none() && !refine.is_empty() {
+        let top = top_chains(&scores, objective);
         let second = evaluate_all(&top, dtype, refine);
         if let Some(i) = choose(&second, objective) {
             chosen = second[i].chain.clone();
-            refined = Some(Refinement {
-                sample_bytes: sample_bytes(refine),
-                ratio: second.iter().map(|s| (s.chain.clone(), (s.ratio * 1e4).round() / 1e4)).collect(),
-            });
+            refined = Some(Refinement { sample_bytes: sample_bytes(refine), ratio: ratios(&second) });
         }
     }
     Ok(PlanRecord {
@@ -148,6 +190,7 @@ pub fn plan(
         scores: scores.iter().map(ScoreRecord::from).collect(),
         error_bound: bound.filter(|_| dtype.is_float()),
         refined,
+        unit,
         previous: None,
         gain: None,
     })
@@ -185,6 +228,7 @@ pub fn recheck(
         scores: scores.iter().map(ScoreRecord::from).collect(),
         error_bound: bound.filter(|_| dtype.is_float()),
         refined: None,
+        unit: None,
         previous: Some(current.to_string()),
         gain: Some((gain * 1e3).round() / 1e3),
     }))
@@ -204,14 +248,14 @@ mod tests {
     #[test]
     fn plans_are_reproducible_and_meet_the_objective() {
         let samples: Vec<Sample> = (0..4).map(|k| smooth(64, k as f32)).collect();
-        let a = plan(NumType::F32, &samples, &samples, Objective::Balanced, None).unwrap();
-        let b = plan(NumType::F32, &samples, &samples, Objective::Balanced, None).unwrap();
+        let a = plan(NumType::F32, &samples, &samples, None, Objective::Balanced, None).unwrap();
+        let b = plan(NumType::F32, &samples, &samples, None, Objective::Balanced, None).unwrap();
         assert_eq!(a, b, "the same data must give the same plan");
         let chosen = a.scores.iter().find(|s| s.chain == a.chosen).unwrap();
         assert!(chosen.decode_mb_s >= crate::analyzer::BALANCED_MIN_DECODE_MB_S);
         let best = a.scores.iter().map(|s| s.ratio).fold(0.0, f64::max);
         assert!(chosen.ratio >= best * (1.0 - crate::analyzer::RATIO_TIE), "{a:?}");
-        let r = plan(NumType::F32, &samples, &samples, Objective::Ratio, None).unwrap();
+        let r = plan(NumType::F32, &samples, &samples, None, Objective::Ratio, None).unwrap();
         assert!(r.refined.is_some() && r.scores.len() > a.scores.len());
         // The record survives the manifest's JSON.
         let json = serde_json::to_value(&r).unwrap();
@@ -219,9 +263,36 @@ mod tests {
     }
 
     #[test]
+    fn a_small_variable_is_stored_whole_only_when_that_is_clearly_better() {
+        let blocks: Vec<Sample> = (0..4).map(|k| smooth(64, k as f32)).collect();
+        // The same blocks four times over: a whole unit finds the repeats.
+        let mut bytes = Vec::new();
+        for _ in 0..4 {
+            bytes.extend(blocks.iter().flat_map(|b| b.bytes.clone()));
+        }
+        let whole = Sample { bytes, shape: vec![1024, 64] };
+        let tiles: Vec<Sample> = (0..4).flat_map(|_| blocks.clone()).collect();
+        let units = Units { whole: &whole, blocks: &tiles };
+        let p = plan(NumType::F32, &blocks, &[], Some(units), Objective::Balanced, None).unwrap();
+        let u = p.unit.clone().unwrap();
+        assert!(u.stored_whole, "{p:?}");
+        assert!(u.whole[&p.chosen] > u.blocks.values().copied().fold(0.0, f64::max) * 1.5, "{u:?}");
+        assert_eq!(p.version, PLAN_RECORD_VERSION);
+        // One block, seen whole or as itself: a tie, and blocks read faster.
+        let one = Units { whole: &blocks[0], blocks: &blocks[..1] };
+        let p = plan(NumType::F32, &blocks, &[], Some(one), Objective::Balanced, None).unwrap();
+        assert!(!p.unit.unwrap().stored_whole);
+        // The speed objective ranks by declared speeds: no second look, blocks.
+        let p = plan(NumType::F32, &blocks, &[], Some(units), Objective::Speed, None).unwrap();
+        assert!(p.unit.is_none());
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(serde_json::from_value::<PlanRecord>(json).unwrap(), p);
+    }
+
+    #[test]
     fn recheck_switches_only_on_a_clear_gain() {
         let samples: Vec<Sample> = (0..4).map(|k| smooth(64, k as f32)).collect();
-        let p = plan(NumType::F32, &samples, &[], Objective::Balanced, None).unwrap();
+        let p = plan(NumType::F32, &samples, &[], None, Objective::Balanced, None).unwrap();
         assert_eq!(recheck(NumType::F32, &samples, &p.chosen, Objective::Balanced, None).unwrap(), None);
         let switched = recheck(NumType::F32, &samples, "lz4", Objective::Balanced, None).unwrap().unwrap();
         assert_eq!(switched.previous.as_deref(), Some("lz4"));

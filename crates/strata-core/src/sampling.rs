@@ -6,8 +6,7 @@
 //! different regions. The seed comes from the variable's name: the same data always gives
 //! the same sample, whatever else the store holds.
 
-use crate::chunking::ShapeRule;
-use crate::grid::copy_block;
+use crate::grid::{copy_block, unravel};
 use strata_codecs::analyzer::Sample;
 
 /// Blocks sampled for a plan (at most), and for the ratio objective's second look.
@@ -21,13 +20,6 @@ pub const SAMPLE_SHARE: u64 = 16;
 /// How many blocks of `block_bytes` to sample from `data_bytes` of data.
 pub fn plan_samples(data_bytes: u64, block_bytes: u64) -> usize {
     (data_bytes / (SAMPLE_SHARE * block_bytes.max(1))).clamp(2, PLAN_SAMPLES as u64) as usize
-}
-
-/// The shape of the blocks a plan samples: the sub-chunk, cut by the default rule to
-/// `target` bytes when larger (a small variable compressed whole, see
-/// `chunking::WHOLE_VARIABLE_BYTES`), so a plan costs about the same on any variable.
-pub fn sample_block(subchunk: &[u64], es: u64, target: u64) -> Vec<u64> {
-    ShapeRule::Auto.shape(subchunk, es, target)
 }
 
 /// A seed from a name (FNV-1a), so samples do not depend on the order variables come in.
@@ -94,6 +86,26 @@ pub fn samples(data: &[u8], extent: &[u64], block: &[u64], es: usize, count: usi
         .collect()
 }
 
+/// Every block of `data` (C order, `extent`, `es`-byte elements) on the regular grid of
+/// `block`, row-major, those at the far edges cut short: the variable as blocks would store it.
+pub fn tiles(data: &[u8], extent: &[u64], block: &[u64], es: usize) -> Vec<Sample> {
+    let block: Vec<u64> = block.iter().zip(extent).map(|(&b, &e)| b.clamp(1, e.max(1))).collect();
+    let grid: Vec<u64> = extent.iter().zip(&block).map(|(&e, &b)| e.max(1).div_ceil(b)).collect();
+    let ones = vec![1u64; extent.len()];
+    let zeros = vec![0u64; extent.len()];
+    (0..grid.iter().product::<u64>())
+        .map(|i| {
+            let at = unravel(i, &grid);
+            let start: Vec<u64> = at.iter().zip(&block).map(|(&a, &b)| a * b).collect();
+            let shape: Vec<u64> =
+                start.iter().zip(&block).zip(extent).map(|((&s, &b), &e)| b.min(e.max(1) - s)).collect();
+            let mut bytes = vec![0u8; shape.iter().product::<u64>() as usize * es];
+            copy_block(data, extent, &start, &ones, &mut bytes, &shape, &zeros, &shape, es);
+            Sample { bytes, shape: shape.iter().map(|&b| b as usize).collect() }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +120,22 @@ mod tests {
         assert_eq!(block_starts(&[3], &[3], 4, 1), vec![vec![0]]);
         assert_eq!(block_starts(&[2, 2], &[9, 9], 2, 1), vec![vec![0, 0]]);
         assert_eq!(block_starts(&[], &[], 4, 1), vec![Vec::<u64>::new()]);
+    }
+
+    #[test]
+    fn tiles_cover_the_array_once() {
+        let extent = [5u64, 7];
+        let data: Vec<u8> = (0..35u8).collect();
+        let t = tiles(&data, &extent, &[2, 3], 1);
+        assert_eq!(
+            t.iter().map(|s| s.shape.clone()).collect::<Vec<_>>(),
+            [[2, 3], [2, 3], [2, 1], [2, 3], [2, 3], [2, 1], [1, 3], [1, 3], [1, 1]]
+        );
+        let mut seen: Vec<u8> = t.iter().flat_map(|s| s.bytes.clone()).collect();
+        seen.sort();
+        assert_eq!(seen, data);
+        assert_eq!(t[4].bytes, vec![17, 18, 19, 24, 25, 26]);
+        assert_eq!(tiles(&data, &extent, &[9, 9], 1)[0].bytes, data);
     }
 
     #[test]

@@ -251,6 +251,9 @@ pub struct StoreWriter {
     chains: Vec<Option<(u8, CodecChain)>>,
     /// Per variable: the plan its first data decides, if any.
     pending: Vec<Option<PendingPlan>>,
+    /// Per variable compressed whole (`chunking::WHOLE_VARIABLE_BYTES`): the sub-chunk shape
+    /// it would otherwise get, which its plan samples and compares against.
+    whole_alternative: Vec<Option<Vec<u64>>>,
     /// The record count the schema announced (None: unknown), for a variable's size.
     records_hint: Option<u64>,
     /// Level V's rule, when the layout has it.
@@ -513,6 +516,8 @@ impl StoreWriter {
         let default_sub = default_subchunk_bytes(&layout);
         let rule = options.shape_rule.unwrap_or_default();
         let mut variables = Vec::new();
+        // Variables compressed whole, and the sub-chunks they would otherwise get.
+        let mut blocks_of = BTreeMap::new();
         for v in &schema.variables {
             if v.dtype == DType::String {
                 variables.push(Variable {
@@ -567,14 +572,22 @@ impl StoreWriter {
                     chunk[d] = (1..=chunk[d]).rev().find(|c| g % c == 0).unwrap_or(1);
                 }
             }
-            // A stream's length is unknown until it ends: its records are not held whole.
-            let known = !is_record(v) || (records_hint > 0 && records_hint <= slab_records);
-            let whole = known.then(|| extent.iter().product::<u64>().saturating_mul(es));
-            let target = options.subchunk_bytes.unwrap_or_else(|| subchunk_target(default_sub, whole));
-            let mut sub = rule.shape(&chunk, es, target);
+            let named_sub = |name: &String| own_subchunks.and_then(|m| m.get(name)).or(options.subchunks.get(name));
+            let mut sub = rule.shape(&chunk, es, options.subchunk_bytes.unwrap_or(default_sub));
             for (d, name) in v.dims.iter().enumerate() {
-                if let Some(&s) = own_subchunks.and_then(|m| m.get(name)).or(options.subchunks.get(name)) {
+                if let Some(&s) = named_sub(name) {
                     sub[d] = s.min(chunk[d]);
+                }
+            }
+            // Small enough to be compressed whole, unless the user gave sub-chunk sizes (a
+            // stream's length is unknown until it ends: its records are not held whole).
+            let known = !is_record(v) || (records_hint > 0 && records_hint <= slab_records);
+            let untouched = options.subchunk_bytes.is_none() && !v.dims.iter().any(|d| named_sub(d).is_some());
+            if known && untouched {
+                let bytes = extent.iter().product::<u64>().saturating_mul(es);
+                let whole = rule.shape(&chunk, es, subchunk_target(default_sub, Some(bytes)));
+                if whole != sub {
+                    blocks_of.insert(v.name.clone(), std::mem::replace(&mut sub, whole));
                 }
             }
             if subchunk_grid(&chunk, &sub).iter().product::<u64>() > u32::MAX as u64 {
@@ -632,12 +645,14 @@ impl StoreWriter {
         let static_slab = has_static.then(|| SlabBuilderBox(SlabBuilder::new(0, None)));
         let bin_rule = BinRule::of_layout(&draft.layout)?;
         let records_hint = if records_hint > 0 { Some(records_hint) } else { None };
+        let whole_alternative = draft.variables.iter().map(|v| blocks_of.remove(&v.name)).collect();
         Ok(Self {
             store,
             draft,
             base_version: None,
             chains,
             pending,
+            whole_alternative,
             records_hint,
             bin_rule,
             static_slab,
@@ -712,12 +727,14 @@ impl StoreWriter {
         let mut draft = base;
         draft.parent = base_version;
         draft.version += 1;
+        let whole_alternative = vec![None; draft.variables.len()];
         Ok(Self {
             store,
             draft,
             base_version,
             chains,
             pending,
+            whole_alternative,
             records_hint: None,
             bin_rule,
             static_slab: None,
@@ -743,22 +760,30 @@ impl StoreWriter {
             return Ok(());
         }
         let (seed, es) = (sampling::seed_of(&var.name), var.dtype.size());
-        let block = sampling::sample_block(&chunking.subchunk, es as u64, default_subchunk_bytes(&self.draft.layout));
+        // A variable compressed whole is sampled in the blocks it would otherwise get, so its
+        // plan costs what any variable's does; then both ways are compared on all of it.
+        let alternative = self.whole_alternative[idx].clone();
+        let block = alternative.clone().unwrap_or_else(|| chunking.subchunk.clone());
         let block_bytes = block.iter().zip(extent).map(|(&b, &e)| b.min(e)).product::<u64>() * es as u64;
         let count = sampling::plan_samples(data.len() as u64, block_bytes);
         let sample = sampling::samples(data, extent, &block, es, count, seed);
-        // A variable compressed whole (chunking::WHOLE_VARIABLE_BYTES) is its own second look.
-        let whole = chunking.subchunk.iter().zip(extent).all(|(&s, &e)| s >= e) && block != chunking.subchunk;
+        let holds_all = self.block.is_none() && chunking.subchunk.iter().zip(extent).all(|(&s, &e)| s >= e);
         let record = match pending {
             PendingPlan::Plan { objective, error_bound } => {
-                let refine = if whole {
-                    vec![Sample { bytes: data.to_vec(), shape: extent.iter().map(|&e| e as usize).collect() }]
-                } else if objective == Objective::Ratio {
+                let (whole, tiles) = match &alternative {
+                    Some(alt) if holds_all => (
+                        Some(Sample { bytes: data.to_vec(), shape: extent.iter().map(|&e| e as usize).collect() }),
+                        sampling::tiles(data, extent, alt, es),
+                    ),
+                    _ => (None, vec![]),
+                };
+                let units = whole.as_ref().map(|w| codec_plan::Units { whole: w, blocks: &tiles });
+                let refine = if objective == Objective::Ratio && units.is_none() {
                     sampling::samples(data, extent, &block, es, REFINE_SAMPLES, seed.wrapping_add(1))
                 } else {
                     vec![]
                 };
-                codec_plan::plan(t, &sample, &refine, objective, error_bound.as_deref())?
+                codec_plan::plan(t, &sample, &refine, units, objective, error_bound.as_deref())?
             }
             PendingPlan::Recheck { objective, error_bound, current } => {
                 match codec_plan::recheck(t, &sample, &current, objective, error_bound.as_deref())? {
@@ -767,6 +792,13 @@ impl StoreWriter {
                 }
             }
         };
+        if let (Some(alt), Some(unit)) = (alternative, &record.unit) {
+            if !unit.stored_whole {
+                if let Some(c) = self.draft.variables[idx].chunking.as_mut() {
+                    c.subchunk = alt;
+                }
+            }
+        }
         let specs = registry::parse_chain(&record.chosen)?;
         let plan = serde_json::to_value(&record).map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let var = &mut self.draft.variables[idx];
