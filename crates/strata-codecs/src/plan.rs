@@ -29,6 +29,9 @@ pub enum CodecRequest {
 pub const DRIFT_THRESHOLD: f64 = 1.10;
 /// How many of the best chains a plan compares again on a larger sample (see [`plan`]).
 pub const REFINE_TOP: usize = 3;
+/// How many of the first look's best chains a variable small enough to be compressed whole
+/// tries whole (see [`plan`]): each costs one more compression of the variable.
+pub const UNIT_TOP: usize = 2;
 /// Variables smaller than this get the default chain without sampling. Planning compresses
 /// a small variable whole once per candidate, a few milliseconds at 16 KiB; unplanned, 32 KiB
 /// fields took up to 7% more than netCDF4's zlib (`bench/results/small.md`).
@@ -86,8 +89,9 @@ pub struct Units<'a> {
     pub blocks: &'a [Sample],
 }
 
-/// The second look of a variable small enough to be compressed whole: the best first-look
-/// chains compressed whole and in blocks, and which way it is stored.
+/// The second look of a variable small enough to be compressed whole: the first look's
+/// choice measured on all its blocks, its best chains on the variable whole, and which way
+/// it is stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnitChoice {
     pub whole: BTreeMap<String, f64>,
@@ -139,15 +143,15 @@ fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
     scores.iter().map(|s| (s.chain.clone(), (s.ratio * 1e4).round() / 1e4)).collect()
 }
 
-/// Chooses a chain for `objective` on `samples`, then looks again at its best
-/// [`REFINE_TOP`]: chains within a few percent of each other often swap places between a
-/// small sample and the whole variable.
-/// - With `units` (a variable small enough to be compressed whole), each is compressed
-///   whole and in blocks, and the variable is stored whole only when that is better by more
-///   than [`RATIO_TIE`]: a whole unit keeps long-range repeats that blocks lose (zstd's
-///   matches, a delta along a whole axis), while pcodec's bins fit small blocks better. Not
-///   for the speed objective, which ranks by declared speeds: its variables stay in blocks.
-/// - Else the ratio objective compares them on `refine`, a larger sample.
+/// Chooses a chain for `objective` on `samples`, then looks again: chains within a few
+/// percent of each other often swap places between a small sample and the whole variable.
+/// - With `units` (a variable small enough to be compressed whole), the choice is measured
+///   on all its blocks and the best [`UNIT_TOP`] on the whole variable as one unit; it is
+///   stored whole only when that is better by more than [`RATIO_TIE`]: a whole unit keeps
+///   long-range repeats that blocks lose (zstd's matches, a delta along a whole axis), while
+///   pcodec's bins fit small blocks better. Not for the speed objective, which ranks by
+///   declared speeds: its variables stay in blocks.
+/// - Else the ratio objective compares its best [`REFINE_TOP`] on `refine`, a larger sample.
 pub fn plan(
     dtype: NumType,
     samples: &[Sample],
@@ -164,9 +168,11 @@ pub fn plan(
     let mut chosen = scores[best].chain.clone();
     let (mut refined, mut unit) = (None, None);
     if let Some(u) = units.filter(|_| objective != Objective::Speed) {
-        let top = top_chains(&scores, objective);
+        // The blocks' best is the first look's choice, measured on all of them; whole, the
+        // best few are tried, since the first look ranks chains by what blocks show.
+        let top: Vec<String> = top_chains(&scores, objective).into_iter().take(UNIT_TOP).collect();
         let whole = evaluate_all(&top, dtype, std::slice::from_ref(u.whole));
-        let blocks = evaluate_all(&top, dtype, u.blocks);
+        let blocks = evaluate_all(std::slice::from_ref(&chosen), dtype, u.blocks);
         if let (Some(w), Some(b)) = (choose(&whole, objective), choose(&blocks, objective)) {
             let stored_whole =
                 objective_value(&whole[w], objective) > objective_value(&blocks[b], objective) * (1.0 + RATIO_TIE);
