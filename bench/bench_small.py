@@ -183,7 +183,7 @@ def report(results) -> str:
         f"- Stored whole: {len(whole)} of the {sum(r['raw_bytes'] > 64 << 10 for r in rows)} variables over "
         "64 KiB (smaller ones are one sub-chunk either way).",
         f"- Import time default / blocks: median {statistics.median(r['import_time_ratio'] for r in rows):.2f} "
-        "(the second look compresses the variable six more times: three chains, two ways).",
+        "(the second look compresses the variable three more times: the choice in blocks, the best two whole).",
         f"- One element, the store opened afresh, on the variables stored whole: default / blocks median "
         f"{statistics.median(one) if one else float('nan'):.2f}, at most "
         f"{max((r['one_default_ms'] for r in whole), default=float('nan')):.3f} ms.",
