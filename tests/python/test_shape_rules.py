@@ -131,3 +131,35 @@ def test_parallel_writers_pass_the_rule_on():
 
     assert writer_options_of(shape_rule="slices", chunks="x=4")["shape_rule"] == "slices"
     assert writer_options_of()["shape_rule"] is None
+
+
+def test_small_variables_are_one_subchunk_unless_sizes_are_given(tmp_path):
+    """A variable of at most 1 MiB is compressed whole (one sub-chunk) unless the user gave
+    sub-chunk lengths or a target size; larger variables, and streams whose length is not
+    known, are cut as before."""
+    rng = np.random.default_rng(3)
+    small = np.cumsum(rng.normal(size=(40, 60, 50)), axis=2).astype("f4")  # 469 KiB
+    large = np.cumsum(rng.normal(size=(100, 100, 50)), axis=2).astype("f4")  # 1.9 MiB
+    dims = ("t", "y", "x")
+    stores = {k: tmp_path / f"{k}.strata" for k in ("plain", "named", "sized", "large")}
+    strata.write_arrays(stores["plain"], {"v": (dims, small)})
+    strata.write_arrays(stores["named"], {"v": (dims, small)}, subchunks={"y": 20})
+    config = tmp_path / "layout.toml"
+    config.write_text("version = 1\nsubchunk_bytes = 65536\n")
+    strata.write_arrays(stores["sized"], {"v": (dims, small)}, config=config)
+    strata.write_arrays(stores["large"], {"v": (dims, large)})
+    assert _subchunks(stores["plain"], "v") == small.shape
+    assert _subchunks(stores["named"], "v")[1] == 20 and _subchunks(stores["named"], "v") != small.shape
+    assert np.prod(_subchunks(stores["sized"], "v")) * 4 <= 65536
+    assert np.prod(_subchunks(stores["large"], "v")) * 4 <= 65536
+    for key, arr in (("plain", small), ("named", small), ("sized", small), ("large", large)):
+        var = strata.open(stores[key])["v"]
+        assert_bit_equal(var.values, arr, key)
+        assert_bit_equal(var[3:17, 11:12, 5:45], arr[3:17, 11:12, 5:45], key)
+    # A stream of unknown length: its records are not held whole.
+    stream_dims = {"t": None, "y": 60, "x": 50}
+    with strata.Writer.create(tmp_path / "stream", dims=stream_dims, variables={"v": ("f4", dims)}) as w:
+        for step in small:
+            w.append(v=step)
+    assert np.prod(_subchunks(tmp_path / "stream", "v")) * 4 <= 65536
+    assert_bit_equal(strata.open(tmp_path / "stream")["v"].values, small)
