@@ -142,6 +142,23 @@ def _alone(path, name, arr, dims, **kw):
     return path
 
 
+def _imported_beside_zlib(tmp_path, file, name):
+    """One variable of a real file, alone: the array, the store its default import makes
+    from an uncompressed copy, and the bytes netCDF4 zlib 4 + shuffle stores it in (HDF5's
+    storage size, no header)."""
+    import h5py
+
+    with raw_source(DATA / file) as nc:
+        v = nc[name]
+        arr, dims = np.ascontiguousarray(v[...]), v.dimensions
+    src = _alone(tmp_path / "src.nc", name, arr, dims)
+    zlib = _alone(tmp_path / "zlib.nc", name, arr, dims, zlib=True, complevel=4, shuffle=True)
+    with h5py.File(zlib, "r") as f:
+        zlib_bytes = f[name].id.get_storage_size()
+    strata.import_file(src, tmp_path / "s.strata")
+    return arr, strata.open(tmp_path / "s.strata"), zlib_bytes
+
+
 @needs_data
 @pytest.mark.parametrize(
     "file,name",
@@ -156,17 +173,7 @@ def test_the_default_plan_stores_no_more_than_netcdf4_zlib(tmp_path, file, name)
     variable in no more bytes than netCDF4's zlib 4 + shuffle (HDF5's storage size, no
     header). These variables' plans store each byte plane of a row-wise residual alone
     (``xor:-1``/``delta:-1`` + ``bytecols``); ``var3`` was 5% larger without them."""
-    import h5py
-
-    with raw_source(DATA / file) as nc:
-        v = nc[name]
-        arr, dims = np.ascontiguousarray(v[...]), v.dimensions
-    src = _alone(tmp_path / "src.nc", name, arr, dims)
-    zlib = _alone(tmp_path / "zlib.nc", name, arr, dims, zlib=True, complevel=4, shuffle=True)
-    with h5py.File(zlib, "r") as f:
-        zlib_bytes = f[name].id.get_storage_size()
-    strata.import_file(src, tmp_path / "s.strata")
-    ds = strata.open(tmp_path / "s.strata")
+    arr, ds, zlib_bytes = _imported_beside_zlib(tmp_path, file, name)
     assert ds[name].plan["objective"] == "balanced"
     stored = ds.stats()[name]["stored_bytes"]
     assert stored <= zlib_bytes, f"{name}: {stored} bytes with {ds[name].plan['chosen']}, netCDF4 zlib {zlib_bytes}"
@@ -192,17 +199,7 @@ def test_small_variables_are_compressed_whole_when_that_is_smaller(tmp_path, fil
     """A variable of at most 1 MiB is one sub-chunk when its plan finds that smaller than
     blocks, else it keeps the blocks; either way it is stored in no more bytes than netCDF4's
     zlib 4 + shuffle, and reads back bit-exact."""
-    import h5py
-
-    with raw_source(DATA / file) as nc:
-        v = nc[name]
-        arr, dims = np.ascontiguousarray(v[...]), v.dimensions
-    src = _alone(tmp_path / "src.nc", name, arr, dims)
-    zlib = _alone(tmp_path / "zlib.nc", name, arr, dims, zlib=True, complevel=4, shuffle=True)
-    with h5py.File(zlib, "r") as f:
-        zlib_bytes = f[name].id.get_storage_size()
-    strata.import_file(src, tmp_path / "s.strata")
-    ds = strata.open(tmp_path / "s.strata")
+    arr, ds, zlib_bytes = _imported_beside_zlib(tmp_path, file, name)
     var = ds[name]
     stored = ds.stats()[name]["stored_bytes"]
     assert stored <= zlib_bytes, f"{name}: {stored} bytes with {var.plan['chosen']}, netCDF4 zlib {zlib_bytes}"
