@@ -141,7 +141,7 @@ def test_small_variables_are_one_subchunk_unless_sizes_are_given(tmp_path):
     small = np.cumsum(rng.normal(size=(40, 60, 50)), axis=2).astype("f4")  # 469 KiB
     large = np.cumsum(rng.normal(size=(100, 100, 50)), axis=2).astype("f4")  # 1.9 MiB
     dims = ("t", "y", "x")
-    stores = {k: tmp_path / f"{k}.strata" for k in ("plain", "named", "sized", "large")}
+    stores = {k: tmp_path / f"{k}.strata" for k in ("plain", "named", "sized", "large", "speed")}
     strata.write_arrays(stores["plain"], {"v": (dims, small)})
     strata.write_arrays(stores["named"], {"v": (dims, small)}, subchunks={"y": 20})
     config = tmp_path / "layout.toml"
@@ -152,7 +152,10 @@ def test_small_variables_are_one_subchunk_unless_sizes_are_given(tmp_path):
     assert _subchunks(stores["named"], "v")[1] == 20 and _subchunks(stores["named"], "v") != small.shape
     assert np.prod(_subchunks(stores["sized"], "v")) * 4 <= 65536
     assert np.prod(_subchunks(stores["large"], "v")) * 4 <= 65536
-    for key, arr in (("plain", small), ("named", small), ("sized", small), ("large", large)):
+    # The speed objective measures no second look: blocks, which read faster.
+    strata.write_arrays(stores["speed"], {"v": (dims, small)}, codec="auto", objective="speed")
+    assert _subchunks(stores["speed"], "v") == _subchunks(stores["sized"], "v")
+    for key, arr in (("plain", small), ("named", small), ("sized", small), ("large", large), ("speed", small)):
         var = strata.open(stores[key])["v"]
         assert_bit_equal(var.values, arr, key)
         assert_bit_equal(var[3:17, 11:12, 5:45], arr[3:17, 11:12, 5:45], key)

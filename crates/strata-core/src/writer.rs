@@ -792,11 +792,12 @@ impl StoreWriter {
                 }
             }
         };
-        if let (Some(alt), Some(unit)) = (alternative, &record.unit) {
-            if !unit.stored_whole {
-                if let Some(c) = self.draft.variables[idx].chunking.as_mut() {
-                    c.subchunk = alt;
-                }
+        // Back to blocks unless whole measured smaller (the speed objective does not measure:
+        // blocks read faster). A parallel writer sees only its block, and keeps the shape.
+        let whole_wins = record.unit.as_ref().is_some_and(|u| u.stored_whole);
+        if let Some(alt) = alternative.filter(|_| holds_all && !whole_wins && record.previous.is_none()) {
+            if let Some(c) = self.draft.variables[idx].chunking.as_mut() {
+                c.subchunk = alt;
             }
         }
         let specs = registry::parse_chain(&record.chosen)?;
