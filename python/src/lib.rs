@@ -678,5 +678,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crc32c_digest, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", strata_core::manifest::FORMAT_VERSION)?;
+    m.add("DEFAULT_SUBCHUNK_BYTES", strata_core::chunking::DEFAULT_SUBCHUNK_BYTES)?;
     Ok(())
 }

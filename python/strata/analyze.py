@@ -18,8 +18,6 @@ import numpy as np
 from . import _core
 from .errors import InvalidArgumentError
 
-SUBCHUNK_BYTES = 64 << 10
-
 
 @dataclass
 class VariableAnalysis:
@@ -73,7 +71,9 @@ def analyze_variable(
 
     itemsize = 1 if dtype == "char" else int(dtype[1:]) // 8
     shape = tuple(int(n) for n in shape)
-    block = [int(b) for b in _core.auto_shape(list(shape), itemsize, SUBCHUNK_BYTES)]
+    # Blocks of the sub-chunk shape the writer cuts by default (a small variable it may keep
+    # whole is still planned on these).
+    block = [int(b) for b in _core.auto_shape(list(shape), itemsize, _core.DEFAULT_SUBCHUNK_BYTES)]
     sample = []
     for start in _core.sample_starts(name, list(shape), block, samples):
         box = tuple(slice(s, s + min(b, n)) for s, b, n in zip(start, block, shape, strict=True))
