@@ -138,6 +138,30 @@ mod tests {
         assert_eq!(tiles(&data, &extent, &[9, 9], 1)[0].bytes, data);
     }
 
+    proptest::proptest! {
+        /// Whatever the shapes, the tiles hold every element once, each where its block
+        /// puts it (the second look of a small variable measures exactly what blocks store).
+        #[test]
+        fn tiles_are_the_blocks_of_the_array(extent in proptest::collection::vec(1u64..9, 1..4),
+                                             cut in proptest::collection::vec(1u64..12, 3)) {
+            let block: Vec<u64> = extent.iter().zip(&cut).map(|(&e, &c)| c.min(e + 2)).collect();
+            let n = extent.iter().product::<u64>() as usize;
+            let data: Vec<u8> = (0..n * 2).map(|i| (i % 251) as u8).collect();
+            let t = tiles(&data, &extent, &block, 2);
+            let total: usize = t.iter().map(|s| s.bytes.len()).sum();
+            proptest::prop_assert_eq!(total, data.len());
+            let clamped: Vec<u64> = block.iter().zip(&extent).map(|(&b, &e)| b.min(e)).collect();
+            let grid: Vec<u64> = extent.iter().zip(&clamped).map(|(&e, &b)| e.div_ceil(b)).collect();
+            for (i, tile) in t.iter().enumerate() {
+                let at = unravel(i as u64, &grid);
+                // The tile's first element is the array's element at the block's corner.
+                let corner: Vec<u64> = at.iter().zip(&clamped).map(|(&a, &b)| a * b).collect();
+                let flat = corner.iter().zip(&extent).fold(0u64, |acc, (&c, &e)| acc * e + c) as usize;
+                proptest::prop_assert_eq!(&tile.bytes[..2], &data[flat * 2..flat * 2 + 2]);
+            }
+        }
+    }
+
     #[test]
     fn samples_hold_the_blocks_values() {
         let extent = [6u64, 5];
