@@ -233,3 +233,28 @@ def test_import_refuses_a_bound_with_an_explicit_chain(tmp_path, capsys):
     # codec=None is the importer's auto, with the bound.
     strata.import_file(src, tmp_path / "c.strata", codec=None, error_bound="abs=0.1")
     np.testing.assert_array_equal(strata.open(tmp_path / "c.strata")["v"][...], np.arange(4, dtype="f4"))
+
+
+@needs_data
+@pytest.mark.parametrize("layout", ["V-S", "M-S", "V-M-S"])
+def test_small_variables_stored_whole_answer_value_queries(tmp_path, layout):
+    """Under every layout level a small variable may be one sub-chunk (CESM's cell areas
+    are, their repeats being what compresses them): counts, points and reduced-precision
+    reads through it equal NumPy's."""
+    with raw_source(DATA / "ihesp14.TS.12mon.nc") as nc:
+        area = np.ascontiguousarray(nc["area"][...])
+    src = _alone(tmp_path / "src.nc", "area", area, ("ncol",))
+    store = tmp_path / "s.strata"
+    strata.import_file(src, store, layout=layout, bins=8 if "V" in layout else None)
+    ds = strata.open(store)
+    assert tuple(ds["area"].subchunks) == area.shape, ds["area"].plan.get("unit")
+    cut = float(np.quantile(area, 0.3))
+    want = area > cut
+    assert ds.query(f"area > {cut!r}", output="count") == want.sum()
+    pts = ds.query(f"area > {cut!r}", output="points", variables=["area"])
+    np.testing.assert_array_equal(pts["area"].to_numpy(), area[want])
+    assert_bit_equal(ds["area"][1000:1100], area[1000:1100], layout)
+    if "M" in layout:
+        low = ds["area"].at_precision(1)[...]
+        err = np.abs(low - area) / np.abs(area)
+        assert err.max() <= ds["area"].at_precision(1).max_rel_error
