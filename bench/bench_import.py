@@ -27,14 +27,15 @@ MIN_BYTES = 1 << 20
 BLOSC2_CPARAMS = blosc2.CParams(codec=blosc2.Codec.ZSTD, clevel=5, filters=[blosc2.Filter.SHUFFLE])
 
 
-def variables():
-    """(file, name, raw array, dims) of every numeric variable of at least 1 MB."""
+def variables(min_bytes: int = MIN_BYTES, max_bytes: float = float("inf")):
+    """(file, name, raw array, dims) of every numeric variable of `min_bytes` to `max_bytes`
+    (by default at least 1 MB)."""
     for path in sorted(DATA.glob("*.nc")):
         with netCDF4.Dataset(path) as nc:
             for name, v in nc.variables.items():
                 if v.dtype == str or np.dtype(v.dtype).kind not in "iuf":
                     continue
-                if v.size * np.dtype(v.dtype).itemsize < MIN_BYTES:
+                if not min_bytes <= v.size * np.dtype(v.dtype).itemsize <= max_bytes:
                     continue
                 v.set_auto_maskandscale(False)
                 yield path.name, name, np.ascontiguousarray(v[...]), v.dimensions

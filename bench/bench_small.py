@@ -12,10 +12,9 @@ import os
 import statistics
 import time
 
-import netCDF4
 import numpy as np
-from bench_import import write_nc, zlib_bytes
-from common import DATA, WORK, fresh, write_results
+from bench_import import variables, write_nc, zlib_bytes
+from common import WORK, fresh, write_results
 
 import strata
 
@@ -24,19 +23,6 @@ READS = 20
 MIN_BYTES, MAX_BYTES = 16 << 10, 1 << 20
 # The writer's 64 KiB sub-chunk target, given explicitly: explicit targets are never widened.
 BLOCKS_CONFIG = "version = 1\nsubchunk_bytes = 65536\n"
-
-
-def variables():
-    """(file, name, raw array, dims) of every numeric variable of 16 KiB to 1 MiB."""
-    for path in sorted(DATA.glob("*.nc")):
-        with netCDF4.Dataset(path) as nc:
-            for name, v in nc.variables.items():
-                if v.dtype == str or np.dtype(v.dtype).kind not in "iuf":
-                    continue
-                if not MIN_BYTES <= v.size * np.dtype(v.dtype).itemsize <= MAX_BYTES:
-                    continue
-                v.set_auto_maskandscale(False)
-                yield path.name, name, np.ascontiguousarray(v[...]), v.dimensions
 
 
 def imported(src, name, store, config=None):
@@ -83,7 +69,7 @@ def main() -> None:
     config.write_text(BLOCKS_CONFIG)
     rng = np.random.default_rng(11)
     rows = []
-    for file, name, arr, dims in variables():
+    for file, name, arr, dims in variables(MIN_BYTES, MAX_BYTES):
         src = fresh(WORK / "small_src.nc")
         write_nc(src, name, arr, dims)
         zsrc = fresh(WORK / "small_zlib.nc")

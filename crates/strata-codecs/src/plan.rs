@@ -132,11 +132,11 @@ fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Sco
     texts.par_iter().filter_map(|t| evaluate(t, dtype, samples).ok()).collect()
 }
 
-/// The best [`REFINE_TOP`] chains of `scores` for `objective`.
-fn top_chains(scores: &[Score], objective: Objective) -> Vec<String> {
+/// The best `n` chains of `scores` for `objective`.
+fn top_chains(scores: &[Score], objective: Objective, n: usize) -> Vec<String> {
     let mut order: Vec<&Score> = scores.iter().collect();
     order.sort_by(|a, b| objective_value(b, objective).total_cmp(&objective_value(a, objective)));
-    order.iter().take(REFINE_TOP).map(|s| s.chain.clone()).collect()
+    order.iter().take(n).map(|s| s.chain.clone()).collect()
 }
 
 fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
@@ -170,7 +170,7 @@ pub fn plan(
     if let Some(u) = units.filter(|_| objective != Objective::Speed) {
         // The blocks' best is the first look's choice, measured on all of them; whole, the
         // best few are tried, since the first look ranks chains by what blocks show.
-        let top: Vec<String> = top_chains(&scores, objective).into_iter().take(UNIT_TOP).collect();
+        let top = top_chains(&scores, objective, UNIT_TOP);
         let whole = evaluate_all(&top, dtype, std::slice::from_ref(u.whole));
         let blocks = evaluate_all(std::slice::from_ref(&chosen), dtype, u.blocks);
         if let (Some(w), Some(b)) = (choose(&whole, objective), choose(&blocks, objective)) {
@@ -181,7 +181,7 @@ pub fn plan(
         }
     }
     if objective == Objective::Ratio && unit.is_none() && !refine.is_empty() {
-        let top = top_chains(&scores, objective);
+        let top = top_chains(&scores, objective, REFINE_TOP);
         let second = evaluate_all(&top, dtype, refine);
         if let Some(i) = choose(&second, objective) {
             chosen = second[i].chain.clone();

@@ -13,10 +13,11 @@ pub const DEFAULT_BINNED_SUBCHUNK_BYTES: u64 = 256 << 10;
 pub const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
 /// A variable of at most this many raw bytes may be compressed whole, as one sub-chunk: the
 /// writer makes it one, and its codec plan goes back to blocks unless whole is smaller
-/// (`strata_codecs::plan::Units`; an explicit chain, not planned, keeps it whole). In 64 KiB blocks such variables lost what compresses
-/// them best: a cell-area field of an icosahedral grid repeats its few thousand values
-/// across the whole array (zstd: 4.3x larger in 8192-element blocks than whole), a base
-/// state is the same at three of four times. Decoding one whole costs about 1 ms at the
+/// (`strata_codecs::plan::Units`; an explicit chain, not planned, keeps it whole). In
+/// 64 KiB blocks such variables lost what compresses them best: a cell-area field of an
+/// icosahedral grid repeats its few thousand values across the whole array (zstd: 4.3x
+/// larger in 8192-element blocks than whole), a base state is the same at three of four
+/// times. Decoding one whole costs about 1 ms at the
 /// balanced objective's 1 GB/s floor; netCDF-C and Zarr keep such variables in one chunk.
 pub const WHOLE_VARIABLE_BYTES: u64 = 1 << 20;
 

@@ -583,9 +583,9 @@ impl StoreWriter {
             // stream's length is unknown until it ends: its records are not held whole).
             let known = !is_record(v) || (records_hint > 0 && records_hint <= slab_records);
             let untouched = options.subchunk_bytes.is_none() && !v.dims.iter().any(|d| named_sub(d).is_some());
-            if known && untouched {
-                let bytes = extent.iter().product::<u64>().saturating_mul(es);
-                let whole = rule.shape(&chunk, es, subchunk_target(default_sub, Some(bytes)));
+            if untouched {
+                let bytes = known.then(|| extent.iter().product::<u64>().saturating_mul(es));
+                let whole = rule.shape(&chunk, es, subchunk_target(default_sub, bytes));
                 if whole != sub {
                     blocks_of.insert(v.name.clone(), std::mem::replace(&mut sub, whole));
                 }
@@ -763,21 +763,21 @@ impl StoreWriter {
         // A variable compressed whole is sampled in the blocks it would otherwise get, so its
         // plan costs what any variable's does; then both ways are compared on all of it.
         let alternative = self.whole_alternative[idx].clone();
-        let block = alternative.clone().unwrap_or_else(|| chunking.subchunk.clone());
+        let block = alternative.as_ref().unwrap_or(&chunking.subchunk).clone();
         let block_bytes = block.iter().zip(extent).map(|(&b, &e)| b.min(e)).product::<u64>() * es as u64;
         let count = sampling::plan_samples(data.len() as u64, block_bytes);
         let sample = sampling::samples(data, extent, &block, es, count, seed);
         let holds_all = self.block.is_none() && chunking.subchunk.iter().zip(extent).all(|(&s, &e)| s >= e);
         let record = match pending {
             PendingPlan::Plan { objective, error_bound } => {
-                let (whole, tiles) = match &alternative {
+                let (whole_unit, tiles) = match &alternative {
                     Some(alt) if holds_all => (
                         Some(Sample { bytes: data.to_vec(), shape: extent.iter().map(|&e| e as usize).collect() }),
                         sampling::tiles(data, extent, alt, es),
                     ),
                     _ => (None, vec![]),
                 };
-                let units = whole.as_ref().map(|w| codec_plan::Units { whole: w, blocks: &tiles });
+                let units = whole_unit.as_ref().map(|w| codec_plan::Units { whole: w, blocks: &tiles });
                 let refine = if objective == Objective::Ratio && units.is_none() {
                     sampling::samples(data, extent, &block, es, REFINE_SAMPLES, seed.wrapping_add(1))
                 } else {
