@@ -141,6 +141,9 @@ pub fn candidates(dtype: NumType) -> Vec<&'static str> {
             // The Lorenzo predictor before byte columns: on smooth float fields whose low
             // mantissa bytes still compress (a 17-level temperature grid: 4% smaller).
             "delta:-1+delta:-2+bytecols:3",
+            "xor:-1+bytecols:5",
+            "delta:-1+bytecols:5",
+            "delta:-1+delta:-2+bytecols:5",
             "xor:0+shuffle+lz4",
         ]);
     }
