@@ -29,15 +29,15 @@ pub enum CodecRequest {
 pub const DRIFT_THRESHOLD: f64 = 1.10;
 /// How many of the best chains a plan compares again on a larger sample (see [`plan`]).
 pub const REFINE_TOP: usize = 3;
-/// How many of the first look's best chains a variable small enough to be compressed whole
-/// tries whole (see [`plan`]): each costs one more compression of the variable.
+/// How many of the first look's best chains the second look tries cut the other way (see
+/// [`plan`]): each costs one more compression of what it looks at.
 pub const UNIT_TOP: usize = 2;
 /// Variables smaller than this get the default chain without sampling. Planning compresses
 /// a small variable whole once per candidate, a few milliseconds at 16 KiB; unplanned, 32 KiB
 /// fields took up to 7% more than netCDF4's zlib (`bench/results/small.md`).
 pub const PLAN_MIN_BYTES: u64 = 16 << 10;
-/// Version of [`PlanRecord`]'s fields (3 added `unit`).
-pub const PLAN_RECORD_VERSION: u32 = 3;
+/// Version of [`PlanRecord`]'s fields (3 added `unit`, 4 `shape`).
+pub const PLAN_RECORD_VERSION: u32 = 4;
 
 /// Checks an error bound given as `abs=E` or `rel=E` (E > 0, finite); returns it normalised.
 pub fn parse_error_bound(text: &str) -> Result<String> {
@@ -81,12 +81,16 @@ pub struct Refinement {
     pub ratio: BTreeMap<String, f64>,
 }
 
-/// A variable small enough to be compressed whole, both ways it can be stored: itself as one
-/// unit, and every block of the sub-chunk shape it would otherwise get.
+/// The same data cut two ways, for the second look of [`plan`]: `ranked` in the blocks the
+/// first look's samples had, `other` in the other way the writer could store the variable.
 #[derive(Debug, Clone, Copy)]
-pub struct Units<'a> {
-    pub whole: &'a Sample,
-    pub blocks: &'a [Sample],
+pub enum SecondLook<'a> {
+    /// A variable small enough to be compressed whole: all its blocks, and itself as one unit.
+    Whole { blocks: &'a [Sample], whole: &'a Sample },
+    /// A variable of one chunk stored in cube-like blocks (`strata_core::chunking`): a few
+    /// regions of it cut in those blocks, and the same regions cut in blocks of the array's
+    /// proportions, `shape`.
+    Shape { ranked: &'a [Sample], other: &'a [Sample], shape: &'a [u64] },
 }
 
 /// The second look of a variable small enough to be compressed whole: the first look's
@@ -97,6 +101,17 @@ pub struct UnitChoice {
     pub whole: BTreeMap<String, f64>,
     pub blocks: BTreeMap<String, f64>,
     pub stored_whole: bool,
+}
+
+/// The second look of a variable of one chunk in cube-like blocks: the first look's choice
+/// on regions cut in those blocks, its best chains on the same regions cut in `shape`, and
+/// whether `shape` is what is stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeChoice {
+    pub shape: Vec<u64>,
+    pub ranked: BTreeMap<String, f64>,
+    pub other: BTreeMap<String, f64>,
+    pub stored_other: bool,
 }
 
 /// What the manifest keeps of a plan (a variable's `plan`): the objective, the choice, and
@@ -116,6 +131,8 @@ pub struct PlanRecord {
     pub refined: Option<Refinement>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<UnitChoice>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<ShapeChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,18 +162,20 @@ fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
 
 /// Chooses a chain for `objective` on `samples`, then looks again: chains within a few
 /// percent of each other often swap places between a small sample and the whole variable.
-/// - With `units` (a variable small enough to be compressed whole), the choice is measured
-///   on all its blocks and the best [`UNIT_TOP`] on the whole variable as one unit; it is
-///   stored whole only when that is better by more than [`RATIO_TIE`]: a whole unit keeps
+/// - With a [`SecondLook`], the choice is measured on the data cut as the first look's
+///   blocks were, and the best [`UNIT_TOP`] on the same data cut the other way; the other
+///   way is stored only when it is better by more than [`RATIO_TIE`]. Whole: one unit keeps
 ///   long-range repeats that blocks lose (zstd's matches, a delta along a whole axis), while
-///   pcodec's bins fit small blocks better. Not for the speed objective, which ranks by
-///   declared speeds: its variables stay in blocks.
+///   pcodec's bins fit small blocks better. Shape: cubes cut a row of a level-by-level field
+///   every few dozen elements, and a predictor along the rows starts again at each cut
+///   (a 17-level grid: 6% smaller in blocks of the array's proportions). Not for the speed
+///   objective, which ranks by declared speeds: its variables keep the first look's blocks.
 /// - Else the ratio objective compares its best [`REFINE_TOP`] on `refine`, a larger sample.
 pub fn plan(
     dtype: NumType,
     samples: &[Sample],
     refine: &[Sample],
-    units: Option<Units<'_>>,
+    second: Option<SecondLook<'_>>,
     objective: Objective,
     error_bound: Option<&str>,
 ) -> Result<PlanRecord> {
@@ -166,21 +185,45 @@ pub fn plan(
     let best = choose(&scores, objective)
         .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
     let mut chosen = scores[best].chain.clone();
-    let (mut refined, mut unit) = (None, None);
-    if let Some(u) = units.filter(|_| objective != Objective::Speed) {
-        // The blocks' best is the first look's choice, measured on all of them; whole, the
-        // best few are tried, since the first look ranks chains by what blocks show.
-        let top = top_chains(&scores, objective, UNIT_TOP);
-        let whole = evaluate_all(&top, dtype, std::slice::from_ref(u.whole));
-        let blocks = evaluate_all(std::slice::from_ref(&chosen), dtype, u.blocks);
-        if let (Some(w), Some(b)) = (choose(&whole, objective), choose(&blocks, objective)) {
-            let stored_whole =
-                objective_value(&whole[w], objective) > objective_value(&blocks[b], objective) * (1.0 + RATIO_TIE);
-            chosen = if stored_whole { whole[w].chain.clone() } else { blocks[b].chain.clone() };
-            unit = Some(UnitChoice { whole: ratios(&whole), blocks: ratios(&blocks), stored_whole });
+    let (mut refined, mut unit, mut shape) = (None, None, None);
+    if let Some(look) = second.filter(|_| objective != Objective::Speed) {
+        // Cut as the first look's blocks were, its choice alone; cut the other way, its best
+        // few, since the first look ranks chains by what its blocks show.
+        let (ranked, other, tries) = match look {
+            SecondLook::Whole { blocks, whole } => (blocks, std::slice::from_ref(whole), UNIT_TOP),
+            // One chain each way: the regions are larger than the first look's blocks, and
+            // the best chain in cubes was the best in the other blocks on every real field.
+            SecondLook::Shape { ranked, other, .. } => (ranked, other, 1),
+        };
+        // All at once: each is a compression of a large part of the variable.
+        let jobs: Vec<(String, &[Sample])> = top_chains(&scores, objective, tries)
+            .into_iter()
+            .map(|c| (c, other))
+            .chain(std::iter::once((chosen.clone(), ranked)))
+            .collect();
+        let mut measured: Vec<Option<Score>> = jobs.par_iter().map(|(c, cut)| evaluate(c, dtype, cut).ok()).collect();
+        let here: Vec<Score> = measured.pop().flatten().into_iter().collect();
+        let there: Vec<Score> = measured.into_iter().flatten().collect();
+        if let (Some(t), Some(h)) = (choose(&there, objective), choose(&here, objective)) {
+            let moves =
+                objective_value(&there[t], objective) > objective_value(&here[h], objective) * (1.0 + RATIO_TIE);
+            chosen = if moves { there[t].chain.clone() } else { here[h].chain.clone() };
+            match look {
+                SecondLook::Whole { .. } => {
+                    unit = Some(UnitChoice { whole: ratios(&there), blocks: ratios(&here), stored_whole: moves })
+                }
+                SecondLook::Shape { shape: s, .. } => {
+                    shape = Some(ShapeChoice {
+                        shape: s.to_vec(),
+                        ranked: ratios(&here),
+                        other: ratios(&there),
+                        stored_other: moves,
+                    })
+                }
+            }
         }
     }
-    if objective == Objective::Ratio && unit.is_none() && !refine.is_empty() {
+    if objective == Objective::Ratio && unit.is_none() && shape.is_none() && !refine.is_empty() {
         let top = top_chains(&scores, objective, REFINE_TOP);
         let second = evaluate_all(&top, dtype, refine);
         if let Some(i) = choose(&second, objective) {
@@ -197,6 +240,7 @@ pub fn plan(
         error_bound: bound.filter(|_| dtype.is_float()),
         refined,
         unit,
+        shape,
         previous: None,
         gain: None,
     })
@@ -235,6 +279,7 @@ pub fn recheck(
         error_bound: bound.filter(|_| dtype.is_float()),
         refined: None,
         unit: None,
+        shape: None,
         previous: Some(current.to_string()),
         gain: Some((gain * 1e3).round() / 1e3),
     }))
@@ -278,14 +323,14 @@ mod tests {
         }
         let whole = Sample { bytes, shape: vec![1024, 64] };
         let tiles: Vec<Sample> = (0..4).flat_map(|_| blocks.clone()).collect();
-        let units = Units { whole: &whole, blocks: &tiles };
+        let units = SecondLook::Whole { whole: &whole, blocks: &tiles };
         let p = plan(NumType::F32, &blocks, &[], Some(units), Objective::Balanced, None).unwrap();
         let u = p.unit.clone().unwrap();
         assert!(u.stored_whole, "{p:?}");
         assert!(u.whole[&p.chosen] > u.blocks.values().copied().fold(0.0, f64::max) * 1.5, "{u:?}");
         assert_eq!(p.version, PLAN_RECORD_VERSION);
         // One block, seen whole or as itself: a tie, and blocks read faster.
-        let one = Units { whole: &blocks[0], blocks: &blocks[..1] };
+        let one = SecondLook::Whole { whole: &blocks[0], blocks: &blocks[..1] };
         let p = plan(NumType::F32, &blocks, &[], Some(one), Objective::Balanced, None).unwrap();
         assert!(!p.unit.unwrap().stored_whole);
         // The speed objective ranks by declared speeds: no second look, blocks.
@@ -293,6 +338,28 @@ mod tests {
         assert!(p.unit.is_none());
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(serde_json::from_value::<PlanRecord>(json).unwrap(), p);
+    }
+
+    #[test]
+    fn another_block_shape_is_stored_only_when_clearly_smaller() {
+        let blocks: Vec<Sample> = (0..4).map(|k| smooth(64, k as f32)).collect();
+        // The same regions cut the same way: a tie, and the first look's blocks stay.
+        let same = SecondLook::Shape { ranked: &blocks, other: &blocks, shape: &[64, 64] };
+        let p = plan(NumType::F32, &blocks, &[], Some(same), Objective::Balanced, None).unwrap();
+        let s = p.shape.clone().unwrap();
+        assert!(!s.stored_other && s.shape == [64, 64] && p.unit.is_none(), "{p:?}");
+        // Cut the other way, the regions compress far better (here: they are constant).
+        let flat: Vec<Sample> =
+            blocks.iter().map(|b| Sample { bytes: vec![0; b.bytes.len()], shape: b.shape.clone() }).collect();
+        let better = SecondLook::Shape { ranked: &blocks, other: &flat, shape: &[16, 256] };
+        let p = plan(NumType::F32, &blocks, &[], Some(better), Objective::Ratio, None).unwrap();
+        let s = p.shape.clone().unwrap();
+        assert!(s.stored_other && s.other[&p.chosen] > 10.0 * s.ranked.values().copied().fold(0.0, f64::max), "{s:?}");
+        assert!(p.refined.is_none(), "the second look replaces the ratio objective's refinement");
+        assert_eq!(serde_json::from_value::<PlanRecord>(serde_json::to_value(&p).unwrap()).unwrap(), p);
+        // The speed objective keeps the first look's blocks without measuring.
+        let p = plan(NumType::F32, &blocks, &[], Some(better), Objective::Speed, None).unwrap();
+        assert!(p.shape.is_none());
     }
 
     #[test]

@@ -92,6 +92,17 @@ impl ShapeRule {
     }
 }
 
+/// The blocks of the array's proportions ([`ShapeRule::Proportional`]) where the default
+/// rule chose cube-like ones that differ from them; None where it chose proportional blocks
+/// already (cubes would keep a short axis whole) or both are the same. The writer measures
+/// both on a variable of one chunk and keeps the smaller (`strata_codecs::plan::SecondLook`).
+pub fn auto_alternative(shape: &[u64], elem_size: u64, target_bytes: u64) -> Option<Vec<u64>> {
+    let chosen = auto_shape(shape, elem_size, target_bytes);
+    let proportional = ShapeRule::Proportional.shape(shape, elem_size, target_bytes);
+    let cube = ShapeRule::Cube.shape(shape, elem_size, target_bytes);
+    (chosen == cube && proportional != cube).then_some(proportional)
+}
+
 /// The default rule's shape ([`ShapeRule::Auto`]).
 pub fn auto_shape(shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
     ShapeRule::Auto.shape(shape, elem_size, target_bytes)
@@ -135,6 +146,17 @@ mod tests {
         // What fits is left alone.
         assert_eq!(auto_shape(&[3, 10], 4, 1 << 20), vec![3, 10]);
         assert_eq!(auto_shape(&[], 8, 1), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn the_alternative_to_cubes_is_proportional_blocks() {
+        let sub = DEFAULT_SUBCHUNK_BYTES;
+        assert_eq!(auto_alternative(&[1, 17, 96, 192], 4, sub), Some(vec![1, 5, 24, 96]));
+        assert_eq!(auto_alternative(&[64, 64, 128], 4, sub), Some(vec![16, 16, 64]));
+        // Already proportional (cubes would keep the 3 times whole), or nothing to choose.
+        assert_eq!(auto_alternative(&[3, 12, 251, 401], 2, sub), None);
+        assert_eq!(auto_alternative(&[163842], 8, sub), None);
+        assert_eq!(auto_alternative(&[3, 10], 4, sub), None);
     }
 
     #[test]

@@ -22,6 +22,13 @@ pub fn plan_samples(data_bytes: u64, block_bytes: u64) -> usize {
     (data_bytes / (SAMPLE_SHARE * block_bytes.max(1))).clamp(2, PLAN_SAMPLES as u64) as usize
 }
 
+/// How many regions of `region_bytes` the second look of a variable in cube-like blocks cuts
+/// both ways (`chunking::auto_alternative`): the plan's share of `data_bytes`, at least one.
+/// Each region costs two compressions of itself, more than the first look's blocks.
+pub fn shape_regions(data_bytes: u64, region_bytes: u64) -> usize {
+    (data_bytes / (SAMPLE_SHARE * region_bytes.max(1))).clamp(1, PLAN_SAMPLES as u64) as usize
+}
+
 /// A seed from a name (FNV-1a), so samples do not depend on the order variables come in.
 pub fn seed_of(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
@@ -89,21 +96,50 @@ pub fn samples(data: &[u8], extent: &[u64], block: &[u64], es: usize, count: usi
 /// Every block of `data` (C order, `extent`, `es`-byte elements) on the regular grid of
 /// `block`, row-major, those at the far edges cut short: the variable as blocks would store it.
 pub fn tiles(data: &[u8], extent: &[u64], block: &[u64], es: usize) -> Vec<Sample> {
-    let block: Vec<u64> = block.iter().zip(extent).map(|(&b, &e)| b.clamp(1, e.max(1))).collect();
-    let grid: Vec<u64> = extent.iter().zip(&block).map(|(&e, &b)| e.max(1).div_ceil(b)).collect();
-    let ones = vec![1u64; extent.len()];
-    let zeros = vec![0u64; extent.len()];
-    (0..grid.iter().product::<u64>())
-        .map(|i| {
-            let at = unravel(i, &grid);
-            let start: Vec<u64> = at.iter().zip(&block).map(|(&a, &b)| a * b).collect();
-            let shape: Vec<u64> =
-                start.iter().zip(&block).zip(extent).map(|((&s, &b), &e)| b.min(e.max(1) - s)).collect();
-            let mut bytes = vec![0u8; shape.iter().product::<u64>() as usize * es];
-            copy_block(data, extent, &start, &ones, &mut bytes, &shape, &zeros, &shape, es);
-            Sample { bytes, shape: shape.iter().map(|&b| b as usize).collect() }
-        })
-        .collect()
+    let grid = Grid::new(extent, block);
+    (0..grid.len()).map(|i| grid.cut(data, i, es)).collect()
+}
+
+/// `count` blocks of the regular grid of `block` (as [`tiles`] cuts it), spread evenly over
+/// the grid in row-major order, each at a seeded place within its share: blocks as they are
+/// stored, where [`samples`] may place a block anywhere.
+pub fn grid_samples(data: &[u8], extent: &[u64], block: &[u64], es: usize, count: usize, seed: u64) -> Vec<Sample> {
+    let grid = Grid::new(extent, block);
+    let total = grid.len();
+    let count = (count as u64).clamp(1, total);
+    let mut rng = SplitMix(seed);
+    (0..count).map(|i| grid.cut(data, i * total / count + rng.below(total / count), es)).collect()
+}
+
+/// The regular grid of a block shape over an array, the blocks at the far edges cut short.
+struct Grid<'a> {
+    extent: &'a [u64],
+    block: Vec<u64>,
+    counts: Vec<u64>,
+}
+
+impl<'a> Grid<'a> {
+    fn new(extent: &'a [u64], block: &[u64]) -> Self {
+        let block: Vec<u64> = block.iter().zip(extent).map(|(&b, &e)| b.clamp(1, e.max(1))).collect();
+        let counts = extent.iter().zip(&block).map(|(&e, &b)| e.max(1).div_ceil(b)).collect();
+        Grid { extent, block, counts }
+    }
+
+    fn len(&self) -> u64 {
+        self.counts.iter().product()
+    }
+
+    /// Block `i` (row-major) of `data`.
+    fn cut(&self, data: &[u8], i: u64, es: usize) -> Sample {
+        let at = unravel(i, &self.counts);
+        let start: Vec<u64> = at.iter().zip(&self.block).map(|(&a, &b)| a * b).collect();
+        let shape: Vec<u64> =
+            start.iter().zip(&self.block).zip(self.extent).map(|((&s, &b), &e)| b.min(e.max(1) - s)).collect();
+        let (ones, zeros) = (vec![1u64; shape.len()], vec![0u64; shape.len()]);
+        let mut bytes = vec![0u8; shape.iter().product::<u64>() as usize * es];
+        copy_block(data, self.extent, &start, &ones, &mut bytes, &shape, &zeros, &shape, es);
+        Sample { bytes, shape: shape.iter().map(|&b| b as usize).collect() }
+    }
 }
 
 #[cfg(test)]
@@ -136,6 +172,23 @@ mod tests {
         assert_eq!(seen, data);
         assert_eq!(t[4].bytes, vec![17, 18, 19, 24, 25, 26]);
         assert_eq!(tiles(&data, &extent, &[9, 9], 1)[0].bytes, data);
+    }
+
+    #[test]
+    fn grid_samples_are_tiles_spread_over_the_grid() {
+        let extent = [5u64, 7];
+        let data: Vec<u8> = (0..35u8).collect();
+        let all = tiles(&data, &extent, &[2, 3], 1);
+        let some = grid_samples(&data, &extent, &[2, 3], 1, 3, seed_of("t"));
+        assert_eq!(some.len(), 3);
+        // One from each third of the nine blocks, in order.
+        for (k, s) in some.iter().enumerate() {
+            let i = all.iter().position(|t| t.bytes == s.bytes && t.shape == s.shape).unwrap();
+            assert_eq!(i / 3, k, "{i}");
+        }
+        let parts = |v: Vec<Sample>| v.into_iter().map(|s| (s.bytes, s.shape)).collect::<Vec<_>>();
+        assert_eq!(parts(some), parts(grid_samples(&data, &extent, &[2, 3], 1, 3, seed_of("t"))), "seeded");
+        assert_eq!(parts(grid_samples(&data, &extent, &[2, 3], 1, 20, 1)), parts(all), "asked for more: every block");
     }
 
     proptest::proptest! {

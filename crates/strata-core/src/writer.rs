@@ -3,8 +3,8 @@
 
 use crate::bins::{BinRule, BinSummary, Bins};
 use crate::chunking::{
-    subchunk_target, ShapeRule, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLAB_BYTES,
-    DEFAULT_SUBCHUNK_BYTES,
+    auto_alternative, subchunk_target, ShapeRule, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES,
+    DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES,
 };
 use crate::data_file;
 use crate::dtype::DType;
@@ -242,6 +242,30 @@ struct EncodedPart {
     bins: Option<BinSummary>,
 }
 
+/// The smallest block that blocks of `a` and of `b` both tile (each axis their least common
+/// multiple), no larger than `extent`.
+fn common_region(a: &[u64], b: &[u64], extent: &[u64]) -> Vec<u64> {
+    let gcd = |mut x: u64, mut y: u64| {
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        x.max(1)
+    };
+    a.iter().zip(b).zip(extent).map(|((&x, &y), &e)| (x / gcd(x, y)).saturating_mul(y).clamp(1, e.max(1))).collect()
+}
+
+/// Another sub-chunk shape a planned variable could be stored in; its plan measures both on
+/// its first data and keeps the smaller (`strata_codecs::plan::SecondLook`).
+#[derive(Debug, Clone)]
+enum Alternative {
+    /// The variable is compressed whole (`chunking::WHOLE_VARIABLE_BYTES`); these are the
+    /// blocks it would otherwise get, which its plan samples.
+    Blocks(Vec<u64>),
+    /// The variable is one chunk in cube-like blocks; these are blocks of its proportions
+    /// (`chunking::auto_alternative`).
+    Shape(Vec<u64>),
+}
+
 #[derive(Debug)]
 pub struct StoreWriter {
     store: Store,
@@ -251,9 +275,8 @@ pub struct StoreWriter {
     chains: Vec<Option<(u8, CodecChain)>>,
     /// Per variable: the plan its first data decides, if any.
     pending: Vec<Option<PendingPlan>>,
-    /// Per variable compressed whole (`chunking::WHOLE_VARIABLE_BYTES`): the sub-chunk shape
-    /// it would otherwise get, which its plan samples and compares against.
-    whole_alternative: Vec<Option<Vec<u64>>>,
+    /// Per variable: the other sub-chunk shape its plan compares against, if any.
+    alternatives: Vec<Option<Alternative>>,
     /// The record count the schema announced (None: unknown), for a variable's size.
     records_hint: Option<u64>,
     /// Level V's rule, when the layout has it.
@@ -516,8 +539,8 @@ impl StoreWriter {
         let default_sub = default_subchunk_bytes(&layout);
         let rule = options.shape_rule.unwrap_or_default();
         let mut variables = Vec::new();
-        // Variables compressed whole, and the sub-chunks they would otherwise get.
-        let mut blocks_of = BTreeMap::new();
+        // Variables with another sub-chunk shape for their plan to measure.
+        let mut alternative_of = BTreeMap::new();
         for v in &schema.variables {
             if v.dtype == DType::String {
                 variables.push(Variable {
@@ -587,7 +610,13 @@ impl StoreWriter {
                 let bytes = known.then(|| extent.iter().product::<u64>().saturating_mul(es));
                 let whole = rule.shape(&chunk, es, subchunk_target(default_sub, bytes));
                 if whole != sub {
-                    blocks_of.insert(v.name.clone(), std::mem::replace(&mut sub, whole));
+                    alternative_of.insert(v.name.clone(), Alternative::Blocks(std::mem::replace(&mut sub, whole)));
+                } else if known && rule == ShapeRule::Auto && chunk == extent {
+                    // One chunk: its blocks shape only how much a read decodes, by a few
+                    // MB at most, so the smaller of the two automatic shapes is worth it.
+                    if let Some(other) = auto_alternative(&chunk, es, default_sub) {
+                        alternative_of.insert(v.name.clone(), Alternative::Shape(other));
+                    }
                 }
             }
             if subchunk_grid(&chunk, &sub).iter().product::<u64>() > u32::MAX as u64 {
@@ -645,14 +674,14 @@ impl StoreWriter {
         let static_slab = has_static.then(|| SlabBuilderBox(SlabBuilder::new(0, None)));
         let bin_rule = BinRule::of_layout(&draft.layout)?;
         let records_hint = if records_hint > 0 { Some(records_hint) } else { None };
-        let whole_alternative = draft.variables.iter().map(|v| blocks_of.remove(&v.name)).collect();
+        let alternatives = draft.variables.iter().map(|v| alternative_of.remove(&v.name)).collect();
         Ok(Self {
             store,
             draft,
             base_version: None,
             chains,
             pending,
-            whole_alternative,
+            alternatives,
             records_hint,
             bin_rule,
             static_slab,
@@ -727,14 +756,14 @@ impl StoreWriter {
         let mut draft = base;
         draft.parent = base_version;
         draft.version += 1;
-        let whole_alternative = vec![None; draft.variables.len()];
+        let alternatives = vec![None; draft.variables.len()];
         Ok(Self {
             store,
             draft,
             base_version,
             chains,
             pending,
-            whole_alternative,
+            alternatives,
             records_hint: None,
             bin_rule,
             static_slab: None,
@@ -762,28 +791,52 @@ impl StoreWriter {
         let (seed, es) = (sampling::seed_of(&var.name), var.dtype.size());
         // A variable compressed whole is sampled in the blocks it would otherwise get, so its
         // plan costs what any variable's does; then both ways are compared on all of it.
-        let alternative = self.whole_alternative[idx].clone();
-        let block = alternative.as_ref().unwrap_or(&chunking.subchunk).clone();
+        let alternative = self.alternatives[idx].clone();
+        let block = match &alternative {
+            Some(Alternative::Blocks(b)) => b.clone(),
+            _ => chunking.subchunk.clone(),
+        };
         let block_bytes = block.iter().zip(extent).map(|(&b, &e)| b.min(e)).product::<u64>() * es as u64;
         let count = sampling::plan_samples(data.len() as u64, block_bytes);
         let sample = sampling::samples(data, extent, &block, es, count, seed);
-        let holds_all = self.block.is_none() && chunking.subchunk.iter().zip(extent).all(|(&s, &e)| s >= e);
+        // Both ways are measured on the variable's own data: a parallel writer sees only its
+        // block, and keeps the shape it was given.
+        let holds_all = self.block.is_none() && data.len() as u64 == whole;
         let record = match pending {
             PendingPlan::Plan { objective, error_bound } => {
-                let (whole_unit, tiles) = match &alternative {
-                    Some(alt) if holds_all => (
-                        Some(Sample { bytes: data.to_vec(), shape: extent.iter().map(|&e| e as usize).collect() }),
-                        sampling::tiles(data, extent, alt, es),
-                    ),
-                    _ => (None, vec![]),
+                let (mut whole_unit, mut ranked, mut other) = (None, vec![], vec![]);
+                match &alternative {
+                    Some(Alternative::Blocks(b)) if holds_all => {
+                        let shape = extent.iter().map(|&e| e as usize).collect();
+                        whole_unit = Some(Sample { bytes: data.to_vec(), shape });
+                        ranked = sampling::tiles(data, extent, b, es);
+                    }
+                    Some(Alternative::Shape(o)) if holds_all => {
+                        // Regions that both shapes tile, each cut both ways.
+                        let region = common_region(&block, o, extent);
+                        let bytes = region.iter().product::<u64>() * es as u64;
+                        let n = sampling::shape_regions(data.len() as u64, bytes);
+                        for r in sampling::grid_samples(data, extent, &region, es, n, seed.wrapping_add(2)) {
+                            let at: Vec<u64> = r.shape.iter().map(|&x| x as u64).collect();
+                            ranked.extend(sampling::tiles(&r.bytes, &at, &block, es));
+                            other.extend(sampling::tiles(&r.bytes, &at, o, es));
+                        }
+                    }
+                    _ => {}
+                }
+                let second = match (&alternative, &whole_unit) {
+                    (_, Some(w)) => Some(codec_plan::SecondLook::Whole { blocks: &ranked, whole: w }),
+                    (Some(Alternative::Shape(o)), None) if !other.is_empty() => {
+                        Some(codec_plan::SecondLook::Shape { ranked: &ranked, other: &other, shape: o })
+                    }
+                    _ => None,
                 };
-                let units = whole_unit.as_ref().map(|w| codec_plan::Units { whole: w, blocks: &tiles });
-                let refine = if objective == Objective::Ratio && units.is_none() {
+                let refine = if objective == Objective::Ratio && second.is_none() {
                     sampling::samples(data, extent, &block, es, REFINE_SAMPLES, seed.wrapping_add(1))
                 } else {
                     vec![]
                 };
-                codec_plan::plan(t, &sample, &refine, units, objective, error_bound.as_deref())?
+                codec_plan::plan(t, &sample, &refine, second, objective, error_bound.as_deref())?
             }
             PendingPlan::Recheck { objective, error_bound, current } => {
                 match codec_plan::recheck(t, &sample, &current, objective, error_bound.as_deref())? {
@@ -792,12 +845,19 @@ impl StoreWriter {
                 }
             }
         };
-        // Back to blocks unless whole measured smaller (the speed objective does not measure:
-        // blocks read faster). A parallel writer sees only its block, and keeps the shape.
-        let whole_wins = record.unit.as_ref().is_some_and(|u| u.stored_whole);
-        if let Some(alt) = alternative.filter(|_| holds_all && !whole_wins && record.previous.is_none()) {
+        // A variable compressed whole goes back to blocks unless whole measured smaller (the
+        // speed objective does not measure: blocks read faster); one in cubes takes the other
+        // shape only when that measured smaller.
+        let new_shape = match alternative {
+            Some(Alternative::Blocks(b)) if holds_all && !record.unit.as_ref().is_some_and(|u| u.stored_whole) => {
+                Some(b)
+            }
+            Some(Alternative::Shape(o)) if record.shape.as_ref().is_some_and(|s| s.stored_other) => Some(o),
+            _ => None,
+        };
+        if let Some(shape) = new_shape.filter(|_| record.previous.is_none()) {
             if let Some(c) = self.draft.variables[idx].chunking.as_mut() {
-                c.subchunk = alt;
+                c.subchunk = shape;
             }
         }
         let specs = registry::parse_chain(&record.chosen)?;
@@ -1286,5 +1346,19 @@ impl StoreWriter {
         self.draft.files.push(FileEntry::new(index_path.clone(), &index));
         self.draft.slabs.push(Slab { id, records, data: data_path, index: index_path });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::common_region;
+
+    #[test]
+    fn common_regions_are_tiled_by_both_shapes() {
+        assert_eq!(common_region(&[1, 17, 24, 24], &[1, 5, 24, 96], &[1, 17, 96, 192]), vec![1, 17, 24, 96]);
+        assert_eq!(common_region(&[16, 32, 32], &[16, 16, 64], &[64, 64, 128]), vec![16, 32, 64]);
+        // Never beyond the array, even when the multiple is far larger or overflows.
+        assert_eq!(common_region(&[23, 1 << 40], &[24, (1 << 40) - 1], &[100, 7]), vec![100, 7]);
+        assert_eq!(common_region(&[0], &[5], &[0]), vec![1]);
     }
 }
