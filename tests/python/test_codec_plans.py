@@ -296,3 +296,22 @@ def test_variables_of_one_chunk_take_the_smaller_automatic_shape(tmp_path, file,
     assert_bit_equal(var[...], arr, name)
     box = tuple(slice(n // 3, n // 3 + max(1, n // 4)) for n in arr.shape)
     assert_bit_equal(var[box], arr[box], name)
+
+
+@needs_data
+def test_variables_in_proportional_blocks_answer_value_queries(tmp_path):
+    """The shape a plan chose is the one every reader uses: the 17-level temperature, moved
+    to blocks of its proportions, answers counts, points and boxes as NumPy does."""
+    with raw_source(DATA / "rectilinear_grid_3D.nc") as nc:
+        t, dims = np.ascontiguousarray(nc["t"][...]), nc["t"].dimensions
+    src = _alone(tmp_path / "src.nc", "t", t, dims)
+    strata.import_file(src, tmp_path / "s.strata")
+    ds = strata.open(tmp_path / "s.strata")
+    assert ds["t"].plan["shape"]["stored_other"] and tuple(ds["t"].subchunks) == (1, 5, 24, 96)
+    for cut in np.quantile(t, [0.01, 0.7, 0.999]):
+        want = t > cut
+        assert ds.query(f"t > {float(cut)!r}", output="count") == want.sum()
+        pts = ds.query(f"t > {float(cut)!r}", output="points", variables=["t"])
+        np.testing.assert_array_equal(np.sort(pts["t"].to_numpy()), np.sort(t[want]))
+    assert_bit_equal(ds["t"][0, 3:9, 10:50, 100:190], t[0, 3:9, 10:50, 100:190], "t")
+    assert_bit_equal(ds["t"][0, :, 7, :], t[0, :, 7, :], "t")
