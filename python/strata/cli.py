@@ -151,10 +151,7 @@ def cmd_info(args) -> int:
             print(f"\t\t:{k} = {_attr_repr(v)} ;")
     print("}")
     print("\nstorage (values from the index alone):")
-    print(
-        f"  {'variable':<24} {'chunk':<16} {'sub-chunk':<14} {'codec':<16} {'raw':>10} {'stored':>10} "
-        f"{'ratio':>6}  {'valid':>10} {'min':>12} {'max':>12}"
-    )
+    rows = []
     total_raw = total_stored = 0
     for name, var in ds.variables.items():
         s = stats.get(name, {"raw_bytes": 0, "stored_bytes": 0, "count": 0, "min": None, "max": None})
@@ -163,15 +160,27 @@ def cmd_info(args) -> int:
         chain = var.chains[-1] if var.chains else "inline"
         if len(var.chains) > 1:
             chain += f" (+{len(var.chains) - 1} earlier)"
-        ratio = f"{s['raw_bytes'] / s['stored_bytes']:.2f}" if s["stored_bytes"] else "-"
-        chunks = "x".join(map(str, var.chunks)) if var.chunks else "-"
-        subs = "x".join(map(str, var.subchunks)) if var.subchunks else "-"
-        lo = f"{s['min']:.6g}" if s.get("min") is not None else "-"
-        hi = f"{s['max']:.6g}" if s.get("max") is not None else "-"
-        print(
-            f"  {name:<24} {chunks:<16} {subs:<14} {chain:<16} {_human(s['raw_bytes']):>10} "
-            f"{_human(s['stored_bytes']):>10} {ratio:>6}  {s.get('count', 0):>10} {lo:>12} {hi:>12}"
+        rows.append(
+            (
+                name,
+                "x".join(map(str, var.chunks)) if var.chunks else "-",
+                "x".join(map(str, var.subchunks)) if var.subchunks else "-",
+                chain,
+                _human(s["raw_bytes"]),
+                _human(s["stored_bytes"]),
+                f"{s['raw_bytes'] / s['stored_bytes']:.2f}" if s["stored_bytes"] else "-",
+                str(s.get("count", 0)),
+                f"{s['min']:.6g}" if s.get("min") is not None else "-",
+                f"{s['max']:.6g}" if s.get("max") is not None else "-",
+            )
         )
+    # Columns as wide as their longest entry: names and chains vary from 1 to 40 characters.
+    header = ("variable", "chunk", "sub-chunk", "codec", "raw", "stored", "ratio", "valid", "min", "max")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        left = " ".join(f"{v:<{w}}" for v, w in zip(r[:4], widths[:4]))
+        right = " ".join(f"{v:>{w}}" for v, w in zip(r[4:], widths[4:]))
+        print(f"  {left} {right}")
     ratio = f"{total_raw / total_stored:.2f}" if total_stored else "-"
     print(
         f"  total: {_human(total_raw)} raw, {_human(total_stored)} in segments, "
