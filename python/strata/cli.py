@@ -178,8 +178,8 @@ def cmd_info(args) -> int:
     header = ("variable", "chunk", "sub-chunk", "codec", "raw", "stored", "ratio", "valid", "min", "max")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
-        left = " ".join(f"{v:<{w}}" for v, w in zip(r[:4], widths[:4]))
-        right = " ".join(f"{v:>{w}}" for v, w in zip(r[4:], widths[4:]))
+        left = " ".join(f"{v:<{w}}" for v, w in zip(r[:4], widths[:4], strict=True))
+        right = " ".join(f"{v:>{w}}" for v, w in zip(r[4:], widths[4:], strict=True))
         print(f"  {left} {right}")
     ratio = f"{total_raw / total_stored:.2f}" if total_stored else "-"
     print(
