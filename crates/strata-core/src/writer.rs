@@ -799,9 +799,9 @@ impl StoreWriter {
         let block_bytes = block.iter().zip(extent).map(|(&b, &e)| b.min(e)).product::<u64>() * es as u64;
         let count = sampling::plan_samples(data.len() as u64, block_bytes);
         let sample = sampling::samples(data, extent, &block, es, count, seed);
-        // Both ways are measured on the variable's own data: a parallel writer sees only its
-        // block, and keeps the shape it was given.
-        let holds_all = self.block.is_none() && data.len() as u64 == whole;
+        // A parallel writer sees only its block, and keeps the shape it was given.
+        let own = self.block.is_none();
+        let holds_all = own && chunking.subchunk.iter().zip(extent).all(|(&s, &e)| s >= e);
         let record = match pending {
             PendingPlan::Plan { objective, error_bound } => {
                 let (mut whole_unit, mut ranked, mut other) = (None, vec![], vec![]);
@@ -811,7 +811,7 @@ impl StoreWriter {
                         whole_unit = Some(Sample { bytes: data.to_vec(), shape });
                         ranked = sampling::tiles(data, extent, b, es);
                     }
-                    Some(Alternative::Shape(o)) if holds_all => {
+                    Some(Alternative::Shape(o)) if own => {
                         // Regions that both shapes tile, each cut both ways.
                         let region = common_region(&block, o, extent);
                         let bytes = region.iter().product::<u64>() * es as u64;
