@@ -104,8 +104,8 @@ pub struct UnitChoice {
 }
 
 /// The second look of a variable of one chunk in cube-like blocks: the first look's choice
-/// on regions cut in those blocks, its best chains on the same regions cut in `shape`, and
-/// whether `shape` is what is stored.
+/// on regions cut in those blocks and on the same regions cut in `shape`, and whether
+/// `shape` is what is stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShapeChoice {
     pub shape: Vec<u64>,
@@ -163,12 +163,13 @@ fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
 /// Chooses a chain for `objective` on `samples`, then looks again: chains within a few
 /// percent of each other often swap places between a small sample and the whole variable.
 /// - With a [`SecondLook`], the choice is measured on the data cut as the first look's
-///   blocks were, and the best [`UNIT_TOP`] on the same data cut the other way; the other
-///   way is stored only when it is better by more than [`RATIO_TIE`]. Whole: one unit keeps
+///   blocks were, and the best [`UNIT_TOP`] (whole) or the choice alone (shape) on the same
+///   data cut the other way; the other way is stored only when it is better by more than
+///   [`RATIO_TIE`]. Whole: one unit keeps
 ///   long-range repeats that blocks lose (zstd's matches, a delta along a whole axis), while
 ///   pcodec's bins fit small blocks better. Shape: cubes cut a row of a level-by-level field
 ///   every few dozen elements, and a predictor along the rows starts again at each cut
-///   (a 17-level grid: 6% smaller in blocks of the array's proportions). Not for the speed
+///   (a 17-level grid: 3-5% smaller in blocks of the array's proportions). Not for the speed
 ///   objective, which ranks by declared speeds: its variables keep the first look's blocks.
 /// - Else the ratio objective compares its best [`REFINE_TOP`] on `refine`, a larger sample.
 pub fn plan(
