@@ -15,7 +15,7 @@ import zlib
 import blosc2
 import numpy as np
 from bench_import import BLOSC2_CPARAMS, variables, write_nc
-from common import WORK, best, fresh, random_boxes, write_results
+from common import WORK, best, fresh, random_boxes, report_header, variable_fields, write_results
 
 import strata
 
@@ -57,11 +57,7 @@ def main() -> None:
         )
         b2_array = blosc2.open(str(b2))
         row = {
-            "file": file,
-            "variable": name,
-            "dtype": str(arr.dtype),
-            "shape": list(arr.shape),
-            "raw_bytes": arr.nbytes,
+            **variable_fields(file, name, arr),
             "blosc2_chunks": list(b2_array.chunks),
             "blosc2_blocks": list(b2_array.blocks),
         }
@@ -129,12 +125,11 @@ def report(results) -> str:
     pct = {k: f"{float(k) * 100:g}%" for k in keys}
     others = RULES[1:]
     lines = [
-        "# Random boxes, maps and series, store opened per read: strata's shape rules against python-blosc2",
-        "",
-        "Command: `python bench/bench_boxes.py` (release build: `make build` first)  ",
-        f"Machine: {results['machine']}  ",
-        f"Commit: {results['commit']}, {results['date']}",
-        "",
+        *report_header(
+            "Random boxes, maps and series, store opened per read: strata's shape rules against python-blosc2",
+            "`python bench/bench_boxes.py` (release build: `make build` first)",
+            results,
+        ),
         "Every numeric variable of at least 1 MB in `../shared/data`. strata: the store "
         "`strata.import_file` makes with no options (codec auto, objective balanced, the "
         "automatic chunk and sub-chunk shapes of the default `auto` rule: `cube`, or "

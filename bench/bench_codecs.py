@@ -13,7 +13,7 @@ import time
 
 import netCDF4
 import numpy as np
-from common import DATA, WORK, dir_size, fresh, git_rev, machine
+from common import DATA, WORK, dir_size, fresh, git_rev, machine, report_header
 from peers import PEERS
 
 import strata
@@ -118,12 +118,11 @@ def report(results) -> str:
     tools = list(results["rows"][0]["tools"])
     peers = [t for t in tools if not t.startswith("strata")]
     lines = [
-        "# Codec benchmark: strata's plans vs the peers",
-        "",
-        "Command: `python bench/bench_codecs.py` (release build: `make build-release` first)  ",
-        f"Machine: {results['machine']}  ",
-        f"Commit: {results['commit']}, {results['date']}",
-        "",
+        *report_header(
+            "Codec benchmark: strata's plans vs the peers",
+            "`python bench/bench_codecs.py` (release build: `make build-release` first)",
+            results,
+        ),
         "For every dataset in `../shared/data` whose largest float variable is at least 1 MiB: that "
         "variable, imported by strata with `--objective ratio|speed|balanced` (the analyzer's plan), and "
         "written by each peer with strata's automatic sub-chunk shape as its chunk. Ratio = raw / stored "

@@ -17,7 +17,7 @@ import blosc2
 import h5py
 import netCDF4
 import numpy as np
-from common import DATA, WORK, dir_size, fresh, write_results
+from common import DATA, WORK, dir_size, fresh, report_header, write_results
 
 import strata
 
@@ -159,12 +159,11 @@ def main() -> None:
 def report(results) -> str:
     rows = results["rows"]
     lines = [
-        "# Default import: size against netCDF4, speed against python-blosc2, reproducibility",
-        "",
-        "Command: `python bench/bench_import.py` (release build: `make build` first)  ",
-        f"Machine: {results['machine']}  ",
-        f"Commit: {results['commit']}, {results['date']}",
-        "",
+        *report_header(
+            "Default import: size against netCDF4, speed against python-blosc2, reproducibility",
+            "`python bench/bench_import.py` (release build: `make build` first)",
+            results,
+        ),
         "Every numeric variable of at least 1 MB in `../shared/data`, written alone to an "
         "uncompressed NetCDF-4 file. strata: `strata.import_file(copy, store)` with no options "
         "(codec auto, objective balanced), timed end to end (reading the file included). "

@@ -17,7 +17,7 @@ import time
 
 import netCDF4
 import numpy as np
-from common import DATA, ROOT, WORK, fresh, git_rev, machine
+from common import DATA, ROOT, WORK, fresh, git_rev, machine, report_header
 
 import strata
 
@@ -67,13 +67,12 @@ def report(results) -> str:
     import statistics
 
     lines = [
-        "# Reading overlapped with decoding",
-        "",
-        "Command: `python bench/bench_overlap.py` (builds and runs `cargo run --release -p strata-core "
-        "--example read_overlap`)  ",
-        f"Machine: {results['machine']}  ",
-        f"Commit: {results['commit']}, {results['date']}",
-        "",
+        *report_header(
+            "Reading overlapped with decoding",
+            "`python bench/bench_overlap.py` (builds and runs `cargo run --release -p strata-core "
+            "--example read_overlap`)",
+            results,
+        ),
         'ERSST `sst` four times along time (175 MB, written by `write_arrays(codec="auto")`: '
         f"`{results['chain']}`); a dense read of a box in the middle holding 10% of the elements, "
         "no decoded-segment cache. The read path is the store's files behind a throttle: one link of "

@@ -19,7 +19,7 @@ import time
 
 import netCDF4
 import numpy as np
-from common import DATA, WORK, fresh, git_rev, machine
+from common import DATA, WORK, fresh, git_rev, machine, report_header
 
 import strata
 
@@ -101,12 +101,11 @@ def main() -> None:
 
 def report(results) -> str:
     lines = [
-        "# Reduced-precision reads (layout level M)",
-        "",
-        "Command: `python bench/bench_precision.py` (release build: `make build-release` first)  ",
-        f"Machine: {results['machine']}  ",
-        f"Commit: {results['commit']}, {results['date']}",
-        "",
+        *report_header(
+            "Reduced-precision reads (layout level M)",
+            "`python bench/bench_precision.py` (release build: `make build-release` first)",
+            results,
+        ),
         "Whole-variable reads, best of 5, decoded-segment cache off, both cores. The store is written with "
         "`layout='M-S'` (groups f32 2,1,1; f64 2,1,1,1,1,1,1; zstd:3 per group). Speed-up = full-precision "
         "read time of the same store / time at that level. `S, zstd:3` = the same data without the split.",

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 from bench_import import variables, write_nc, zlib_bytes
-from common import WORK, fresh, write_results
+from common import WORK, fresh, report_header, variable_fields, write_results
 
 import strata
 
@@ -89,11 +89,7 @@ def main() -> None:
         one_d, all_d = read_times(default_store, name, arr, rng)
         one_b, all_b = read_times(blocks_store, name, arr, rng)
         row = {
-            "file": file,
-            "variable": name,
-            "dtype": str(arr.dtype),
-            "shape": list(arr.shape),
-            "raw_bytes": arr.nbytes,
+            **variable_fields(file, name, arr),
             "zlib_bytes": zbytes,
             "default_chain": default_chain,
             "default_subchunk": list(default_sub),
@@ -121,12 +117,11 @@ def main() -> None:
 def report(results) -> str:
     rows = results["rows"]
     lines = [
-        "# Small variables: one sub-chunk when smaller, against 64 KiB sub-chunks",
-        "",
-        "Command: `python bench/bench_small.py` (release build: `make build` first)  ",
-        f"Machine: {results['machine']}  ",
-        f"Commit: {results['commit']}, {results['date']}",
-        "",
+        *report_header(
+            "Small variables: one sub-chunk when smaller, against 64 KiB sub-chunks",
+            "`python bench/bench_small.py` (release build: `make build` first)",
+            results,
+        ),
         "Every numeric variable of 16 KiB to 1 MiB in `../shared/data`, written alone to an "
         "uncompressed NetCDF-4 file and imported with no options (codec auto, objective balanced): "
         "*default*: such a variable is stored as one sub-chunk when its plan, comparing its best three "

@@ -128,6 +128,24 @@ def write_results(stem: str, rows: list, report) -> str:
     return text
 
 
+def report_header(title: str, command: str, results: dict) -> list[str]:
+    """The first lines of a results file: the title, the command that made it (with a note
+    on what to build first), the machine, and the commit and date of the run."""
+    return [
+        f"# {title}",
+        "",
+        f"Command: {command}  ",
+        f"Machine: {results['machine']}  ",
+        f"Commit: {results['commit']}, {results['date']}",
+        "",
+    ]
+
+
+def variable_fields(file: str, name: str, arr) -> dict:
+    """The fields that name a benchmarked variable in a results row."""
+    return {"file": file, "variable": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "raw_bytes": arr.nbytes}
+
+
 def best(fn, repeat=5):
     """(the shortest of ``repeat`` timings of ``fn()`` in seconds, its last result)."""
     out, t = None, float("inf")
