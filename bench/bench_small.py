@@ -124,8 +124,9 @@ def report(results) -> str:
         ),
         "Every numeric variable of 16 KiB to 1 MiB in `../shared/data`, written alone to an "
         "uncompressed NetCDF-4 file and imported with no options (codec auto, objective balanced): "
-        "*default*: such a variable is stored as one sub-chunk when its plan, comparing its best three "
-        "chains whole and in blocks on all of it, finds whole smaller; *blocks* is the same import with a layout file "
+        "*default*: such a variable is stored as one sub-chunk when its plan, measuring on all of it "
+        "its first look's choice in blocks and its best two chains whole, finds whole smaller by more "
+        "than 0.5%; *blocks* is the same import with a layout file "
         "asking for 64 KiB sub-chunks (`subchunk_bytes = 65536`), the size every larger variable "
         "gets. Sizes against netCDF4 zlib 4 + shuffle with netCDF's default chunking (one chunk for "
         "these; HDF5's storage size of the variable). Import time: default / blocks, median of "
