@@ -19,14 +19,20 @@ pub const SAMPLE_SHARE: u64 = 16;
 
 /// How many blocks of `block_bytes` to sample from `data_bytes` of data.
 pub fn plan_samples(data_bytes: u64, block_bytes: u64) -> usize {
-    (data_bytes / (SAMPLE_SHARE * block_bytes.max(1))).clamp(2, PLAN_SAMPLES as u64) as usize
+    share(data_bytes, block_bytes, 2)
 }
 
 /// How many regions of `region_bytes` the second look of a variable in cube-like blocks cuts
 /// both ways (`chunking::auto_alternative`): the plan's share of `data_bytes`, at least one.
 /// Each region costs two compressions of itself, more than the first look's blocks.
 pub fn shape_regions(data_bytes: u64, region_bytes: u64) -> usize {
-    (data_bytes / (SAMPLE_SHARE * region_bytes.max(1))).clamp(1, PLAN_SAMPLES as u64) as usize
+    share(data_bytes, region_bytes, 1)
+}
+
+/// Units of `unit_bytes` in [`SAMPLE_SHARE`]'s fraction of `data_bytes`, from `at_least` to
+/// [`PLAN_SAMPLES`].
+fn share(data_bytes: u64, unit_bytes: u64, at_least: u64) -> usize {
+    (data_bytes / (SAMPLE_SHARE * unit_bytes.max(1))).clamp(at_least, PLAN_SAMPLES as u64) as usize
 }
 
 /// A seed from a name (FNV-1a), so samples do not depend on the order variables come in.

@@ -275,7 +275,8 @@ pub struct StoreWriter {
     chains: Vec<Option<(u8, CodecChain)>>,
     /// Per variable: the plan its first data decides, if any.
     pending: Vec<Option<PendingPlan>>,
-    /// Per variable: the other sub-chunk shape its plan compares against, if any.
+    /// Per variable: the other sub-chunk shape its plan compares against, if any (taken when
+    /// the plan is made).
     alternatives: Vec<Option<Alternative>>,
     /// The record count the schema announced (None: unknown), for a variable's size.
     records_hint: Option<u64>,
@@ -791,7 +792,7 @@ impl StoreWriter {
         let (seed, es) = (sampling::seed_of(&var.name), var.dtype.size());
         // A variable compressed whole is sampled in the blocks it would otherwise get, so its
         // plan costs what any variable's does; then both ways are compared on all of it.
-        let alternative = self.alternatives[idx].clone();
+        let alternative = self.alternatives[idx].take();
         let block = match &alternative {
             Some(Alternative::Blocks(b)) => b.clone(),
             _ => chunking.subchunk.clone(),
