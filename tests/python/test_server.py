@@ -122,6 +122,25 @@ def test_pydap_subsets_at_the_server(served, source):
     assert ds["sst"].attributes["long_name"].startswith("Extended reconstructed")
 
 
+def test_dods_separator_suits_the_client(served, source):
+    """netCDF's DAP2 library (User-Agent oc...) gets `Data:` with CRLF, which it finds without
+    searching the whole response; everyone else the standard's LF, which pydap splits on.
+    The data after it are the same bytes."""
+    base, _ = served
+    url = f"{base}/dap/ersst.dods?sst[5:7][10:12][20:23]"
+    bodies = {}
+    for agent, mark in (("oc4.9.0", b"\nData:\r\n"), ("pydap/3.5.9", b"\nData:\n"), (None, b"\nData:\n")):
+        status, headers, body = get(url, headers={"User-Agent": agent} if agent else None)
+        vary = {k.lower(): v for k, v in headers.items()}.get("vary", "")
+        assert status == 200 and vary.lower() == "user-agent"
+        dds, sep, data = body.partition(mark)
+        assert sep and dds.startswith(b"Dataset {") and b"Data:" not in dds
+        bodies[agent] = data
+    assert bodies["oc4.9.0"] == bodies["pydap/3.5.9"] == bodies[None]
+    n = int.from_bytes(bodies[None][:4], "big")
+    np.testing.assert_array_equal(np.frombuffer(bodies[None][8 : 8 + 4 * n], ">f4"), source["sst"][5:8, 10:13, 20:24].ravel())
+
+
 def test_nested_dataset_over_dap(served):
     base, _ = served
     with netCDF4.Dataset(f"{base}/dap/ocean/sic") as ds, netCDF4.Dataset(DATA / SIC) as src:
