@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::sync::{Arc, Mutex};
 use strata_core::reader::DimSelection;
+use strata_core::storage::MemoryStorage;
 use strata_core::stream::StreamWriter;
 use strata_core::writer::DatasetSchema;
 use strata_core::{Error, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
@@ -227,6 +228,24 @@ impl Writer {
         let options: WriterOptions = json_arg(options_json, "writer options")?;
         let w = py.detach(|| StoreWriter::create(Store::local(path), schema, &options)).map_err(to_py)?;
         Ok(Self { inner: Mutex::new(Some(StreamWriter::new(w))) })
+    }
+
+    /// A writer over memory that only plans (`preview`): what an import would choose, with
+    /// nothing written anywhere.
+    #[staticmethod]
+    fn create_preview(py: Python<'_>, schema_json: &str, options_json: &str) -> PyResult<Self> {
+        let schema: DatasetSchema = json_arg(schema_json, "schema")?;
+        let options: WriterOptions = json_arg(options_json, "writer options")?;
+        let store = Store::new(Arc::new(MemoryStorage::new()), "preview");
+        let w = py.detach(|| StoreWriter::create(store, schema, &options)).map_err(to_py)?;
+        Ok(Self { inner: Mutex::new(Some(StreamWriter::new(w))) })
+    }
+
+    /// Plans variable `name` from `data` (whole, or a record variable's first slab) without
+    /// writing it (`StoreWriter::preview`); `schema()` then shows the plan.
+    fn preview(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        self.with(py, |w| w.direct()?.preview(name, bytes))
     }
 
     /// `options_json` may give `variable_codecs` (chains for new slabs) and `plans`.

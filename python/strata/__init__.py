@@ -23,7 +23,7 @@ from .errors import (
     StrataIOError,
 )
 from .export import ExportReport, export_file
-from .importer import ImportReport, append_file, import_file
+from .importer import ImportReport, PlannedVariable, append_file, import_file, preview_import
 from .in_place import IndexReport, index_file
 from .query import parse_where, session
 from .sql import SqlSession, sql
@@ -63,6 +63,7 @@ __all__ = [
     "InvalidArgumentError",
     "LimitError",
     "NotFoundError",
+    "PlannedVariable",
     "SqlSession",
     "StrataError",
     "StrataIOError",
@@ -78,6 +79,7 @@ __all__ = [
     "index_file",
     "open",
     "parse_where",
+    "preview_import",
     "session",
     "sql",
     "to_strata",

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from .errors import InvalidArgumentError
+from .importer import PlannedVariable, preview_import
 
 
 @dataclass
@@ -29,6 +30,10 @@ class VariableAnalysis:
     #: unless timed) and `value` (per objective, higher is better).
     scores: list
     choice: dict[str, str | None]
+    #: What the import stores (a file: ``strata import`` with no options, or with this error
+    #: bound, previewed by the engine's writer; a store: what it holds): chain, shapes and
+    #: plan, whose first look samples fewer blocks and which may look twice.
+    stored: PlannedVariable | None = None
 
 
 def _variables(path: str):
@@ -106,7 +111,35 @@ def analyze(
     missing = set(variables or []) - {v.name for v in found}
     if missing:
         raise InvalidArgumentError(f"no numeric variable(s) {', '.join(sorted(missing))} in '{path}'")
+    stored = _stored(path, [v.name for v in found], error_bound)
+    for v in found:
+        v.stored = stored.get(v.name)
     return found
+
+
+def _stored(path: str, names: list[str], error_bound: str | None) -> dict[str, PlannedVariable]:
+    """What an import of the file would store (the writer's preview), or what the store holds."""
+    from .dataset import is_store
+
+    if not names:
+        return {}
+    if not is_store(path):
+        return {p.name: p for p in preview_import(path, names, error_bound=error_bound)}
+    from .dataset import open as open_store
+
+    ds = open_store(path)
+    return {
+        n: PlannedVariable(
+            name=n,
+            dtype=ds[n].dtype_name,
+            shape=ds[n].shape,
+            chunks=ds[n].chunks,
+            subchunks=ds[n].subchunks,
+            chain=ds[n].chains[-1] if ds[n].chains else None,
+            plan=ds[n].plan,
+        )
+        for n in names
+    }
 
 
 def candidates_for(dtype: str, error_bound: str | None = None) -> list[str]:

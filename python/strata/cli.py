@@ -524,6 +524,7 @@ def cmd_calibrate(args) -> int:
 
 def cmd_analyze(args) -> int:
     from .analyze import analyze
+    from .dataset import is_store
 
     results = analyze(args.source, args.variables or None, samples=args.samples, error_bound=args.error_bound)
     for r in results:
@@ -538,7 +539,44 @@ def cmd_analyze(args) -> int:
                 f"  {s.chain:<32} {s.ratio:>7.3f} {s.encode_mb_s:>7.0f} {s.decode_mb_s:>7.0f} "
                 f"{nan if enc is None else enc:>7.0f} {nan if dec is None else dec:>7.0f}  {chosen}"
             )
+        if r.stored is not None:
+            for line in _stored_lines(r.stored, "stored" if is_store(args.source) else "import stores"):
+                print(f"  {line}")
     return 0
+
+
+def _shape_text(shape) -> str:
+    return "x".join(str(n) for n in shape) if shape else "-"
+
+
+def _ratios_text(ratios: dict) -> str:
+    return ", ".join(f"{c} {r:.3f}" for c, r in ratios.items())
+
+
+def _stored_lines(p, verb: str) -> list[str]:
+    """What the import stores for a variable (or a store holds), with its plan's looks."""
+    lines = [f"{verb}: {p.chain or 'inline'}, blocks {_shape_text(p.subchunks)} of chunks {_shape_text(p.chunks)}"]
+    plan = p.plan
+    if not plan:
+        lines[0] += " (no plan: under 16 KiB, or a chain given)"
+        return lines
+    lines[0] += f" ({plan['objective']}, first look on {_human(plan['sample_bytes'])})"
+    if plan.get("previous"):
+        lines.append(f"  replaced {plan['previous']} on later data ({plan.get('gain')}x better)")
+    if unit := plan.get("unit"):
+        where = "whole" if unit["stored_whole"] else "in blocks"
+        lines.append(
+            f"  whole: {_ratios_text(unit['whole'])}; in blocks: {_ratios_text(unit['blocks'])} -> stored {where}"
+        )
+    if shape := plan.get("shape"):
+        kept = _shape_text(shape["shape"]) if shape["stored_other"] else "the first look's"
+        lines.append(
+            f"  blocks {_shape_text(shape['shape'])}: {_ratios_text(shape['other'])}; the first look's: "
+            f"{_ratios_text(shape['ranked'])} -> {kept} blocks"
+        )
+    if refined := plan.get("refined"):
+        lines.append(f"  on a larger sample ({_human(refined['sample_bytes'])}): {_ratios_text(refined['ratio'])}")
+    return lines
 
 
 def cmd_verify(args) -> int:
@@ -926,7 +964,9 @@ def build_parser() -> argparse.ArgumentParser:
         "its ratio, its declared and measured encode and decode speeds, and the chain each objective picks: "
         "ratio (smallest), speed (fastest declared decode among chains that compress) and balanced "
         "(smallest among chains declared to decode at 1 GB/s and encode at 150 MB/s per core or faster). "
-        "Choices use declared speeds, never timings, so the same data always gets the same plan.",
+        "Choices use declared speeds, never timings, so the same data always gets the same plan. Under each "
+        "table: what `strata import` with no options stores (the engine's own plan, on its own smaller "
+        "sample, with its second looks; nothing is written), or for a store what it holds.",
     )
     s.add_argument("source", help="a NetCDF/HDF5 file or a store")
     s.add_argument("variables", nargs="*", help="variables to analyze (default: every numeric one)")

@@ -190,6 +190,100 @@ def import_file(
     return _report(source, store, version, records, raw, time.perf_counter() - t0)
 
 
+@dataclass
+class PlannedVariable:
+    """What an import stores for one variable (:func:`preview_import`): its chunk and
+    sub-chunk shapes, the chain new segments use and the analyzer's record (None when the
+    variable was too small to plan, or the chain was given)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...] | None
+    subchunks: tuple[int, ...] | None
+    chain: str | None
+    plan: dict | None
+
+
+def preview_import(
+    source: str | os.PathLike,
+    variables: list[str] | None = None,
+    *,
+    codec: str | None = "auto",
+    objective: str = "balanced",
+    error_bound: str | None = None,
+    layout: str | None = None,
+    byte_groups: dict[str, list[int]] | list[str] | None = None,
+    bins: int | None = None,
+    binning: str | None = None,
+    chunks: dict[str, int] | str | None = None,
+    subchunks: dict[str, int] | str | None = None,
+    shape_rule: str | None = None,
+    record_dim: str | None = None,
+    slab_records: int | None = None,
+) -> list[PlannedVariable]:
+    """What :func:`import_file` with the same options would store for each numeric variable
+    of ``source`` (or of ``variables``): chunk and sub-chunk shapes, chain and plan, made by
+    the engine's writer from the data the import would plan from (a static variable whole,
+    a record variable's first slab), with nothing written anywhere."""
+    source = os.fspath(source)
+    nc = open_source(source)
+    try:
+        rec, schema = source_schema(nc, source, record_dim)
+        options = writer_options(
+            "auto" if codec is None else codec,
+            objective=objective,
+            error_bound=error_bound,
+            chunks=chunks,
+            subchunks=subchunks,
+            shape_rule=shape_rule,
+            slab_records=slab_records,
+            layout=layout,
+            byte_groups=byte_groups,
+            bins=bins,
+            binning=binning,
+        )
+        writer = _core.Writer.create_preview(json.dumps(schema), json.dumps(options))
+        wanted = [v for v in schema["variables"] if v["dtype"] != "string"]
+        if variables is not None:
+            missing = set(variables) - {v["name"] for v in wanted}
+            if missing:
+                raise InvalidArgumentError(f"no numeric variable(s) {', '.join(sorted(missing))} in '{source}'")
+            wanted = [v for v in wanted if v["name"] in variables]
+        first = writer.slab_records()
+        for v in wanted:
+            var = nc.variables[v["name"]]
+            if var.size == 0:
+                continue
+            on_records = rec is not None and v["dims"][:1] == [rec]
+            data = var[:first] if on_records else var[...]
+            writer.preview(v["name"], le_bytes(data, v["dtype"]))
+        planned = {v.name: v for v in writer.schema().variables}
+    finally:
+        nc.close()
+    out = []
+    for v in wanted:
+        info = planned[v["name"]]
+        out.append(
+            PlannedVariable(
+                name=info.name,
+                dtype=info.dtype,
+                shape=tuple(_schema_shape(schema, v)),
+                chunks=None if info.chunk is None else tuple(info.chunk),
+                subchunks=None if info.subchunk is None else tuple(info.subchunk),
+                chain=info.chains[-1] if info.chains else None,
+                plan=info.plan,
+            )
+        )
+    return out
+
+
+def _schema_shape(schema: dict, variable: dict) -> list[int]:
+    """A schema variable's shape from the schema's dimension sizes."""
+    sizes = {d["name"]: d["size"] for d in schema["dims"]}
+    return [sizes[d] for d in variable["dims"]]
+
+
 def append_file(
     source: str | os.PathLike,
     store: str | os.PathLike,

@@ -320,3 +320,61 @@ def test_variables_in_proportional_blocks_answer_value_queries(tmp_path):
         np.testing.assert_array_equal(np.sort(pts["t"].to_numpy()), np.sort(t[want]))
     assert_bit_equal(ds["t"][0, 3:9, 10:50, 100:190], t[0, 3:9, 10:50, 100:190], "t")
     assert_bit_equal(ds["t"][0, :, 7, :], t[0, :, 7, :], "t")
+
+
+@needs_data
+@pytest.mark.parametrize(
+    "file",
+    # Shape looks (CTH, the 17-level grid), whole looks (WRF), record variables planned from
+    # their first slab (ERSST), plain plans (MPAS).
+    [
+        "cth_shock_physics.nc",
+        "rectilinear_grid_3D.nc",
+        "wrf_katrina_ci_test_file.nc",
+        "ersst_v3b_1960-2016_concat.nc",
+        "MPAS.nc",
+    ],
+)
+def test_a_preview_is_what_the_import_stores(tmp_path, file):
+    """`preview_import` (and `strata analyze`) show the chain, shapes and plan record the
+    import then stores, and write nothing."""
+    before = sorted(tmp_path.iterdir())
+    preview = {p.name: p for p in strata.preview_import(DATA / file)}
+    assert sorted(tmp_path.iterdir()) == before
+    strata.import_file(DATA / file, tmp_path / "s.strata")
+    ds = strata.open(tmp_path / "s.strata")
+    numeric = {n for n, v in ds.variables.items() if v.dtype_name not in ("string", "char") and v.size}
+    assert numeric <= set(preview)
+    for name in numeric:
+        p, v = preview[name], ds[name]
+        assert (p.chain, p.chunks, p.subchunks, p.shape) == (v.chains[-1], v.chunks, v.subchunks, v.shape), name
+        assert p.plan == v.plan, name
+    assert any(p.plan for p in preview.values())
+
+
+def test_preview_refuses_unknown_variables(tmp_path):
+    nc = big_nc(tmp_path / "a.nc", range(3))
+    with pytest.raises(strata.InvalidArgumentError, match="nope"):
+        strata.preview_import(nc, ["nope"])
+    (temp,) = strata.preview_import(nc, ["temp"])
+    assert temp.shape == (3, 60, 80) and temp.plan["chosen"] == temp.chain
+
+
+def test_analyze_shows_what_the_import_stores(tmp_path, capsys):
+    nc = big_nc(tmp_path / "a.nc", range(40))
+    (temp,) = strata.analyze(nc, ["temp"], samples=2, min_seconds=None)
+    (planned,) = strata.preview_import(nc, ["temp"])
+    assert temp.stored == planned
+    strata.import_file(nc, tmp_path / "a.strata")
+    (stored,) = strata.analyze(tmp_path / "a.strata", ["temp"], samples=2, min_seconds=None)
+    assert (stored.stored.chain, stored.stored.subchunks, stored.stored.plan) == (
+        planned.chain,
+        planned.subchunks,
+        planned.plan,
+    )
+    assert main(["analyze", str(nc), "temp", "--samples", "2"]) == 0
+    out = capsys.readouterr().out
+    blocks = "x".join(map(str, planned.subchunks))
+    assert f"import stores: {planned.chain}, blocks {blocks}" in out
+    assert main(["analyze", str(tmp_path / "a.strata"), "temp", "--samples", "2"]) == 0
+    assert f"stored: {planned.chain}, blocks {blocks}" in capsys.readouterr().out

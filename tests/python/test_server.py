@@ -138,7 +138,9 @@ def test_dods_separator_suits_the_client(served, source):
         bodies[agent] = data
     assert bodies["oc4.9.0"] == bodies["pydap/3.5.9"] == bodies[None]
     n = int.from_bytes(bodies[None][:4], "big")
-    np.testing.assert_array_equal(np.frombuffer(bodies[None][8 : 8 + 4 * n], ">f4"), source["sst"][5:8, 10:13, 20:24].ravel())
+    np.testing.assert_array_equal(
+        np.frombuffer(bodies[None][8 : 8 + 4 * n], ">f4"), source["sst"][5:8, 10:13, 20:24].ravel()
+    )
 
 
 def test_nested_dataset_over_dap(served):

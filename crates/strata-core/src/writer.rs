@@ -933,6 +933,42 @@ impl StoreWriter {
         Ok(())
     }
 
+    /// Makes the plan variable `name` would get from `data` and writes nothing: `data` is
+    /// what the writer would plan it from (a static variable whole; a record variable's first
+    /// slab, 1 to `slab_records` whole records). The chain, the sub-chunk shape it settled on
+    /// and the plan record are then in [`manifest`](Self::manifest): what `strata analyze`
+    /// shows an import would store, made by the same code.
+    pub fn preview(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        let (idx, var) = self.draft.variable(name)?;
+        if var.chunking.is_none() {
+            return Err(Error::InvalidArgument(format!("'{name}' is a string variable, stored in the manifest")));
+        }
+        let es = var.dtype.size() as u64;
+        let mut extent = self.draft.shape(var);
+        if self.draft.is_record_var(var) {
+            let record = extent[1..].iter().product::<u64>() * es;
+            let records = if record == 0 { 0 } else { data.len() as u64 / record };
+            if records == 0 || records > self.draft.slab_records || records * record != data.len() as u64 {
+                return Err(Error::InvalidArgument(format!(
+                    "'{name}': a preview takes 1 to {} whole records of {record} bytes, not {} bytes",
+                    self.draft.slab_records,
+                    data.len()
+                )));
+            }
+            extent[0] = records;
+        }
+        let window = self.window(idx, &extent)?;
+        let expected = window.1.iter().product::<u64>() * es;
+        if data.len() as u64 != expected {
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' needs {expected} bytes for shape {:?}, got {}",
+                window.1,
+                data.len()
+            )));
+        }
+        self.resolve_plan(idx, &window.1, data)
+    }
+
     /// The box of `extent` this writer holds for variable `idx`: its origin and shape. A
     /// parallel writer holds its block; a variable without some cut dimension belongs to
     /// the writer whose block starts at 0 along it (one writer per chunk), and none else.

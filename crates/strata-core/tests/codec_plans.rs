@@ -7,7 +7,7 @@ use strata_codecs::analyzer::Objective;
 use strata_codecs::plan::{CodecRequest, PlanRecord, DRIFT_THRESHOLD};
 use strata_codecs::registry::chain_text;
 use strata_core::manifest::Dim;
-use strata_core::storage::MemoryStorage;
+use strata_core::storage::{MemoryStorage, Storage};
 use strata_core::writer::{DatasetSchema, VariableSchema};
 use strata_core::{DType, DimSelection, ErrorKind, Store, StoreReader, StoreWriter, WriterOptions};
 
@@ -109,6 +109,26 @@ fn auto_plans_from_the_first_data_records_the_plan_and_is_reproducible() {
     assert!(lat.plan.is_none());
     assert_eq!(chain_text(&lat.codecs[0]), "shuffle+zstd:3");
     assert_eq!(read_all(&a, 40), field(0, 40));
+}
+
+#[test]
+fn a_preview_plans_as_the_import_does_and_writes_nothing() {
+    let written = mem();
+    write(&written, &auto(Objective::Balanced), 0, 40, true);
+    let storage = Arc::new(MemoryStorage::new());
+    let mut w =
+        StoreWriter::create(Store::new(storage.clone(), "preview"), schema(40), &auto(Objective::Balanced)).unwrap();
+    // A record variable from its first slab; whole records only, at most a slab of them.
+    for bad in [field(0, 21), field(0, 1)[..100].to_vec(), vec![]] {
+        assert_eq!(w.preview("temp", &bad).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+    w.preview("temp", &field(0, 20)).unwrap();
+    assert_eq!(w.preview("nothing", &[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let stored = written.manifest(None).unwrap();
+    let (a, b) = (w.manifest().variable("temp").unwrap().1, stored.variable("temp").unwrap().1);
+    assert!(a.plan.is_some());
+    assert_eq!((&a.plan, &a.codecs, &a.chunking), (&b.plan, &b.codecs, &b.chunking));
+    assert!(storage.list("").unwrap().is_empty(), "a preview writes nothing");
 }
 
 #[test]
