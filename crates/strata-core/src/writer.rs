@@ -947,7 +947,7 @@ impl StoreWriter {
         let mut extent = self.draft.shape(var);
         if self.draft.is_record_var(var) {
             let record = extent[1..].iter().product::<u64>() * es;
-            let records = if record == 0 { 0 } else { data.len() as u64 / record };
+            let records = (data.len() as u64).checked_div(record).unwrap_or(0);
             if records == 0 || records > self.draft.slab_records || records * record != data.len() as u64 {
                 return Err(Error::InvalidArgument(format!(
                     "'{name}': a preview takes 1 to {} whole records of {record} bytes, not {} bytes",
