@@ -35,11 +35,9 @@ def _attr_repr(v) -> str:
 
 
 def cmd_import(args) -> int:
-    from .importer import import_file
+    from .importer import import_file, preview_import
 
-    report = import_file(
-        args.source,
-        args.store,
+    options = dict(
         codec=args.codec,
         objective=args.objective,
         error_bound=args.error_bound,
@@ -52,8 +50,16 @@ def cmd_import(args) -> int:
         shape_rule=args.shape_rule,
         record_dim=args.record_dim,
         slab_records=args.slab_records,
-        progress=not args.quiet,
     )
+    if args.dry_run:
+        for p in preview_import(args.source, **options):
+            print(f"{p.name} ({p.dtype}, {_shape_text(p.shape)})")
+            for line in _stored_lines(p, "would store"):
+                print(f"  {line}")
+        return 0
+    if args.store is None:
+        raise InvalidArgumentError("give the store to create (or --dry-run to see the plans only)")
+    report = import_file(args.source, args.store, progress=not args.quiet, **options)
     _print_report(report, "imported")
     return 0
 
@@ -686,7 +692,7 @@ def build_parser() -> argparse.ArgumentParser:
         "attributes. Chunk shapes are chosen automatically unless given.",
     )
     s.add_argument("source", help="input file (.nc, .h5, ...)")
-    s.add_argument("store", help="store directory to create (e.g. run.strata)")
+    s.add_argument("store", nargs="?", help="store directory to create (e.g. run.strata)")
     s.add_argument(
         "--codec",
         default="auto",
@@ -747,6 +753,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--record-dim", help="dimension to cut slabs along (default: the unlimited one)")
     s.add_argument("--slab-records", type=int, help="records per slab (default: about 64 MiB per slab)")
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write nothing: show what each variable would get (chain, blocks, chunks and the plan's looks), "
+        "planned by the same code from the same data (no STORE needed)",
+    )
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_import)
 

@@ -378,3 +378,17 @@ def test_analyze_shows_what_the_import_stores(tmp_path, capsys):
     assert f"import stores: {planned.chain}, blocks {blocks}" in out
     assert main(["analyze", str(tmp_path / "a.strata"), "temp", "--samples", "2"]) == 0
     assert f"stored: {planned.chain}, blocks {blocks}" in capsys.readouterr().out
+
+
+def test_import_dry_run_shows_the_plans_and_writes_nothing(tmp_path, capsys):
+    nc = big_nc(tmp_path / "a.nc", range(40))
+    before = sorted(tmp_path.iterdir())
+    assert main(["import", str(nc), "--dry-run", "--objective", "ratio"]) == 0
+    assert main(["import", str(nc), str(tmp_path / "never.strata"), "--dry-run"]) == 0
+    assert sorted(tmp_path.iterdir()) == before
+    out = capsys.readouterr().out
+    (ratio,) = strata.preview_import(nc, ["temp"], objective="ratio")
+    assert f"temp (f32, 40x60x80)\n  would store: {ratio.chain}, blocks " in out
+    assert "(ratio, first look on" in out and "(balanced, first look on" in out
+    assert main(["import", str(nc)]) == 2, "without --dry-run a store is needed"
+    assert "give the store to create" in capsys.readouterr().err
