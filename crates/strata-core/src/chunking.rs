@@ -66,9 +66,11 @@ impl ShapeRule {
     pub fn shape(self, shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
         if self == ShapeRule::Auto {
             let cube = ShapeRule::Cube.shape(shape, elem_size, target_bytes);
-            let longest = cube.iter().copied().max().unwrap_or(1);
-            let keeps_short = cube.iter().zip(shape).any(|(&c, &w)| c == w && w > 1 && 2 * w <= longest);
-            return if keeps_short { ShapeRule::Proportional.shape(shape, elem_size, target_bytes) } else { cube };
+            return if keeps_short_axes(&cube, shape) {
+                ShapeRule::Proportional.shape(shape, elem_size, target_bytes)
+            } else {
+                cube
+            };
         }
         let whole: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
         let mut c = whole.clone();
@@ -97,10 +99,19 @@ impl ShapeRule {
 /// already (cubes would keep a short axis whole) or both are the same. The writer measures
 /// both on a variable of one chunk and keeps the smaller (`strata_codecs::plan::SecondLook`).
 pub fn auto_alternative(shape: &[u64], elem_size: u64, target_bytes: u64) -> Option<Vec<u64>> {
-    let chosen = auto_shape(shape, elem_size, target_bytes);
-    let proportional = ShapeRule::Proportional.shape(shape, elem_size, target_bytes);
     let cube = ShapeRule::Cube.shape(shape, elem_size, target_bytes);
-    (chosen == cube && proportional != cube).then_some(proportional)
+    if keeps_short_axes(&cube, shape) {
+        return None; // the default rule took the proportional blocks already
+    }
+    let proportional = ShapeRule::Proportional.shape(shape, elem_size, target_bytes);
+    (proportional != cube).then_some(proportional)
+}
+
+/// Whether `cube` keeps whole an axis of `shape` at most half as long as its longest edge:
+/// then [`ShapeRule::Auto`] takes the proportional blocks instead.
+fn keeps_short_axes(cube: &[u64], shape: &[u64]) -> bool {
+    let longest = cube.iter().copied().max().unwrap_or(1);
+    cube.iter().zip(shape).any(|(&c, &w)| c == w && w > 1 && 2 * w <= longest)
 }
 
 /// The default rule's shape ([`ShapeRule::Auto`]).
