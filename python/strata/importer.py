@@ -103,6 +103,13 @@ def _write_records(writer, nc, names: list[str], dtypes: dict[str, str], bar) ->
     return write_record_slabs(writer, sources, len(nc.variables[names[0]]), bar)
 
 
+def _prepare(nc, source: str, *, record_dim: str | None = None, codec: str | None = "auto", **writer_args):
+    """The record dimension, the schema and the writer's options of an import of the open
+    source ``nc``: what :func:`import_file` and :func:`preview_import` both start from."""
+    rec, schema = source_schema(nc, source, record_dim)
+    return rec, schema, writer_options("auto" if codec is None else codec, **writer_args)
+
+
 def import_file(
     source: str | os.PathLike,
     store: str | os.PathLike,
@@ -156,9 +163,11 @@ def import_file(
     t0 = time.perf_counter()
     nc = open_source(source)
     try:
-        rec, schema = source_schema(nc, source, record_dim)
-        options = writer_options(
-            "auto" if codec is None else codec,
+        rec, schema, options = _prepare(
+            nc,
+            source,
+            record_dim=record_dim,
+            codec=codec,
             objective=objective,
             error_bound=error_bound,
             chunks=chunks,
@@ -205,45 +214,18 @@ class PlannedVariable:
     plan: dict | None
 
 
-def preview_import(
-    source: str | os.PathLike,
-    variables: list[str] | None = None,
-    *,
-    codec: str | None = "auto",
-    objective: str = "balanced",
-    error_bound: str | None = None,
-    layout: str | None = None,
-    byte_groups: dict[str, list[int]] | list[str] | None = None,
-    bins: int | None = None,
-    binning: str | None = None,
-    chunks: dict[str, int] | str | None = None,
-    subchunks: dict[str, int] | str | None = None,
-    shape_rule: str | None = None,
-    record_dim: str | None = None,
-    slab_records: int | None = None,
-) -> list[PlannedVariable]:
+def preview_import(source: str | os.PathLike, variables: list[str] | None = None, **options) -> list[PlannedVariable]:
     """What :func:`import_file` with the same options would store for each numeric variable
     of ``source`` (or of ``variables``): chunk and sub-chunk shapes, chain and plan, made by
     the engine's writer from the data the import would plan from (a static variable whole,
-    a record variable's first slab), with nothing written anywhere."""
+    a record variable's first slab), with nothing written anywhere. ``options`` are
+    :func:`import_file`'s (``codec``, ``objective``, ``error_bound``, ``chunks``,
+    ``record_dim``, ...), but for ``progress``."""
     source = os.fspath(source)
     nc = open_source(source)
     try:
-        rec, schema = source_schema(nc, source, record_dim)
-        options = writer_options(
-            "auto" if codec is None else codec,
-            objective=objective,
-            error_bound=error_bound,
-            chunks=chunks,
-            subchunks=subchunks,
-            shape_rule=shape_rule,
-            slab_records=slab_records,
-            layout=layout,
-            byte_groups=byte_groups,
-            bins=bins,
-            binning=binning,
-        )
-        writer = _core.Writer.create_preview(json.dumps(schema), json.dumps(options))
+        rec, schema, writer_opts = _prepare(nc, source, **options)
+        writer = _core.Writer.create_preview(json.dumps(schema), json.dumps(writer_opts))
         wanted = [v for v in schema["variables"] if v["dtype"] != "string"]
         if variables is not None:
             missing = set(variables) - {v["name"] for v in wanted}
