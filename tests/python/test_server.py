@@ -143,6 +143,48 @@ def test_dods_separator_suits_the_client(served, source):
     )
 
 
+def test_dods_answers_carry_their_exact_length(tmp_path):
+    """A `.dods` answer's Content-Length is its body's length (bytes padded to four, 16-bit
+    integers widened, 64-bit ones as doubles), so a client sees an answer cut short; netCDF's
+    client reads the same values through it."""
+    rng = np.random.default_rng(3)
+    flags = rng.integers(-128, 127, (3, 5), dtype="i1")
+    arrays = {
+        "b": (("y", "x"), rng.integers(0, 255, (3, 5), dtype="u1")),
+        "s": (("y", "x"), rng.integers(-128, 127, (3, 5), dtype="i1")),
+        "d": (("y", "x"), rng.normal(size=(3, 5))),
+        "n": (("x",), np.arange(5, dtype="i8")),
+        # NetCDF-3's unsigned bytes: signed storage, flagged.
+        "q": (("y", "x"), flags, {"_Unsigned": "true", "_FillValue": np.int8(-1)}),
+    }
+    strata.write_arrays(tmp_path / "root" / "small", arrays)
+    proc, base = start_server(tmp_path / "root", tmp_path / "server.log")
+    try:
+        for ce in ("b", "b[1][0:2:4]", "b[0:1][1:3],s", "s[2][1:4],d,n[1:3]", "d&d%3E0", "q[0:2][1:4]", ""):
+            for agent in ("oc4.9.0", "pydap/3.5.9"):
+                status, headers, body = get(f"{base}/dap/small.dods?{ce}", headers={"User-Agent": agent})
+                length = {k.lower(): v for k, v in headers.items()}.get("content-length")
+                assert status == 200 and length is not None and int(length) == len(body), (ce, agent)
+        # Bytes read back unsigned (DAP2's Byte is, netCDF's client needs telling), and
+        # flagged signed bytes as the unsigned values they stand for, the fill included.
+        want = {name: spec[1] for name, spec in arrays.items()}
+        want["q"] = flags.view("u1")
+        with netCDF4.Dataset(f"{base}/dap/small") as nc:
+            nc.set_auto_mask(False)
+            for name, arr in want.items():
+                np.testing.assert_array_equal(nc[name][...], arr, err_msg=name)
+            assert nc["q"].getncattr("_FillValue") == -1 and nc["q"][...].dtype == np.uint8
+        from pydap.client import open_url
+
+        ds = open_url(f"{base}/dap/small", protocol="dap2")
+        np.testing.assert_array_equal(np.asarray(ds["b"][:].data), want["b"])
+        np.testing.assert_array_equal(np.asarray(ds["q"][:].data), want["q"])
+        assert "_Unsigned" in ds["b"].attributes
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_nested_dataset_over_dap(served):
     base, _ = served
     with netCDF4.Dataset(f"{base}/dap/ocean/sic") as ds, netCDF4.Dataset(DATA / SIC) as src:

@@ -95,7 +95,8 @@ pub(crate) async fn handle(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    match answer(state, &path, query.as_deref().unwrap_or(""), DataMark::for_client(&headers)).await {
+    let ask = Asked { mark: DataMark::for_client(&headers), trailers: crate::pieces::wants_trailers(&headers) };
+    match answer(state, &path, query.as_deref().unwrap_or(""), ask).await {
         Ok(r) => r,
         Err(e) => dap_error(&e),
     }
@@ -109,7 +110,15 @@ fn dap_error(e: &ApiError) -> Response {
     r
 }
 
-async fn answer(state: State, path: &str, query: &str, mark: DataMark) -> Result<Response, ApiError> {
+/// What the request's headers ask of a binary answer.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    mark: DataMark,
+    /// `TE: trailers`: the body ends with its digest, so it goes chunked, without a length.
+    trailers: bool,
+}
+
+async fn answer(state: State, path: &str, query: &str, ask: Asked) -> Result<Response, ApiError> {
     let (name, kind) = match path.rsplit_once('.') {
         Some((n, "dds")) => (n, Kind::Dds),
         Some((n, "das")) => (n, Kind::Das),
@@ -164,8 +173,11 @@ async fn answer(state: State, path: &str, query: &str, mark: DataMark) -> Result
                     state.config.limits.max_result_bytes
                 )));
             }
+            // Known before the first byte: sent as Content-Length, so a client sees an
+            // answer cut short by a failed read as a short body (as subsets are).
+            let length = dods_length(&dds, ask.mark, &parts);
             let body = if kind == Kind::Dods {
-                dods(state, reader.clone(), parts, dds, mark)
+                dods(state, reader.clone(), parts, dds, ask.mark)
             } else {
                 ascii(state, reader.clone(), parts, dds)
             };
@@ -176,6 +188,9 @@ async fn answer(state: State, path: &str, query: &str, mark: DataMark) -> Result
                 h.insert("content-description", HeaderValue::from_static("dods-data"));
                 // The body's separator depends on the client (DataMark).
                 h.insert(header::VARY, HeaderValue::from_static("user-agent"));
+                if !ask.trailers {
+                    h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+                }
             } else {
                 h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
                 h.insert("content-description", HeaderValue::from_static("dods-ascii"));
@@ -210,7 +225,7 @@ fn text_response(body: String, description: &'static str) -> Response {
 fn served_variables(m: &Manifest) -> Vec<String> {
     m.variables
         .iter()
-        .filter(|v| v.chunking.is_some() && DapType::of(v.dtype).is_some())
+        .filter(|v| v.chunking.is_some() && DapType::of_variable(v).is_some())
         .map(|v| v.name.clone())
         .collect()
 }
@@ -335,7 +350,7 @@ fn plan(
             };
             sel.push(s);
         }
-        let dap = DapType::of(var.dtype).ok_or_else(|| ApiError::internal("served a variable DAP2 cannot carry"))?;
+        let dap = DapType::of_variable(var).ok_or_else(|| ApiError::internal("served a variable DAP2 cannot carry"))?;
         let dims = var.dims.iter().zip(&sel).map(|(d, s)| (d.clone(), s.count())).collect();
         let filter = match (&predicate, &filter_dims) {
             (Some(pred), Some(dims)) if *dims == var.dims => Some((pred.clone(), fill_of(m, &p.name)?)),
@@ -405,6 +420,19 @@ fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]
     Ok(buf)
 }
 
+/// The bytes [`dods`] sends: the DDS, the mark, and per array its length twice and its
+/// values on the wire (bytes padded to four).
+fn dods_length(dds: &str, mark: DataMark, parts: &[Part]) -> u64 {
+    let arrays: u64 = parts
+        .iter()
+        .map(|p| {
+            let n: u64 = p.sel.iter().map(|s| s.count()).product();
+            8 + (n * p.shape.dap.wire_size() as u64).next_multiple_of(4)
+        })
+        .sum();
+    (dds.len() + mark.bytes().len()) as u64 + arrays
+}
+
 /// The binary response: the DDS, `Data:` ([`DataMark`]), then each array as XDR (its length
 /// twice, then the values; bytes padded to four).
 fn dods(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, mark: DataMark) -> Body {
@@ -425,7 +453,7 @@ fn dods(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, m
             out.extend_from_slice(&n32.to_be_bytes());
             for b in boxes(&part.sel, part.dtype.size(), target) {
                 let raw = read_box(&state, &reader, part, &b)?;
-                types::encode(part.dtype, &raw, &mut out);
+                types::encode(part.dtype, part.shape.dap, &raw, &mut out);
                 if !send(Bytes::from(std::mem::take(&mut out))) {
                     return Ok(());
                 }
@@ -475,7 +503,11 @@ fn ascii(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String) 
             let mut seen = 0u64;
             for (k, b) in pieces.iter().enumerate() {
                 let raw = read_box(&state, &reader, part, b)?;
-                let values = part.dtype.to_f64s(&raw);
+                // Bytes print as the type they are served as (signed ones flagged unsigned).
+                let values = match part.shape.dap {
+                    DapType::Byte => DType::U8.to_f64s(&raw),
+                    _ => part.dtype.to_f64s(&raw),
+                };
                 for r in values.chunks(row.min(values.len().max(1))) {
                     if nd >= 2 {
                         let mut idx = Vec::with_capacity(nd - 1);

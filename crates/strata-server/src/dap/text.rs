@@ -55,13 +55,15 @@ fn float_text(v: f64) -> String {
     }
 }
 
-/// One attribute line, or None for a type DAP2 cannot carry.
-fn attribute(a: &Attribute) -> String {
+/// One attribute line. `bytes`: the variable is served as `Byte` though stored as signed
+/// bytes, so its signed-byte attributes (a `_FillValue`) go as the same bits in `Byte`.
+fn attribute(a: &Attribute, bytes: bool) -> String {
     let join = |xs: Vec<String>| xs.join(", ");
     let (ty, values) = match &a.value {
         AttrValue::String(s) => ("String", quoted(s)),
         AttrValue::Strings(v) => ("String", join(v.iter().map(|s| quoted(s)).collect())),
         AttrValue::U8(v) => ("Byte", join(v.iter().map(|x| x.to_string()).collect())),
+        AttrValue::I8(v) if bytes => ("Byte", join(v.iter().map(|&x| (x as u8).to_string()).collect())),
         AttrValue::I8(v) | AttrValue::I16(v) => ("Int16", join(v.iter().map(|x| x.to_string()).collect())),
         AttrValue::U16(v) => ("UInt16", join(v.iter().map(|x| x.to_string()).collect())),
         AttrValue::I32(v) => ("Int32", join(v.iter().map(|x| x.to_string()).collect())),
@@ -83,14 +85,20 @@ pub(crate) fn das(m: &Manifest, served: &[String]) -> String {
     for name in served {
         let Ok((_, var)) = m.variable(name) else { continue };
         let _ = writeln!(s, "    {} {{", ident(name));
+        let bytes = DapType::of_variable(var) == Some(DapType::Byte);
         for a in &var.attrs {
-            let _ = writeln!(s, "        {}", attribute(a));
+            let _ = writeln!(s, "        {}", attribute(a, bytes && var.dtype == strata_core::DType::I8));
+        }
+        // DAP2's Byte is unsigned, but netCDF's client reads it as a signed byte unless
+        // told (as THREDDS tells it).
+        if bytes && !var.attrs.iter().any(|a| a.name == "_Unsigned") {
+            s.push_str("        String _Unsigned \"true\";\n");
         }
         s.push_str("    }\n");
     }
     s.push_str("    NC_GLOBAL {\n");
     for a in &m.attrs {
-        let _ = writeln!(s, "        {}", attribute(a));
+        let _ = writeln!(s, "        {}", attribute(a, false));
     }
     s.push_str("    }\n");
     if let Some(d) = m.record_dim.as_ref().and_then(|r| m.dim(r)).filter(|d| d.unlimited) {

@@ -4,6 +4,7 @@
 //! `Float64` (exact up to 2^53), as THREDDS does for the types it lacks. Text variables
 //! (`char`, `string`) are not served over DAP2.
 
+use strata_core::manifest::{AttrValue, Variable};
 use strata_core::DType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,17 @@ impl DapType {
         })
     }
 
+    /// The type `var` is served as: its element type's ([`DapType::of`]), except that
+    /// signed bytes flagged `_Unsigned = "true"` (NetCDF-3's unsigned bytes) go as `Byte`
+    /// with their bits unchanged, so the flag still reads right (as `Int16`, a client that
+    /// honours it would turn -1 into 65535, not 255).
+    pub fn of_variable(var: &Variable) -> Option<DapType> {
+        if var.dtype == DType::I8 && flagged_unsigned(var) {
+            return Some(DapType::Byte);
+        }
+        DapType::of(var.dtype)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             DapType::Byte => "Byte",
@@ -53,8 +65,21 @@ impl DapType {
     }
 }
 
-/// Appends the XDR (big-endian) form of `le`, little-endian values of `dtype`.
-pub(crate) fn encode(dtype: DType, le: &[u8], out: &mut Vec<u8>) {
+/// Whether `var` carries `_Unsigned = "true"`, the NetCDF convention for unsigned values
+/// kept in a signed type.
+pub(crate) fn flagged_unsigned(var: &Variable) -> bool {
+    var.attrs.iter().any(|a| {
+        a.name == "_Unsigned" && matches!(&a.value, AttrValue::String(s) if s.trim().eq_ignore_ascii_case("true"))
+    })
+}
+
+/// Appends the XDR (big-endian) form of `le`, little-endian values of `dtype` served as
+/// `dap`.
+pub(crate) fn encode(dtype: DType, dap: DapType, le: &[u8], out: &mut Vec<u8>) {
+    if dap == DapType::Byte {
+        out.extend_from_slice(le); // bytes go as they are, signed ones included
+        return;
+    }
     match dtype {
         DType::U8 | DType::Char => out.extend_from_slice(le),
         DType::I8 => wire::<1, 4>(le, out, |c| i32::from(c[0] as i8).to_be_bytes()),
@@ -104,35 +129,66 @@ pub(crate) fn element(dtype: DType, v: f64) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strata_core::manifest::Attribute;
+
+    /// Values of `dtype` served as its own DAP type.
+    fn own(dtype: DType, le: &[u8], out: &mut Vec<u8>) {
+        encode(dtype, DapType::of(dtype).unwrap_or(DapType::Byte), le, out);
+    }
+
+    #[test]
+    fn signed_bytes_flagged_unsigned_go_as_bytes() {
+        let var = |dtype, unsigned: Option<&str>| Variable {
+            name: "v".into(),
+            dtype,
+            dims: vec!["x".into()],
+            attrs: unsigned
+                .map(|u| vec![Attribute { name: "_Unsigned".into(), value: AttrValue::String(u.into()) }])
+                .unwrap_or_default(),
+            chunking: None,
+            codecs: vec![],
+            inline_strings: None,
+            plan: None,
+        };
+        assert_eq!(DapType::of_variable(&var(DType::I8, Some("true"))), Some(DapType::Byte));
+        assert_eq!(DapType::of_variable(&var(DType::I8, Some("TRUE "))), Some(DapType::Byte));
+        assert_eq!(DapType::of_variable(&var(DType::I8, Some("false"))), Some(DapType::Int16));
+        assert_eq!(DapType::of_variable(&var(DType::I8, None)), Some(DapType::Int16));
+        assert_eq!(DapType::of_variable(&var(DType::U8, None)), Some(DapType::Byte));
+        assert_eq!(DapType::of_variable(&var(DType::I16, Some("true"))), Some(DapType::Int16));
+        let mut out = Vec::new();
+        encode(DType::I8, DapType::Byte, &[0xff, 0x01], &mut out);
+        assert_eq!(out, [0xff, 0x01], "the bits, unchanged");
+    }
 
     #[test]
     fn xdr_is_big_endian_and_widens_short_integers() {
         let mut out = Vec::new();
-        encode(DType::I16, &(-2i16).to_le_bytes(), &mut out);
+        own(DType::I16, &(-2i16).to_le_bytes(), &mut out);
         assert_eq!(out, (-2i32).to_be_bytes());
         out.clear();
-        encode(DType::F32, &1.5f32.to_le_bytes(), &mut out);
+        own(DType::F32, &1.5f32.to_le_bytes(), &mut out);
         assert_eq!(out, 1.5f32.to_be_bytes());
         out.clear();
-        encode(DType::F64, &(-0.25f64).to_le_bytes(), &mut out);
+        own(DType::F64, &(-0.25f64).to_le_bytes(), &mut out);
         assert_eq!(out, (-0.25f64).to_be_bytes());
         out.clear();
-        encode(DType::I8, &[0xff], &mut out);
+        own(DType::I8, &[0xff], &mut out);
         assert_eq!(out, (-1i32).to_be_bytes());
         // Appended after what is there, several values, each type's wire form.
         out = vec![7];
         let le: Vec<u8> = [1u16, 65535].iter().flat_map(|v| v.to_le_bytes()).collect();
-        encode(DType::U16, &le, &mut out);
+        own(DType::U16, &le, &mut out);
         assert_eq!(out, [vec![7], 1u32.to_be_bytes().to_vec(), 65535u32.to_be_bytes().to_vec()].concat());
         out.clear();
         let le: Vec<u8> = [-3i64, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
-        encode(DType::I64, &le, &mut out);
+        own(DType::I64, &le, &mut out);
         assert_eq!(out, [(-3f64).to_be_bytes(), 5f64.to_be_bytes()].concat());
         out.clear();
-        encode(DType::U64, &u64::MAX.to_le_bytes(), &mut out);
+        own(DType::U64, &u64::MAX.to_le_bytes(), &mut out);
         assert_eq!(out, (u64::MAX as f64).to_be_bytes());
         out.clear();
-        encode(DType::I32, &(-7i32).to_le_bytes(), &mut out);
+        own(DType::I32, &(-7i32).to_le_bytes(), &mut out);
         assert_eq!(out, (-7i32).to_be_bytes());
     }
 
