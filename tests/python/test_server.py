@@ -174,6 +174,9 @@ def test_dods_answers_carry_their_exact_length(tmp_path):
             for name, arr in want.items():
                 np.testing.assert_array_equal(nc[name][...], arr, err_msg=name)
             assert nc["q"].getncattr("_FillValue") == -1 and nc["q"][...].dtype == np.uint8
+        # A selection on them would compare the stored signed values: refused, saying so.
+        status, _, body = get(f"{base}/dap/small.dods?q&q%3E200")
+        assert status == 400 and b"unsigned bytes stored as signed" in body
         from pydap.client import open_url
 
         ds = open_url(f"{base}/dap/small", protocol="dap2")
