@@ -11,12 +11,13 @@ a file or a store and shows the table; writers plan inside the engine.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _core
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, StrataError
 from .importer import PlannedVariable, preview_import
 
 
@@ -124,7 +125,12 @@ def _stored(path: str, names: list[str], error_bound: str | None) -> dict[str, P
     if not names:
         return {}
     if not is_store(path):
-        return {p.name: p for p in preview_import(path, names, error_bound=error_bound)}
+        try:
+            return {p.name: p for p in preview_import(path, names, error_bound=error_bound)}
+        except StrataError as e:
+            # The scores stand on their own: an import that would be refused is said, not raised.
+            warnings.warn(f"'{path}' would not import as it is: {e}", stacklevel=3)
+            return {}
     from .dataset import open as open_store
 
     ds = open_store(path)

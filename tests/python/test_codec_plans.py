@@ -392,3 +392,18 @@ def test_import_dry_run_shows_the_plans_and_writes_nothing(tmp_path, capsys):
     assert "(ratio, first look on" in out and "(balanced, first look on" in out
     assert main(["import", str(nc)]) == 2, "without --dry-run a store is needed"
     assert "give the store to create" in capsys.readouterr().err
+
+
+def test_analyze_still_scores_a_file_the_import_would_refuse(tmp_path, monkeypatch):
+    import importlib
+
+    analyze_module = importlib.import_module("strata.analyze")  # strata.analyze is also the function
+
+    def refuse(*args, **kwargs):
+        raise strata.CompatibilityError("a reason the import gives")
+
+    monkeypatch.setattr(analyze_module, "preview_import", refuse)
+    nc = big_nc(tmp_path / "a.nc", range(4))
+    with pytest.warns(UserWarning, match="would not import as it is: a reason the import gives"):
+        (temp,) = strata.analyze(nc, ["temp"], samples=2, min_seconds=None)
+    assert temp.scores and temp.stored is None
