@@ -245,13 +245,11 @@ struct EncodedPart {
 /// The smallest block that blocks of `a` and of `b` both tile (each axis their least common
 /// multiple), no larger than `extent`.
 fn common_region(a: &[u64], b: &[u64], extent: &[u64]) -> Vec<u64> {
-    let gcd = |mut x: u64, mut y: u64| {
-        while y != 0 {
-            (x, y) = (y, x % y);
-        }
-        x.max(1)
-    };
-    a.iter().zip(b).zip(extent).map(|((&x, &y), &e)| (x / gcd(x, y)).saturating_mul(y).clamp(1, e.max(1))).collect()
+    a.iter()
+        .zip(b)
+        .zip(extent)
+        .map(|((&x, &y), &e)| (x / gcd(x, y).max(1)).saturating_mul(y).clamp(1, e.max(1)))
+        .collect()
 }
 
 /// Another sub-chunk shape a planned variable could be stored in; its plan measures both on
