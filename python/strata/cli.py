@@ -127,7 +127,7 @@ def _print_report(report, verb: str) -> None:
     for r in report.variables:
         ratio = f"{r['raw_bytes'] / r['stored_bytes']:.2f}" if r["stored_bytes"] else "-"
         chunks = "inline" if r["chunks"] is None else "x".join(map(str, r["chunks"])) or "-"
-        subs = "x".join(map(str, r["subchunks"])) if r["subchunks"] else "-"
+        subs = _shape_text(r["subchunks"])
         shape = "x".join(map(str, r["shape"])) or "scalar"
         print(f"  {r['name']:<24} {shape:<18} {chunks:<16} {subs:<14} {r['codec']:<24} {ratio:>7}")
     if stored:
@@ -169,8 +169,8 @@ def cmd_info(args) -> int:
         rows.append(
             (
                 name,
-                "x".join(map(str, var.chunks)) if var.chunks else "-",
-                "x".join(map(str, var.subchunks)) if var.subchunks else "-",
+                _shape_text(var.chunks),
+                _shape_text(var.subchunks),
                 chain,
                 _human(s["raw_bytes"]),
                 _human(s["stored_bytes"]),
