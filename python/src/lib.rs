@@ -625,7 +625,7 @@ fn serve(
     c.max_requests = max_requests;
     c.max_seconds = max_seconds;
     c.quiet = quiet;
-    py.detach(|| strata_server::run(c, |url| eprintln!("strata serve: listening on {url}")))
+    py.detach(|| strata_server::run(c, |url| strata_server::log!("strata serve: listening on {url}")))
         .map_err(|e| exception(ErrorKind::Io, e.message))
 }
 

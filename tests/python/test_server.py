@@ -188,6 +188,32 @@ def test_dods_answers_carry_their_exact_length(tmp_path):
         proc.wait(timeout=30)
 
 
+def test_a_server_whose_log_is_gone_still_answers(tmp_path):
+    """`strata serve DIR 2>&1 | head`: once the reader of the log exits, log lines are lost,
+    not answers (writing them used to panic in every request, so the server answered
+    nothing while it ran on)."""
+    arrays = {"v": (("x",), np.arange(40, dtype="f4"))}
+    strata.write_arrays(tmp_path / "root" / "small", arrays)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strata.cli", "serve", str(tmp_path / "root"), "--port", "0", "--max-seconds", "120"],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        first = proc.stderr.readline().decode()
+        m = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert m, first
+        proc.stderr.close()  # the log's reader is gone
+        for _ in range(3):
+            status, _, body = get(f"{m.group(0)}/dap/small.ascii?v[2:1:4]")
+            assert status == 200 and body.rstrip().endswith(b"2, 3, 4"), body
+        status, _, body = get(f"{m.group(0)}/dap/small.dods?nothing")
+        assert status == 404 and b"nothing" in body
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_nested_dataset_over_dap(served):
     base, _ = served
     with netCDF4.Dataset(f"{base}/dap/ocean/sic") as ds, netCDF4.Dataset(DATA / SIC) as src:

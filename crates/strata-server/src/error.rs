@@ -41,7 +41,7 @@ impl ApiError {
     /// A server-side failure: logged with a reference number, answered with the number.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         let n = INCIDENT.fetch_add(1, Ordering::Relaxed);
-        eprintln!("strata serve: error #{n}: {detail}");
+        crate::log!("strata serve: error #{n}: {detail}");
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",

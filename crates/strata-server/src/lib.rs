@@ -27,6 +27,7 @@ mod encode;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod log;
 mod netcdf;
 mod pieces;
 mod quicklook;
@@ -210,7 +211,7 @@ async fn shutdown(state: State) {
         _ = state.stop.notified() => {},
     }
     if !state.config.quiet {
-        eprintln!(
+        crate::log!(
             "strata serve: stopping after {} requests, {:.1} s",
             state.served.load(Ordering::Relaxed),
             state.started.elapsed().as_secs_f64()

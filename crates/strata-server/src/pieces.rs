@@ -76,7 +76,7 @@ where
     tokio::task::spawn_blocking(move || {
         let mut send = |b: Bytes| tx.blocking_send(Ok(b)).is_ok();
         if let Err(e) = produce(&mut send) {
-            eprintln!("strata serve: response cut short: {e}");
+            crate::log!("strata serve: response cut short: {e}");
             let _ = tx.blocking_send(Err(std::io::Error::other(e.message)));
         }
     });

@@ -176,7 +176,7 @@ pub(crate) async fn account(
         }
     };
     if !state.config.quiet {
-        eprintln!(
+        crate::log!(
             "{} {method} {uri} {} {:.1} ms",
             peer.ip(),
             response.status().as_u16(),

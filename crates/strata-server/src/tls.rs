@@ -55,7 +55,7 @@ pub(crate) async fn serve(
                         Ok(t) => t,
                         Err(e) => {
                             if !quiet {
-                                eprintln!("{} TLS handshake failed: {e}", peer.ip());
+                                crate::log!("{} TLS handshake failed: {e}", peer.ip());
                             }
                             return;
                         }

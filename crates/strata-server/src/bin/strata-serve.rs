@@ -1,5 +1,6 @@
 //! `strata-serve DIR`: the server as its own program (the same as `strata serve`).
 
+use std::io::Write;
 use std::process::ExitCode;
 use strata_server::{run, ServerConfig};
 
@@ -63,20 +64,21 @@ fn parse(args: &[String]) -> Result<ServerConfig, String> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{HELP}");
+        // Not println!: `strata-serve --help | head` must not panic on the closed pipe.
+        let _ = writeln!(std::io::stdout(), "{HELP}");
         return ExitCode::SUCCESS;
     }
     let config = match parse(&args) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("strata-serve: {e}\n\n{HELP}");
+            strata_server::log!("strata-serve: {e}\n\n{HELP}");
             return ExitCode::from(2);
         }
     };
-    match run(config, |url| eprintln!("strata serve: listening on {url}")) {
+    match run(config, |url| strata_server::log!("strata serve: listening on {url}")) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("strata-serve: {e}");
+            strata_server::log!("strata-serve: {e}");
             ExitCode::from(1)
         }
     }
