@@ -459,21 +459,22 @@ fn dods(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, m
             let n32 = u32::try_from(n).map_err(|_| {
                 ApiError::bad_request(format!("'{}': DAP2 arrays hold at most 2^32-1 values", part.name))
             })?;
-            let mut out = Vec::with_capacity(8);
-            out.extend_from_slice(&n32.to_be_bytes());
-            out.extend_from_slice(&n32.to_be_bytes());
+            let mut length = Vec::with_capacity(8);
+            length.extend_from_slice(&n32.to_be_bytes());
+            length.extend_from_slice(&n32.to_be_bytes());
+            if !send(Bytes::from(length)) {
+                return Ok(());
+            }
             for b in boxes(&part.sel, part.dtype.size(), target) {
                 let raw = read_box(&state, &reader, part, &b)?;
-                types::encode(part.dtype, part.shape.dap, &raw, &mut out);
-                if !send(Bytes::from(std::mem::take(&mut out))) {
+                if !send(Bytes::from(types::to_wire(part.dtype, part.shape.dap, raw))) {
                     return Ok(());
                 }
             }
             if part.shape.dap == DapType::Byte && !n.is_multiple_of(4) {
-                out.extend(std::iter::repeat_n(0u8, 4 - (n % 4) as usize));
-            }
-            if !out.is_empty() && !send(Bytes::from(out)) {
-                return Ok(());
+                if !send(Bytes::from(vec![0u8; 4 - (n % 4) as usize])) {
+                    return Ok(());
+                }
             }
         }
         Ok(())
