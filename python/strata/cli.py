@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 import time
 
@@ -1111,6 +1112,11 @@ def main(argv: list[str] | None = None) -> int:
     except StrataError as err:
         print(f"strata {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of the output left (`strata info STORE | head`): stop quietly, as Unix
+        # tools do; the interpreter's own flush at exit must not fail again on the pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (IndexError, KeyError) as err:
         print(f"strata {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -107,6 +107,20 @@ def test_entry_point_help_and_version():
         assert out.strip() == f"strata {strata.__version__}"
 
 
+def test_output_into_a_closed_pipe_stops_quietly(store):
+    """`strata query ... | head`: when the reader leaves, the command stops with SIGPIPE's
+    status (141, as a shell reports `cat` killed by it) and prints no error or traceback."""
+    _, out = store
+    cmd = [sys.executable, "-m", "strata.cli", "query", str(out), "temp", "--where", "temp > -100"]
+    cmd += ["--output", "points", "--max-print", "100000"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(100)  # far less than the answer (about 250 KB, more than a pipe holds)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert "Traceback" not in err and "Broken pipe" not in err and "Exception ignored" not in err, err
+
+
 def test_garbage_input_file_is_a_compatibility_error(tmp_path):
     bad = tmp_path / "bad.nc"
     bad.write_bytes(b"this is not netcdf" * 10)
