@@ -471,10 +471,9 @@ fn dods(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, m
                     return Ok(());
                 }
             }
-            if part.shape.dap == DapType::Byte && !n.is_multiple_of(4) {
-                if !send(Bytes::from(vec![0u8; 4 - (n % 4) as usize])) {
-                    return Ok(());
-                }
+            let pad = if part.shape.dap == DapType::Byte { (4 - n % 4) % 4 } else { 0 };
+            if pad > 0 && !send(Bytes::from(vec![0u8; pad as usize])) {
+                return Ok(());
             }
         }
         Ok(())
