@@ -597,34 +597,22 @@ fn serve(
     py: Python<'_>,
     root: Option<String>,
     host: Option<String>,
-    port: Option<u16>,
-    max_requests: Option<u64>,
+    port: Option<i64>,
+    max_requests: Option<i64>,
     max_seconds: Option<f64>,
     quiet: bool,
     config: Option<String>,
 ) -> PyResult<()> {
-    let mut c = strata_server::ServerConfig::new("", 8470);
-    if let Some(file) = config {
-        c.load_file(std::path::Path::new(&file)).map_err(|e| exception(ErrorKind::InvalidArgument, e))?;
-    }
-    if let Some(r) = root {
-        c.root = r.into();
-    }
-    if c.root.as_os_str().is_empty() {
-        return Err(exception(
-            ErrorKind::InvalidArgument,
-            "the directory to serve is missing (DIR, or root in the config file)".into(),
-        ));
-    }
-    if let Some(h) = host {
-        c.host = h;
-    }
-    if let Some(p) = port {
-        c.port = p;
-    }
-    c.max_requests = max_requests;
-    c.max_seconds = max_seconds;
-    c.quiet = quiet;
+    let options = strata_server::ServeOptions {
+        root: root.map(Into::into),
+        config: config.map(Into::into),
+        host,
+        port,
+        max_requests,
+        max_seconds,
+        quiet,
+    };
+    let c = options.resolve().map_err(|e| exception(ErrorKind::InvalidArgument, e))?;
     py.detach(|| strata_server::run(c, |url| strata_server::log!("strata serve: listening on {url}")))
         .map_err(|e| exception(ErrorKind::Io, e.message))
 }

@@ -121,6 +121,25 @@ def test_output_into_a_closed_pipe_stops_quietly(store):
     assert "Traceback" not in err and "Broken pipe" not in err and "Exception ignored" not in err, err
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--port", "99999"], "port 99999 is not 0-65535"),
+        (["--port", "-1"], "port -1 is not 0-65535"),
+        (["--max-requests", "0"], "max requests 0"),
+        (["--max-seconds", "1e30"], "max seconds"),
+        (["--max-seconds", "nan"], "max seconds NaN"),
+        (["--max-seconds", "-3"], "max seconds -3"),
+    ],
+)
+def test_serve_options_out_of_range_are_clear_errors(tmp_path, capsys, options, message):
+    """Numbers a server cannot use are refused before it starts (a port past 65535 was a
+    Python OverflowError traceback, a year-long bound a panic)."""
+    assert main(["serve", str(tmp_path), *options]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+
+
 def test_garbage_input_file_is_a_compatibility_error(tmp_path):
     bad = tmp_path / "bad.nc"
     bad.write_bytes(b"this is not netcdf" * 10)

@@ -58,6 +58,61 @@ pub struct ServerConfig {
     pub tls_key: Option<PathBuf>,
 }
 
+/// What a command line gives (`strata serve`, `strata-serve`): each option set wins over
+/// the config file, which wins over the defaults. Numbers come as given, unchecked: they are
+/// checked here, once, for both commands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServeOptions {
+    pub root: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+    pub host: Option<String>,
+    pub port: Option<i64>,
+    pub max_requests: Option<i64>,
+    pub max_seconds: Option<f64>,
+    pub quiet: bool,
+}
+
+/// The longest `max_seconds` taken: a year (a timer much further out overflows).
+const MAX_SECONDS: f64 = 365.0 * 86_400.0;
+
+impl ServeOptions {
+    /// The configuration these options make, or what is wrong with them.
+    pub fn resolve(self) -> Result<ServerConfig, String> {
+        let mut c = ServerConfig::new("", 8470);
+        if let Some(file) = &self.config {
+            c.load_file(file)?;
+        }
+        if let Some(r) = self.root {
+            c.root = r;
+        }
+        if c.root.as_os_str().is_empty() {
+            return Err("the directory to serve is missing (DIR, or root in the config file)".into());
+        }
+        if let Some(h) = self.host {
+            c.host = h;
+        }
+        if let Some(p) = self.port {
+            c.port = u16::try_from(p).map_err(|_| format!("port {p} is not 0-65535 (0 picks a free one)"))?;
+        }
+        if let Some(n) = self.max_requests {
+            c.max_requests = Some(
+                u64::try_from(n)
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or(format!("max requests {n}: give a count of 1 or more"))?,
+            );
+        }
+        if let Some(s) = self.max_seconds {
+            if !(s > 0.0 && s <= MAX_SECONDS) {
+                return Err(format!("max seconds {s}: give a number of seconds above 0, at most a year"));
+            }
+            c.max_seconds = Some(s);
+        }
+        c.quiet = self.quiet;
+        Ok(c)
+    }
+}
+
 /// The file's form: every field optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -137,6 +192,31 @@ impl ServerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_line_numbers_are_checked_once_for_both_commands() {
+        let o = |port, max_requests, max_seconds| ServeOptions {
+            root: Some("stores".into()),
+            port,
+            max_requests,
+            max_seconds,
+            ..Default::default()
+        };
+        let c = o(Some(0), Some(3), Some(2.5)).resolve().unwrap();
+        assert_eq!((c.port, c.max_requests, c.max_seconds), (0, Some(3), Some(2.5)));
+        assert_eq!(o(None, None, None).resolve().unwrap().port, 8470);
+        for bad in
+            [o(Some(65536), None, None), o(Some(-1), None, None), o(None, Some(0), None), o(None, Some(-2), None)]
+        {
+            assert!(bad.resolve().is_err());
+        }
+        for s in [0.0, -5.0, f64::NAN, f64::INFINITY, 1e30] {
+            let e = o(None, None, Some(s)).resolve().unwrap_err();
+            assert!(e.contains("max seconds"), "{e}");
+        }
+        let e = ServeOptions::default().resolve().unwrap_err();
+        assert!(e.contains("directory to serve is missing"), "{e}");
+    }
 
     #[test]
     fn a_file_sets_limits_and_tokens() {

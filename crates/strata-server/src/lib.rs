@@ -35,7 +35,7 @@ mod request;
 mod schema;
 mod tls;
 
-pub use config::{DatasetConfig, Limits, ServerConfig};
+pub use config::{DatasetConfig, Limits, ServeOptions, ServerConfig};
 pub use error::ApiError;
 
 use axum::routing::get;
@@ -192,7 +192,8 @@ pub fn quicklook(path: &str, var: &str, isel: Option<&str>) -> Result<Vec<u8>, A
 async fn shutdown(state: State) {
     let time_bound = async {
         match state.config.max_seconds {
-            Some(s) => tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await,
+            // Checked by `ServeOptions`; a library caller's infinity waits forever, not panics.
+            Some(s) => tokio::time::sleep(Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)).await,
             None => std::future::pending().await,
         }
     };

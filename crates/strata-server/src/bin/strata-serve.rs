@@ -2,7 +2,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use strata_server::{run, ServerConfig};
+use strata_server::{run, ServeOptions, ServerConfig};
 
 const HELP: &str = "\
 strata-serve: serve every strata store under a directory over HTTP and OPeNDAP DAP2
@@ -22,43 +22,27 @@ routes: /health, /api/datasets, /api/schema/NAME, /api/query/NAME, /api/sql/NAME
         /dap/NAME.dds|.das|.dods|.ascii (docs/server.md)";
 
 fn parse(args: &[String]) -> Result<ServerConfig, String> {
-    let mut root = None;
-    let mut config = ServerConfig::new("", 8470);
-    // The file first, so that the command line wins over it.
-    if let Some(i) = args.iter().position(|a| a == "--config") {
-        let file = args.get(i + 1).ok_or("--config needs a value")?;
-        config.load_file(std::path::Path::new(file))?;
-    }
+    let mut o = ServeOptions::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |flag: &str| it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
         match a.as_str() {
-            "--host" => config.host = value("--host")?,
-            "--port" => config.port = value("--port")?.parse().map_err(|_| "--port must be a number 0-65535")?,
+            "--config" => o.config = Some(value("--config")?.into()),
+            "--host" => o.host = Some(value("--host")?),
+            "--port" => o.port = Some(value("--port")?.parse().map_err(|_| "--port must be a number 0-65535")?),
             "--max-requests" => {
-                config.max_requests =
-                    Some(value("--max-requests")?.parse().map_err(|_| "--max-requests must be a count")?)
+                o.max_requests = Some(value("--max-requests")?.parse().map_err(|_| "--max-requests must be a count")?)
             }
             "--max-seconds" => {
-                config.max_seconds =
-                    Some(value("--max-seconds")?.parse().map_err(|_| "--max-seconds must be a number")?)
+                o.max_seconds = Some(value("--max-seconds")?.parse().map_err(|_| "--max-seconds must be a number")?)
             }
-            "--quiet" => config.quiet = true,
-            "--config" => {
-                value("--config")?;
-            }
+            "--quiet" => o.quiet = true,
             flag if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
-            dir if root.is_none() => root = Some(dir.to_string()),
+            dir if o.root.is_none() => o.root = Some(dir.into()),
             extra => return Err(format!("one directory only ('{extra}' is a second)")),
         }
     }
-    if let Some(r) = root {
-        config.root = r.into();
-    }
-    if config.root.as_os_str().is_empty() {
-        return Err("the directory to serve is missing (DIR, or root in --config)".into());
-    }
-    Ok(config)
+    o.resolve()
 }
 
 fn main() -> ExitCode {
