@@ -243,12 +243,13 @@ impl Layout {
                         let n: u64 = b.iter().map(|s| s.count()).product();
                         let mut raw = vec![0u8; (n * es) as usize];
                         reader.read_into(&v.name, &b, &mut raw)?;
-                        big_endian(&mut raw, es as usize);
+                        crate::pieces::swap_bytes(&mut raw, es as usize);
                         let from = skip.min(raw.len());
                         skip -= from;
                         let take = (raw.len() - from).min(left);
                         left -= take;
-                        if take > 0 && !send(Bytes::copy_from_slice(&raw[from..from + take])) {
+                        // The piece itself, cut to the range (no copy).
+                        if take > 0 && !send(Bytes::from(raw).slice(from..from + take)) {
                             return Ok(());
                         }
                     }
@@ -261,14 +262,6 @@ impl Layout {
             }
         }
         Ok(())
-    }
-}
-
-fn big_endian(raw: &mut [u8], es: usize) {
-    if es > 1 {
-        for c in raw.chunks_exact_mut(es) {
-            c.reverse();
-        }
     }
 }
 

@@ -102,8 +102,7 @@ pub(crate) fn to_wire(dtype: DType, dap: DapType, mut le: Vec<u8>) -> Vec<u8> {
         return le;
     }
     match dtype {
-        DType::I32 | DType::U32 | DType::F32 => swap_in_place::<4>(&mut le),
-        DType::F64 => swap_in_place::<8>(&mut le),
+        DType::I32 | DType::U32 | DType::F32 | DType::F64 => crate::pieces::swap_bytes(&mut le, dtype.size()),
         _ => {
             let mut out = Vec::new();
             encode(dtype, dap, &le, &mut out);
@@ -111,12 +110,6 @@ pub(crate) fn to_wire(dtype: DType, dap: DapType, mut le: Vec<u8>) -> Vec<u8> {
         }
     }
     le
-}
-
-fn swap_in_place<const N: usize>(buf: &mut [u8]) {
-    for c in buf.chunks_exact_mut(N) {
-        c.reverse();
-    }
 }
 
 /// Appends `conv` of each `N`-byte element of `le` (`W` bytes each on the wire), written in
