@@ -12,15 +12,9 @@ import time
 import numpy as np
 
 from . import __version__
+from ._text import human_bytes as _human
+from ._text import human_rate
 from .errors import InvalidArgumentError, StrataError
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def _attr_repr(v) -> str:
@@ -649,10 +643,22 @@ def cmd_fetch(args) -> int:
     # --sel text goes to the server as written: its engine splits LO:HI and picks positions.
     sel = dict(_parse_range(item, "--sel") for item in args.sel or [])
     variables = [v for v in args.vars.split(",") if v] if args.vars else None
+    link = None if args.link is None else args.link * 1e6
+    if link is not None and not link > 0:
+        raise InvalidArgumentError("--link is the link's speed in Mb/s, above 0")
+    estimate = ds.estimate_fetch(variables, isel=isel, sel=sel)
+    print(f"estimate: {estimate.advice(link)}", file=sys.stdout if args.estimate else sys.stderr)
+    if args.estimate:
+        return 0
+    if not args.output:
+        raise InvalidArgumentError(
+            "-o FILE is needed (or --estimate, to only compare the subset with the whole dataset)"
+        )
     t0 = time.perf_counter()
     size = ds.fetch(args.output, variables, isel=isel, sel=sel, streams=args.streams, progress=sys.stderr.isatty())
     dt_s = time.perf_counter() - t0
-    print(f"wrote {args.output}: {_human(size)} in {dt_s:.2f} s over {args.streams} streams")
+    rate = f", {human_rate(size * 8 / dt_s)}" if dt_s > 0 else ""
+    print(f"wrote {args.output}: {_human(size)} in {dt_s:.2f} s over {args.streams} streams{rate}")
     return 0
 
 
@@ -1043,18 +1049,26 @@ def build_parser() -> argparse.ArgumentParser:
         "fetch",
         help="download a subset of a served dataset as a NetCDF file, over several connections at once",
         description="Download the dense subset of a dataset served by 'strata serve' (cut at the server) "
-        "to a NetCDF file. The file is fetched as byte ranges over --streams connections at once.",
-        epilog="example:\n  strata fetch http://127.0.0.1:8470/ersst --vars sst --sel time=2000-01:2000-12 "
-        "-o sst2000.nc --streams 4",
+        "to a NetCDF file. The file is fetched as byte ranges over --streams connections at once. First it "
+        "says whether the subset or the whole dataset would come sooner: from the subset's size, the whole "
+        "dataset's and the server's cost-model estimate of its time to cut the subset, the link speed above "
+        "which downloading the whole dataset wins (always, when the whole is no larger than the subset).",
+        epilog="examples:\n  strata fetch http://127.0.0.1:8470/ersst --vars sst --sel time=2000-01:2000-12 "
+        "-o sst2000.nc --streams 4\n"
+        "  strata fetch http://127.0.0.1:8470/ersst --isel time=0:600 --estimate --link 1000",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("url", help="http://HOST:PORT/NAME of the dataset")
-    s.add_argument("-o", "--output", required=True, help="NetCDF file to write")
+    s.add_argument("-o", "--output", help="NetCDF file to write")
     s.add_argument("--vars", help="comma-separated variables (default: all; their coordinates come along)")
     s.add_argument("--isel", action="append", metavar="DIM=RANGE", help="by position: INDEX or START:STOP[:STEP]")
     s.add_argument("--sel", action="append", metavar="DIM=RANGE", help="by coordinate value: LABEL or LO:HI")
     s.add_argument("--streams", type=int, default=4, help="connections at once (default 4)")
     s.add_argument("--token", help="the dataset's token, when the server protects it")
+    s.add_argument(
+        "--estimate", action="store_true", help="only say whether the subset or the whole dataset comes sooner"
+    )
+    s.add_argument("--link", type=float, metavar="MBPS", help="compare the two on a link of this speed (Mb/s)")
     s.set_defaults(func=cmd_fetch)
 
     s = sub.add_parser(

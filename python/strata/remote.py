@@ -19,12 +19,14 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import errors
 from ._coords import coordinate_index, engine_label, index_range, slice_labels
+from ._text import human_bytes, human_rate, human_seconds
 
 _KINDS = {
     "invalid_argument": errors.InvalidArgumentError,
@@ -36,6 +38,39 @@ _KINDS = {
     "too_many_requests": errors.LimitError,
     "timeout": errors.LimitError,
 }
+
+
+@dataclass(frozen=True)
+class FetchEstimate:
+    """Whether a subset or the whole dataset comes sooner (:meth:`RemoteDataset.estimate_fetch`):
+    the subset's size (exact), the whole dataset's (the file it indexes in place, or the
+    store's files), and the server's cost-model estimate of its time to cut the subset.
+    On a link of B bytes/s the subset takes about ``server_seconds + subset_bytes / B``,
+    the whole ``dataset_bytes / B``; ``whole_sooner_above_bits_per_s`` is the link speed
+    above which the whole dataset comes sooner (0: always, None: never)."""
+
+    subset_bytes: int
+    dataset_bytes: int
+    server_seconds: float
+    whole_sooner_above_bits_per_s: float | None
+
+    def advice(self, bits_per_s: float | None = None) -> str:
+        """One sentence: which to fetch, on any link, or on one of ``bits_per_s``."""
+        sizes = f"the subset is {human_bytes(self.subset_bytes)}, the whole dataset {human_bytes(self.dataset_bytes)}"
+        cut = f"the server cuts it in about {human_seconds(self.server_seconds)} (its cost model)"
+        above = self.whole_sooner_above_bits_per_s
+        if above == 0:
+            return f"{sizes}: the whole dataset is no larger, so fetching it would be sooner on any link"
+        if above is None:
+            return f"{sizes}; {cut}: the subset is sooner on any link"
+        text = f"{sizes}; {cut}: the whole dataset would be sooner only on links faster than {human_rate(above)}"
+        if bits_per_s is not None:
+            whole_s = self.dataset_bytes * 8 / bits_per_s
+            subset_s = self.server_seconds + self.subset_bytes * 8 / bits_per_s
+            which = "the whole dataset" if whole_s < subset_s else "the subset"
+            times = f"subset {human_seconds(subset_s)}, whole {human_seconds(whole_s)}"
+            text += f" (at {human_rate(bits_per_s)}: {times}; {which} wins)"
+        return text
 
 
 def open(url: str, token: str | None = None, timeout: float = 300.0) -> RemoteDataset:
@@ -281,6 +316,22 @@ class RemoteDataset:
 
     def to_xarray(self) -> Any:
         return self.subset()
+
+    def estimate_fetch(
+        self, variables: list[str] | None = None, *, isel: dict | None = None, sel: dict | None = None
+    ) -> FetchEstimate:
+        """Whether :meth:`fetch` of this subset or a download of the whole dataset would
+        come sooner, from the server's sizes and cost model (nothing is transferred but
+        the estimate)."""
+        params = dict(self._subset_params(variables, isel, sel), estimate="true")
+        with self._request("subset", params=params) as r:
+            e = json.loads(_body(r))
+        return FetchEstimate(
+            subset_bytes=int(e["subset_bytes"]),
+            dataset_bytes=int(e["dataset_bytes"]),
+            server_seconds=float(e["server_seconds"]),
+            whole_sooner_above_bits_per_s=e["whole_sooner_above_bits_per_s"],
+        )
 
     def fetch(
         self,

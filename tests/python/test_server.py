@@ -633,6 +633,43 @@ def test_fetch_command(served, source, tmp_path):
     with netCDF4.Dataset(out) as nc:
         nc.set_auto_mask(False)
         np.testing.assert_array_equal(nc["sst"][:], source["sst"][10:20][:, :, cols])
+    # It said first which would come sooner, and with what the subset weighed.
+    assert "estimate: the subset is" in r.stderr and "Mb/s" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_fetch_estimate_weighs_the_subset_against_the_whole_dataset(served, tmp_path):
+    """The advice `strata fetch` gives: a small subset is sooner unless the link is very
+    fast; a subset larger than the whole (compressed) dataset never is. Sizes are exact:
+    the subset's is the file the fetch writes, the dataset's its files on the server."""
+    base, root = served
+    ds = strata.remote.open(f"{base}/ersst")
+    small = ds.estimate_fetch(["sst"], isel={"time": slice(0, 6)})
+    path = tmp_path / "small.nc"
+    assert small.subset_bytes == ds.fetch(path, ["sst"], isel={"time": slice(0, 6)}) == path.stat().st_size
+    # The store's data and index files: all it holds but its small manifest and pointer.
+    stored = sum(f.stat().st_size for f in (root / "ersst").rglob("*") if f.is_file())
+    assert stored * 0.99 < small.dataset_bytes < stored
+    assert small.server_seconds > 0
+    above = small.whole_sooner_above_bits_per_s
+    assert above == pytest.approx((small.dataset_bytes - small.subset_bytes) * 8 / small.server_seconds)
+    assert "sooner only on links faster than" in small.advice()
+    # On a link just under the break-even the subset wins, just over it the whole.
+    assert small.advice(above * 0.9).endswith("the subset wins)")
+    assert small.advice(above * 1.1).endswith("the whole dataset wins)")
+    # Every record of sst, uncompressed in NetCDF, outweighs the compressed store.
+    whole = ds.estimate_fetch(["sst"])
+    assert whole.subset_bytes > whole.dataset_bytes and whole.whole_sooner_above_bits_per_s == 0
+    assert "sooner on any link" in whole.advice()
+    r = subprocess.run(
+        [sys.executable, "-m", "strata.cli", "fetch", f"{base}/ersst", "--vars", "sst", "--estimate", "--link", "100"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0 and r.stdout.startswith("estimate:") and "no larger" in r.stdout, r.stderr
+    assert not list(tmp_path.glob("*.part"))
+    status, _, body = get(f"{base}/api/subset/ersst?vars=nope&estimate=true")
+    assert status == 400 and b"nope" in body, body
 
 
 def png_pixels(png: bytes) -> tuple[int, int, np.ndarray]:

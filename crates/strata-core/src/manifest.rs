@@ -521,6 +521,17 @@ impl Manifest {
         self.variables.iter().find(|v| v.name == dim && v.is_coordinate())
     }
 
+    /// The bytes a download of the whole dataset moves: the files it indexes in place, or
+    /// else the store's own files.
+    pub fn download_bytes(&self) -> u64 {
+        let external: u64 = self.files.iter().filter(|f| f.external).map(|f| f.size).sum();
+        if external > 0 {
+            external
+        } else {
+            self.files.iter().map(|f| f.size).sum()
+        }
+    }
+
     pub fn variable(&self, name: &str) -> Result<(usize, &Variable)> {
         self.variables.iter().enumerate().find(|(_, v)| v.name == name).ok_or_else(|| {
             let names: Vec<&str> = self.variables.iter().map(|v| v.name.as_str()).collect();

@@ -579,6 +579,30 @@ impl StoreReader {
         Ok(fetched.bytes.iter().filter_map(|b| b.get()).map(|b| b.len() as u64).sum())
     }
 
+    /// The work a full-precision read of `sel` does, counted from the index (nothing is
+    /// fetched): the stored bytes and segments of every sub-chunk it touches, one call per
+    /// sub-chunk, and their elements decoded. The copy of the selected elements out of
+    /// them is not counted: the model's `gathered` cost is that of building points.
+    pub fn read_work(&self, name: &str, sel: &[DimSelection]) -> Result<crate::planner::Work> {
+        self.check_selection(name, sel)?;
+        let (var_idx, var) = self.manifest.variable(name)?;
+        let mut work = crate::planner::Work::default();
+        if var.chunking.is_none() {
+            return Ok(work);
+        }
+        let groups = precision::byte_groups(&self.manifest.layout, var)?;
+        let widths = precision::widths_read(groups.as_deref(), None, var.dtype.size());
+        for t in self.tasks_for(var_idx, sel, &widths)? {
+            work.calls += 1.0;
+            work.decoded += t.blocks.iter().map(|b| b.len).product::<u64>() as f64;
+            for e in t.reads.iter().flat_map(|r| &r.entries) {
+                work.segments += 1.0;
+                work.bytes += e.length as f64;
+            }
+        }
+        Ok(work)
+    }
+
     /// The sub-chunks a (checked) selection of `var_idx` touches, with their segments.
     fn tasks_for(&self, var_idx: usize, sel: &[DimSelection], widths: &[usize]) -> Result<Vec<Task>> {
         let mut tasks: Vec<Task> = Vec::new();

@@ -342,6 +342,13 @@ impl Session {
         self.model_for(Track::Values)
     }
 
+    /// Estimated seconds to read `sel` of `name` densely, at full precision: the index's
+    /// count of the work ([`StoreReader::read_work`]) at the scan's constants, uncorrected.
+    pub fn read_seconds(&self, reader: &StoreReader, name: &str, sel: &[DimSelection]) -> Result<f64> {
+        let work = reader.read_work(name, sel)?;
+        Ok(self.model_for(Track::Select).uncorrected_seconds(Method::Scan, &work))
+    }
+
     /// The model as it stands for queries of `track`.
     pub fn model_for(&self, track: Track) -> CostModel {
         self.models.lock().unwrap_or_else(|p| p.into_inner())[track.slot()].clone()

@@ -95,3 +95,28 @@ fn overlapped_reads_equal_plain_reads_and_the_values() {
         }
     }
 }
+
+#[test]
+fn a_dense_read_is_costed_from_what_it_would_fetch() {
+    let memory: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let reader = StoreReader::open_with_cache(write(memory), None, 0).unwrap();
+    let all = [(0, 24), (0, 180), (0, 360)].map(|(start, stop)| DimSelection { start, stop, step: 1 });
+    let corner = [(0, 4), (0, 10), (0, 10)].map(|(start, stop)| DimSelection { start, stop, step: 1 });
+    let session = strata_core::session::Session::new(strata_core::planner::CostModel::default());
+    let mut seconds = vec![];
+    let stored = reader.variable_stats().unwrap()[0].stored_bytes;
+    for sel in [&all[..], &corner[..]] {
+        let work = reader.read_work("v", sel).unwrap();
+        // Stored bytes of the segments touched (a read fetches them, in runs that may span
+        // more); every element touched is decoded, at least those selected.
+        assert!(work.bytes > 0.0 && work.bytes as u64 <= stored);
+        let selected: u64 = sel.iter().map(|s| s.count()).product();
+        assert!(work.decoded >= selected as f64 && work.calls >= 1.0 && work.segments >= work.calls);
+        seconds.push(session.read_seconds(&reader, "v", sel).unwrap());
+    }
+    let whole = reader.read_work("v", &all).unwrap();
+    assert_eq!(whole.decoded as u64, 24 * 180 * 360, "the whole variable is decoded once");
+    assert_eq!(whole.bytes as u64, stored, "and every stored byte fetched");
+    assert!(seconds[0] > seconds[1] && seconds[1] > 0.0, "{seconds:?}");
+    assert!(reader.read_work("nope", &all).is_err() && reader.read_work("v", &all[..2]).is_err());
+}

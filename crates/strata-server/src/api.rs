@@ -631,6 +631,48 @@ pub(crate) struct SubsetRequest {
     /// Cut the file into `parts` equal byte ranges and answer range `part` (from 0).
     pub parts: Option<u64>,
     pub part: Option<u64>,
+    /// Answer a [`FetchEstimate`] (JSON) instead of the file.
+    pub estimate: Option<bool>,
+}
+
+/// Whether to fetch a subset or the whole dataset: the subset's bytes (exact), the whole
+/// dataset's, and the cost model's estimate of the server's time to cut the subset.
+/// Fetching the subset takes about `server_seconds + subset_bytes / B` on a link of B bytes
+/// per second, the whole dataset `dataset_bytes / B`: the whole is sooner on links faster
+/// than `(dataset_bytes - subset_bytes) / server_seconds` — always, when it is no larger
+/// than the subset (reading it locally is left out).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct FetchEstimate {
+    pub version: u32,
+    pub subset_bytes: u64,
+    /// What downloading the whole dataset moves: the files it indexes in place, else the
+    /// store's own files.
+    pub dataset_bytes: u64,
+    pub server_seconds: f64,
+    /// Link speed (bits per second) above which the whole dataset comes sooner: 0 when it
+    /// is always sooner, None when never (the server takes no time to cut the subset).
+    pub whole_sooner_above_bits_per_s: Option<f64>,
+}
+
+impl FetchEstimate {
+    pub const VERSION: u32 = 1;
+
+    pub fn new(subset_bytes: u64, dataset_bytes: u64, server_seconds: f64) -> Self {
+        let above = if dataset_bytes <= subset_bytes {
+            Some(0.0)
+        } else if server_seconds > 0.0 {
+            Some((dataset_bytes - subset_bytes) as f64 * 8.0 / server_seconds)
+        } else {
+            None
+        };
+        FetchEstimate {
+            version: Self::VERSION,
+            subset_bytes,
+            dataset_bytes,
+            server_seconds,
+            whole_sooner_above_bits_per_s: above,
+        }
+    }
 }
 
 /// `bytes=a-b`, `bytes=a-` or `bytes=-n` of a file of `total` bytes, as `[lo, hi)`.
@@ -669,6 +711,22 @@ pub(crate) async fn subset(
 ) -> Result<Response, ApiError> {
     let (parts, part) = (req.parts, req.part);
     let wants_trailers = crate::pieces::wants_trailers(&headers);
+    if req.estimate == Some(true) {
+        let estimate = blocking({
+            let state = state.clone();
+            move || {
+                let reader = state.catalog.reader(&name)?;
+                let layout = subset_layout(&reader, &req)?;
+                let mut seconds = 0.0;
+                for v in &layout.vars {
+                    seconds += state.session.read_seconds(&reader, &v.name, &v.sel)?;
+                }
+                Ok(FetchEstimate::new(layout.total, reader.manifest().download_bytes(), seconds))
+            }
+        })
+        .await?;
+        return Ok(Json(estimate).into_response());
+    }
     let (reader, layout) = blocking({
         let state = state.clone();
         move || {

@@ -153,12 +153,17 @@ impl CostModel {
 
     /// Estimated seconds of `work` done by `method`.
     pub fn seconds(&self, method: Method, work: &Work) -> f64 {
+        self.uncorrected_seconds(method, work) * self.correction(method)
+    }
+
+    /// Seconds of `work` by the machine's constants alone, without the correction learned
+    /// from queries (work of another kind, such as a dense read, does not share their errors).
+    pub fn uncorrected_seconds(&self, method: Method, work: &Work) -> f64 {
         let ns = match (method, &self.scan_ns) {
             (Method::Scan, Some(s)) => s,
             _ => &self.ns,
         };
-        let raw: f64 = ns.as_array().iter().zip(work.as_array()).map(|(c, w)| c * w).sum::<f64>() * 1e-9;
-        raw * self.correction(method)
+        ns.as_array().iter().zip(work.as_array()).map(|(c, w)| c * w).sum::<f64>() * 1e-9
     }
 
     /// Queries folded into `method`'s correction so far (pieces count as their share).
