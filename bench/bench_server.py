@@ -317,6 +317,14 @@ def index_subset(strata_url, name, params):
     return time.perf_counter() - t0, len(data), n
 
 
+def fetch_advice(strata_url, name, params, file_bytes, mbit):
+    """Which `strata fetch`'s estimate says comes sooner on this link: the subset (its exact
+    size, plus the server's time by the cost model) or the NetCDF file nginx serves."""
+    e = json.loads(fetch(f"{strata_url}/api/subset/{name}?" + urllib.parse.urlencode(dict(params, estimate="true"))))
+    rate = mbit * 1e6 / 8
+    return "file" if file_bytes / rate < e["server_seconds"] + e["subset_bytes"] / rate else "subset"
+
+
 def cases(src, times):
     valid = src["sst"][src["sst"] != -999]
     lat = src["lat"]
@@ -371,6 +379,7 @@ def subset_vs_file(strata_url, nginx_url, src):
                         t_sub, _, n = index_subset(strata_url, name, p)
                     t_file, size, n_file = whole_file(nginx_url, name, select)
                     assert n == n_file, (name, label, n, n_file)
+                    advice = None if kind == "value" else fetch_advice(strata_url, name, p, size, mbit)
                     results.append(
                         {
                             "mbit": mbit,
@@ -383,6 +392,7 @@ def subset_vs_file(strata_url, nginx_url, src):
                             "file_s": t_file,
                             "file_bytes": size,
                             "elements": n,
+                            "advice": advice,
                         }
                     )
                     print(
@@ -549,10 +559,12 @@ def report(r) -> str:
         "selections as NetCDF subsets opened by netCDF4. *File* is downloading the NetCDF file whole from "
         "nginx and selecting the same elements with NumPy. Times are end to end, medians over turns "
         f"({TURNS} at 1 Gb/s and 100 Mb/s, 1 at 20 Mb/s); *speed-up* is the median of per-turn ratios "
-        "file / subset.",
+        "file / subset. *Advice* is what `strata fetch`'s estimate (`estimate=true`: the subset's size and "
+        "the cost model's time to cut it) says comes sooner on that link against this file, and whether the "
+        "measured times agree (NetCDF subsets only: `strata fetch` does not select by value).",
         "",
-        "| link | dataset | selection | % of elements | subset s | file s | speed-up |",
-        "|---|---|---|---|---|---|---|",
+        "| link | dataset | selection | % of elements | subset s | file s | speed-up | advice |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     keys = []
     for x in r["subset"]:
@@ -562,9 +574,16 @@ def report(r) -> str:
     for k in keys:
         xs = [x for x in r["subset"] if (x["mbit"], x["dataset"], x["kind"], x["selection"]) == k]
         ratio = med([x["file_s"] / x["subset_s"] for x in xs])
+        advice = xs[0].get("advice")
+        if advice is None:
+            said = "—"
+        else:
+            right = (advice == "subset") == (ratio >= 1)
+            said = f"{advice} ({'right' if right else 'wrong'})"
         lines.append(
             f"| {k[0]} Mb/s | {k[1]} ({xs[0]['file_bytes'] / 1e6:.0f} MB) | {k[2]}: {k[3]} | {xs[0]['percent']:.1f} "
-            f"| {med([x['subset_s'] for x in xs]):.3f} | {med([x['file_s'] for x in xs]):.3f} | {ratio:.1f}x |"
+            f"| {med([x['subset_s'] for x in xs]):.3f} | {med([x['file_s'] for x in xs]):.3f} | {ratio:.1f}x "
+            f"| {said} |"
         )
     lines += [
         "",
