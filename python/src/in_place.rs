@@ -27,13 +27,17 @@ impl Indexer {
         path: &str,
         file: &str,
         schema_json: &str,
-        bins: u32,
+        bins: i64,
         binning: Option<&str>,
     ) -> PyResult<Self> {
         let schema: DatasetSchema = json_arg(schema_json, "schema")?;
         let rule = match (bins, binning) {
             (0, None) => None,
-            (n, rule) => Some(BinRule::parse(rule.unwrap_or("equal-frequency"), n.max(1)).map_err(to_py)?),
+            (0, Some(rule)) => Some(BinRule::parse(rule, 1).map_err(to_py)?),
+            (n, rule) => {
+                let n = BinRule::count(n).map_err(to_py)?;
+                Some(BinRule::parse(rule.unwrap_or("equal-frequency"), n).map_err(to_py)?)
+            }
         };
         let ix = py.detach(|| InPlaceIndexer::new(Store::local(path), file, schema, rule)).map_err(to_py)?;
         Ok(Self { inner: Mutex::new(Some(ix)) })

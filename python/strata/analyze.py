@@ -75,6 +75,8 @@ def analyze_variable(
     also timed here unless ``min_seconds`` is None; choices use the declared ones."""
     from ._slabs import le_bytes
 
+    if samples < 1:
+        raise InvalidArgumentError(f"samples must be at least 1 (got {samples})")
     itemsize = 1 if dtype == "char" else int(dtype[1:]) // 8
     shape = tuple(int(n) for n in shape)
     # Blocks of the sub-chunk shape the writer cuts by default (a small variable it may keep

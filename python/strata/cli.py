@@ -582,7 +582,9 @@ def _stored_lines(p, verb: str) -> list[str]:
 
 def cmd_verify(args) -> int:
     from . import _core
+    from .dataset import check_version
 
+    check_version(args.version)
     version, files, size, segments, problems = _core.verify(args.store, args.version, args.deep)
     for file, slab, variable, segment, what in problems:
         where = ", ".join(

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _core
 from ._coords import coordinate_index, label_to_positions
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotFoundError
 
 _NUMPY_DTYPES = {
     "i8": "<i1",
@@ -55,12 +55,21 @@ def open(path: str | os.PathLike, version: int | None = None, *, cache_bytes: in
     return Dataset(os.fspath(path), version, cache_bytes=cache_bytes)
 
 
+def check_version(version: int | None) -> None:
+    """Refuses what cannot name a store version (None names the newest)."""
+    if version is None:
+        return
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidArgumentError(f"a store version is a positive integer, not {version!r} (see `strata log`)")
+    if version >= 1 << 64:
+        raise NotFoundError(f"no version {version} (see `strata log`)")
+
+
 class Dataset:
     """One version of a store: dimensions, coordinates, variables and attributes."""
 
     def __init__(self, path: str, version: int | None = None, *, cache_bytes: int | None = None):
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-            raise InvalidArgumentError(f"a store version is a positive integer, not {version!r} (see `strata log`)")
+        check_version(version)
         self.path = path
         self._reader = _core.Reader.open(path, version, cache_bytes)
         self._schema = self._reader.schema()

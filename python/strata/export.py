@@ -77,6 +77,8 @@ def export_file(
     from .importer import _progress
 
     store, out = os.fspath(store), os.fspath(out)
+    if zlib and not (isinstance(complevel, int) and 0 <= complevel <= 9):
+        raise InvalidArgumentError(f"complevel is zlib's level, 0 to 9, not {complevel!r}")
     if os.path.exists(out) and not overwrite:
         raise InvalidArgumentError(f"'{out}' exists: choose another name, or overwrite it explicitly")
     parent = os.path.dirname(os.path.abspath(out))

@@ -140,6 +140,29 @@ def test_serve_options_out_of_range_are_clear_errors(tmp_path, capsys, options, 
     assert message in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["query", "{store}", "temp", "--at", "99999999999999999999999"], "no version 99999999999999999999999"),
+        (["verify", "{store}", "--at", "99999999999999999999999"], "no version 99999999999999999999999"),
+        (["verify", "{store}", "--at", "-1"], "a store version is a positive integer, not -1"),
+        (["export", "{store}", "{tmp}/e.nc", "--complevel", "99"], "complevel is zlib's level, 0 to 9, not 99"),
+        (["index", "{nc}", "--bins", "-3"], "bin count must be 1 to 4096, not -3"),
+        (["index", "{nc}", "--bins", "99999999999"], "bin count must be 1 to 4096, not 99999999999"),
+        (["analyze", "{nc}", "--samples", "-4"], "samples must be at least 1 (got -4)"),
+    ],
+)
+def test_numbers_out_of_range_are_clear_errors(store, tmp_path, capsys, args, message):
+    """Integers beyond what the engine takes (a version past 2^64, a negative bin count)
+    are refused with the option's own words, not a Python OverflowError traceback."""
+    nc, out = store
+    argv = [a.format(store=out, tmp=tmp_path, nc=nc) for a in args]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "Overflow" not in err, err
+
+
 def test_garbage_input_file_is_a_compatibility_error(tmp_path):
     bad = tmp_path / "bad.nc"
     bad.write_bytes(b"this is not netcdf" * 10)

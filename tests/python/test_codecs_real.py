@@ -87,6 +87,10 @@ def test_analyze_cli(tmp_path, capsys):
     assert main(["analyze", str(nc), "temp", "--samples", "2"]) == 0
     out = capsys.readouterr().out
     assert "temp (f32)" in out and "shuffle+zstd:3" in out and "ratio" in out
+    # No sample is no analysis: refused, not an overflow inside the engine's binding.
+    for bad in ("0", "-4"):
+        assert main(["analyze", str(nc), "temp", "--samples", bad]) == 2
+        assert f"samples must be at least 1 (got {bad})" in capsys.readouterr().err
 
 
 def _assert_within(got: np.ndarray, want: np.ndarray, limit, what: str) -> None:

@@ -54,12 +54,18 @@ impl BinRule {
         Ok(rule)
     }
 
+    /// A bin count as a caller gave it (any integer), checked: 1 to [`MAX_BINS`].
+    pub fn count(count: i64) -> Result<u32> {
+        u32::try_from(count)
+            .ok()
+            .filter(|c| (1..=MAX_BINS).contains(c))
+            .ok_or_else(|| Error::InvalidArgument(format!("bin count must be 1 to {MAX_BINS}, not {count}")))
+    }
+
     pub fn check(&self) -> Result<()> {
         match self {
             BinRule::EqualWidth { count } | BinRule::EqualFrequency { count } => {
-                if *count == 0 || *count > MAX_BINS {
-                    return Err(Error::InvalidArgument(format!("bin count must be 1 to {MAX_BINS}, not {count}")));
-                }
+                Self::count(i64::from(*count))?;
             }
             BinRule::Edges { edges } => {
                 if edges.is_empty() || edges.len() >= MAX_BINS as usize {
@@ -573,6 +579,10 @@ mod tests {
     #[test]
     fn rules_are_checked() {
         assert!(BinRule::parse("equal-width", 0).is_err());
+        assert_eq!(BinRule::count(7).unwrap(), 7);
+        for bad in [0, -3, i64::from(MAX_BINS) + 1, 1 << 40] {
+            assert!(BinRule::count(bad).unwrap_err().to_string().contains(&format!("not {bad}")));
+        }
         assert!(BinRule::parse("1,1", 0).is_err());
         assert!(BinRule::parse("1,x", 0).is_err());
         assert_eq!(BinRule::parse("1, 2.5", 0).unwrap(), BinRule::Edges { edges: vec![1.0, 2.5] });
