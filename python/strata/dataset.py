@@ -65,11 +65,20 @@ def check_version(version: int | None) -> None:
         raise NotFoundError(f"no version {version} (see `strata log`)")
 
 
+def check_cache_bytes(cache_bytes: int | None) -> None:
+    """Refuses a decoded-cache size that is not a byte count (None is the default size)."""
+    if cache_bytes is None:
+        return
+    if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or not 0 <= cache_bytes < 1 << 64:
+        raise InvalidArgumentError(f"cache_bytes is a number of bytes, 0 (no cache) or more, not {cache_bytes!r}")
+
+
 class Dataset:
     """One version of a store: dimensions, coordinates, variables and attributes."""
 
     def __init__(self, path: str, version: int | None = None, *, cache_bytes: int | None = None):
         check_version(version)
+        check_cache_bytes(cache_bytes)
         self.path = path
         self._reader = _core.Reader.open(path, version, cache_bytes)
         self._schema = self._reader.schema()

@@ -24,9 +24,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import _core
+from .dataset import check_cache_bytes
 from .errors import InvalidArgumentError
 from .query import METHODS
 from .query import session as query_session
+
+# More parallel parts than this only add DataFusion's per-partition overhead on any machine
+# this runs on (each part is a stream of pieces, and the work is split among at most 8
+# threads).
+MAX_PARTITIONS = 1024
 
 
 def _stores(store: str | os.PathLike | Mapping[str, str | os.PathLike], table: str | None):
@@ -56,6 +62,9 @@ class SqlSession:
     ):
         if method not in METHODS:
             raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
+        if partitions is not None and (not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS):
+            raise InvalidArgumentError(f"partitions must be 1 to {MAX_PARTITIONS}, not {partitions!r}")
+        check_cache_bytes(cache_bytes)
         self._session = _core.SqlSession.open(
             _stores(store, table),
             session or query_session(),

@@ -277,3 +277,22 @@ def ds_depths(path):
 
     with netCDF4.Dataset(path) as nc:
         return nc["depth"][:].tolist()
+
+
+def test_session_options_out_of_range_are_clear_errors(tmp_path):
+    """A negative or astronomic cache size or partition count is refused by name (each
+    was a Python OverflowError from the engine's binding)."""
+    strata.write_arrays(tmp_path / "g.strata", {"a": (("x",), np.arange(6, dtype="f4"))})
+    for kw, words in [
+        ({"cache_bytes": -1}, "cache_bytes is a number of bytes"),
+        ({"cache_bytes": 10**30}, "cache_bytes is a number of bytes"),
+        ({"partitions": -1}, "partitions must be 1 to 1024"),
+        ({"partitions": 10**30}, "partitions must be 1 to 1024"),
+    ]:
+        with pytest.raises(strata.errors.InvalidArgumentError, match=words):
+            strata.SqlSession(tmp_path / "g.strata", **kw)
+    with pytest.raises(strata.errors.InvalidArgumentError, match="cache_bytes"):
+        strata.open(tmp_path / "g.strata", cache_bytes=-5)
+    assert strata.SqlSession(tmp_path / "g.strata", partitions=2, cache_bytes=0).execute("SELECT count(*) AS n FROM g")[
+        "n"
+    ].to_pylist() == [6]
