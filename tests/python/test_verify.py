@@ -1,7 +1,9 @@
 """`strata verify`: clean stores pass, and each kind of damage is listed by file, slab,
 variable and segment with exit status 1."""
 
+import os
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -118,3 +120,20 @@ def test_leftovers_of_a_killed_import_are_named_and_cleared_by_gc(store, tmp_pat
     (src / "notes.txt").write_text("mine")
     with pytest.raises(strata.InvalidArgumentError, match="not empty and holds no strata store"):
         strata.write_arrays(src, {"v": (("t",), np.arange(3.0))}, record_dim="t")
+
+
+def test_gc_pointed_at_a_directory_that_is_not_a_store_removes_nothing(tmp_path, capsys):
+    """`strata gc ~/project` by mistake: a `data/` folder there is someone's data. It used
+    to lose every file under data/, index/ and manifests/ older than the grace period."""
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "data" / "run1.nc").write_bytes(b"results")
+    (project / "data" / "s000001-old.sdat").write_bytes(b"looks like ours")
+    (project / "notes.txt").write_text("mine")
+    old = time.time() - 3 * 86400
+    for f in project.rglob("*"):
+        os.utime(f, (old, old))
+    assert main(["gc", "--grace", "0", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "not a strata store" in err and "notes.txt" in err, err
+    assert sorted(p.name for p in project.rglob("*") if p.is_file()) == ["notes.txt", "run1.nc", "s000001-old.sdat"]

@@ -7,7 +7,7 @@
 //! the longest a writer takes from its first file to its commit (default one hour). The
 //! versions are listed again just before removing, and files a new version names are kept.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::{Store, HEAD};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -23,11 +23,30 @@ pub struct GcReport {
     pub young: Vec<String>,
 }
 
-/// Whether `path` is one of the files a store's writers make (data, index, manifests, or
-/// a temporary file of a write): the only files gc ever removes.
+/// Whether `path` is one of the files a store's writers make, by its name: a data file
+/// `data/sNNNNNN-*.sdat`, an index `index/sNNNNNN-*.sidx`, a manifest
+/// `manifests/vNNNNNNNN.json`, or a temporary file of a write (`.NAME.tmp-*`). The only
+/// files gc ever removes: anything else under a store's directories was put there by
+/// someone else (a `data/` folder of a project gc was pointed at by mistake).
 pub fn is_store_file(path: &str) -> bool {
-    let temp = path.rsplit('/').next().is_some_and(|n| n.starts_with('.') && n.contains(".tmp-"));
-    temp || STORE_DIRS.iter().any(|d| path.strip_prefix(d).is_some_and(|rest| rest.starts_with('/')))
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if name.starts_with('.') && name.contains(".tmp-") {
+        return true;
+    }
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    // sNNNNNN-REST.EXT, REST naming the write (and the writer, under subfiles).
+    let slab_file = |n: &str, ext: &str| {
+        n.strip_suffix(ext)
+            .and_then(|s| s.strip_prefix('s'))
+            .and_then(|s| s.split_once('-'))
+            .is_some_and(|(id, rest)| digits(id) && !rest.is_empty() && !rest.contains('/'))
+    };
+    match path.split_once('/') {
+        Some(("data", n)) => slab_file(n, ".sdat"),
+        Some(("index", n)) => slab_file(n, ".sidx"),
+        Some(("manifests", n)) => n.strip_prefix('v').and_then(|s| s.strip_suffix(".json")).is_some_and(digits),
+        _ => false,
+    }
 }
 
 /// The directories a store's writers make files in.
@@ -54,6 +73,19 @@ fn needed(store: &Store) -> Result<(usize, HashSet<String>)> {
 /// temporary files anywhere, that no version names and that are older than `grace`.
 pub fn collect(store: &Store, grace: Duration, dry_run: bool) -> Result<GcReport> {
     let (versions, keep) = needed(store)?;
+    // No version: the leftovers of an import killed before its first commit, or not a
+    // store at all. Only the former is collected: a directory holding anything but a
+    // store's parts at its top is refused, as a new store's writer refuses it.
+    if versions == 0 {
+        let top = store.storage().top_level()?;
+        if let Some(other) = top.iter().find(|n| !STORE_DIRS.contains(&n.as_str()) && !is_store_file(n)) {
+            return Err(Error::InvalidArgument(format!(
+                "'{}' is not a strata store (no version) and holds '{other}', which no store write makes: \
+                 gc removes only a store's own files",
+                store.name()
+            )));
+        }
+    }
     let mut report = GcReport { versions, ..Default::default() };
     let mut candidates = Vec::new();
     for obj in store.storage().list_for_gc("")? {

@@ -393,10 +393,10 @@ impl StoreWriter {
         }
         // The top level first: a directory holding anything but a store's own parts is
         // refused without walking it (from `/` or a home directory, a walk would read the
-        // whole tree and stop at the first unreadable place). Below a store's own parts
-        // every file is a store file, so what remains is empty directories of a store
-        // (left by `strata gc` after an interrupted import, which do not count) or the
-        // leftovers of an interrupted write.
+        // whole tree and stop at the first unreadable place). Below a store's own parts,
+        // what remains is empty directories of a store (left by `strata gc` after an
+        // interrupted import, which do not count), the leftovers of an interrupted write,
+        // or files no store write makes, which make it someone else's directory.
         let top = store.storage().top_level()?;
         let own = |n: &str| crate::gc::STORE_DIRS.contains(&n) || crate::gc::is_store_file(n);
         if !top.iter().all(|n| own(n)) {
@@ -405,6 +405,15 @@ impl StoreWriter {
             )));
         }
         let files = if top.is_empty() { vec![] } else { store.storage().list_for_gc("")? };
+        // A file no store write makes (by its name), even under `data/`: not our leftovers,
+        // and gc would not remove it.
+        if let Some(other) = files.iter().find(|f| !crate::gc::is_store_file(&f.path)) {
+            return Err(Error::InvalidArgument(format!(
+                "'{name}' is not empty and holds no strata store ('{}' is not a store's file): write a new store \
+                 into a new or empty directory",
+                other.path
+            )));
+        }
         if !files.is_empty() {
             return Err(Error::InvalidArgument(format!(
                 "'{name}' holds only the leftovers of an interrupted write ({} files, no version): if no other \

@@ -78,3 +78,55 @@ fn only_old_unnamed_files_go() {
     }
     assert!(collect(&store, Duration::ZERO, false).unwrap().removed.is_empty(), "nothing left to collect");
 }
+
+#[test]
+fn a_directory_that_is_not_a_store_loses_nothing() {
+    // A project with a `data/` folder, gc pointed at it by mistake: refused, nothing removed.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::write(dir.path().join("data/s000001-results.sdat"), b"looks like ours").unwrap();
+    std::fs::write(dir.path().join("data/measurements.csv"), b"1,2,3").unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"mine").unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()));
+    let store = Store::new(storage.clone(), "project");
+    let before = storage.list("").unwrap();
+    let e = collect(&store, Duration::ZERO, false).unwrap_err().to_string();
+    assert!(e.contains("not a strata store") && e.contains("notes.txt"), "{e}");
+    assert_eq!(storage.list("").unwrap(), before);
+    // Without the top-level file it is still not ours: the writer refuses to start a
+    // store there, and gc removes only what a store write names so (not the CSV).
+    std::fs::remove_file(dir.path().join("notes.txt")).unwrap();
+    let e = StoreWriter::create(store.clone(), schema(), &WriterOptions::default()).err().unwrap().to_string();
+    assert!(e.contains("data/measurements.csv"), "{e}");
+    let r = collect(&store, Duration::ZERO, false).unwrap();
+    assert_eq!(r.removed.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(), ["data/s000001-results.sdat"]);
+    assert!(dir.path().join("data/measurements.csv").exists());
+}
+
+#[test]
+fn store_file_names_are_the_writers_own() {
+    use strata_core::gc::is_store_file;
+    for ours in [
+        "data/s000001-0123456789abcdef.sdat",
+        "data/s000012-tok-w3.sdat",
+        "index/s000001-0123456789abcdef.sidx",
+        "manifests/v00000007.json",
+        "data/.s000001-ab.sdat.tmp-0123",
+        ".HEAD.tmp-0123456789abcdef",
+    ] {
+        assert!(is_store_file(ours), "{ours}");
+    }
+    for theirs in [
+        "data/a.sdat",
+        "data/readme.txt",
+        "data/sx-1.sdat",
+        "index/s1.sidx",
+        "manifests/v.json",
+        "manifests/notes.json",
+        "HEAD",
+        "notes.txt",
+        "data/sub/s000001-a.sdat.bak",
+    ] {
+        assert!(!is_store_file(theirs), "{theirs}");
+    }
+}
