@@ -73,57 +73,40 @@ pub(crate) fn flagged_unsigned(var: &Variable) -> bool {
     })
 }
 
-/// Appends the XDR (big-endian) form of `le`, little-endian values of `dtype` served as
-/// `dap`.
-fn encode(dtype: DType, dap: DapType, le: &[u8], out: &mut Vec<u8>) {
-    if dap == DapType::Byte {
-        out.extend_from_slice(le); // bytes go as they are, signed ones included
-        return;
-    }
-    match dtype {
-        DType::U8 | DType::Char => out.extend_from_slice(le),
-        DType::I8 => wire::<1, 4>(le, out, |c| i32::from(c[0] as i8).to_be_bytes()),
-        DType::I16 => wire::<2, 4>(le, out, |c| i32::from(i16::from_le_bytes(c)).to_be_bytes()),
-        DType::U16 => wire::<2, 4>(le, out, |c| u32::from(u16::from_le_bytes(c)).to_be_bytes()),
-        DType::I32 | DType::U32 | DType::F32 => wire::<4, 4>(le, out, |c| u32::from_le_bytes(c).to_be_bytes()),
-        DType::F64 => wire::<8, 8>(le, out, |c| u64::from_le_bytes(c).to_be_bytes()),
-        DType::I64 => wire::<8, 8>(le, out, |c| (i64::from_le_bytes(c) as f64).to_be_bytes()),
-        DType::U64 => wire::<8, 8>(le, out, |c| (u64::from_le_bytes(c) as f64).to_be_bytes()),
-        DType::String => {}
-    }
-}
-
-/// `le` (little-endian values of `dtype`) as the wire's values, reusing its buffer when an
-/// element keeps its width on the wire (the byte swap done in place): a large `.dods` answer
-/// then costs one buffer per piece, not two (a second zero-filled, page-faulted copy was a
-/// fifth of the server's time on a 4 MB answer).
+/// `le` (little-endian values of `dtype`) in XDR as `dap`: bytes as they are (signed ones
+/// flagged unsigned included); elements that keep their width on the wire byte-swapped in
+/// `le`'s own buffer (one buffer per piece, not a second zero-filled copy); 8- and 16-bit
+/// integers widened to four bytes, 64-bit ones sent as doubles.
 pub(crate) fn to_wire(dtype: DType, dap: DapType, mut le: Vec<u8>) -> Vec<u8> {
-    if dap == DapType::Byte || matches!(dtype, DType::U8 | DType::Char) {
+    if dap == DapType::Byte {
         return le;
     }
     match dtype {
-        DType::I32 | DType::U32 | DType::F32 | DType::F64 => crate::pieces::swap_bytes(&mut le, dtype.size()),
-        _ => {
-            let mut out = Vec::new();
-            encode(dtype, dap, &le, &mut out);
-            return out;
+        DType::U8 | DType::Char => le,
+        DType::I32 | DType::U32 | DType::F32 | DType::F64 => {
+            crate::pieces::swap_bytes(&mut le, dtype.size());
+            le
         }
+        DType::I8 => widened::<1, 4>(&le, |c| i32::from(c[0] as i8).to_be_bytes()),
+        DType::I16 => widened::<2, 4>(&le, |c| i32::from(i16::from_le_bytes(c)).to_be_bytes()),
+        DType::U16 => widened::<2, 4>(&le, |c| u32::from(u16::from_le_bytes(c)).to_be_bytes()),
+        DType::I64 => widened::<8, 8>(&le, |c| (i64::from_le_bytes(c) as f64).to_be_bytes()),
+        DType::U64 => widened::<8, 8>(&le, |c| (u64::from_le_bytes(c) as f64).to_be_bytes()),
+        DType::String => Vec::new(),
     }
-    le
 }
 
-/// Appends `conv` of each `N`-byte element of `le` (`W` bytes each on the wire), written in
-/// place into space made once: appending value by value checked the capacity each time
-/// and kept the byte swap from being vectorized (it was 16% of a large `.dods` answer).
-fn wire<const N: usize, const W: usize>(le: &[u8], out: &mut Vec<u8>, conv: impl Fn([u8; N]) -> [u8; W]) {
-    let n = le.len() / N;
-    let at = out.len();
-    out.resize(at + n * W, 0);
-    for (o, c) in out[at..].chunks_exact_mut(W).zip(le.chunks_exact(N)) {
+/// `conv` of each `N`-byte element of `le` (`W` bytes each on the wire), written in place
+/// into space made once: appending value by value checked the capacity each time and kept
+/// the conversion from being vectorized.
+fn widened<const N: usize, const W: usize>(le: &[u8], conv: impl Fn([u8; N]) -> [u8; W]) -> Vec<u8> {
+    let mut out = vec![0u8; le.len() / N * W];
+    for (o, c) in out.chunks_exact_mut(W).zip(le.chunks_exact(N)) {
         let mut a = [0u8; N];
         a.copy_from_slice(c);
         o.copy_from_slice(&conv(a));
     }
+    out
 }
 
 /// `v` as one little-endian element of `dtype` (the fill written where a value selection
