@@ -711,31 +711,26 @@ pub(crate) async fn subset(
 ) -> Result<Response, ApiError> {
     let (parts, part) = (req.parts, req.part);
     let wants_trailers = crate::pieces::wants_trailers(&headers);
-    if req.estimate == Some(true) {
-        let estimate = blocking({
-            let state = state.clone();
-            move || {
-                let reader = state.catalog.reader(&name)?;
-                let layout = subset_layout(&reader, &req)?;
-                let mut seconds = 0.0;
-                for v in &layout.vars {
-                    seconds += state.session.read_seconds(&reader, &v.name, &v.sel)?;
-                }
-                Ok(FetchEstimate::new(layout.total, reader.manifest().download_bytes(), seconds))
-            }
-        })
-        .await?;
-        return Ok(Json(estimate).into_response());
-    }
-    let (reader, layout) = blocking({
+    let (reader, layout, estimate) = blocking({
         let state = state.clone();
         move || {
             let reader = state.catalog.reader(&name)?;
             let layout = subset_layout(&reader, &req)?;
-            Ok((reader, layout))
+            let mut estimate = None;
+            if req.estimate == Some(true) {
+                let mut seconds = 0.0;
+                for v in &layout.vars {
+                    seconds += state.session.read_seconds(&reader, &v.name, &v.sel)?;
+                }
+                estimate = Some(FetchEstimate::new(layout.total, reader.manifest().download_bytes(), seconds));
+            }
+            Ok((reader, layout, estimate))
         }
     })
     .await?;
+    if let Some(e) = estimate {
+        return Ok(Json(e).into_response());
+    }
     let total = layout.total;
     if total > state.config.limits.max_result_bytes {
         return Err(ApiError::too_large(format!(
