@@ -49,8 +49,14 @@ pub fn is_store_file(path: &str) -> bool {
     }
 }
 
+/// Whether an entry at a directory's top level can belong to a store: one of its
+/// directories or one of its files. A directory with anything else is not a store's.
+pub fn is_store_part(name: &str) -> bool {
+    STORE_DIRS.contains(&name) || is_store_file(name)
+}
+
 /// The directories a store's writers make files in.
-pub const STORE_DIRS: [&str; 3] = ["data", "index", "manifests"];
+const STORE_DIRS: [&str; 3] = ["data", "index", "manifests"];
 
 /// Every file some committed version needs. A directory with no version (an import killed
 /// before its first commit) has none: all its store files are leftovers.
@@ -78,7 +84,7 @@ pub fn collect(store: &Store, grace: Duration, dry_run: bool) -> Result<GcReport
     // store's parts at its top is refused, as a new store's writer refuses it.
     if versions == 0 {
         let top = store.storage().top_level()?;
-        if let Some(other) = top.iter().find(|n| !STORE_DIRS.contains(&n.as_str()) && !is_store_file(n)) {
+        if let Some(other) = top.iter().find(|n| !is_store_part(n)) {
             return Err(Error::InvalidArgument(format!(
                 "'{}' is not a strata store (no version) and holds '{other}', which no store write makes: \
                  gc removes only a store's own files",

@@ -398,8 +398,7 @@ impl StoreWriter {
         // interrupted import, which do not count), the leftovers of an interrupted write,
         // or files no store write makes, which make it someone else's directory.
         let top = store.storage().top_level()?;
-        let own = |n: &str| crate::gc::STORE_DIRS.contains(&n) || crate::gc::is_store_file(n);
-        if !top.iter().all(|n| own(n)) {
+        if !top.iter().all(|n| crate::gc::is_store_part(n)) {
             return Err(Error::InvalidArgument(format!(
                 "'{name}' is not empty and holds no strata store: write a new store into a new or empty directory"
             )));
