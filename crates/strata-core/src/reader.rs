@@ -568,11 +568,7 @@ impl StoreReader {
     /// them, the way a read fetches them (coalesced ranges, in file order, checksums not
     /// checked); returns the bytes read. What a read costs in I/O alone.
     pub fn fetch_only(&self, name: &str, sel: &[DimSelection]) -> Result<u64> {
-        self.check_selection(name, sel)?;
-        let (var_idx, var) = self.manifest.variable(name)?;
-        let groups = precision::byte_groups(&self.manifest.layout, var)?;
-        let widths = precision::widths_read(groups.as_deref(), None, var.dtype.size());
-        let tasks = self.tasks_for(var_idx, sel, &widths)?;
+        let tasks = self.full_precision_tasks(name, sel)?;
         let entries =
             tasks.iter().flat_map(|t| t.reads.iter().flat_map(move |r| r.entries.iter().map(move |e| (t.slab, e))));
         let fetched = self.fetch_streamed(entries)?;
@@ -584,15 +580,8 @@ impl StoreReader {
     /// sub-chunk, and their elements decoded. The copy of the selected elements out of
     /// them is not counted: the model's `gathered` cost is that of building points.
     pub fn read_work(&self, name: &str, sel: &[DimSelection]) -> Result<crate::planner::Work> {
-        self.check_selection(name, sel)?;
-        let (var_idx, var) = self.manifest.variable(name)?;
         let mut work = crate::planner::Work::default();
-        if var.chunking.is_none() {
-            return Ok(work);
-        }
-        let groups = precision::byte_groups(&self.manifest.layout, var)?;
-        let widths = precision::widths_read(groups.as_deref(), None, var.dtype.size());
-        for t in self.tasks_for(var_idx, sel, &widths)? {
+        for t in self.full_precision_tasks(name, sel)? {
             work.calls += 1.0;
             work.decoded += t.blocks.iter().map(|b| b.len).product::<u64>() as f64;
             for e in t.reads.iter().flat_map(|r| &r.entries) {
@@ -601,6 +590,16 @@ impl StoreReader {
             }
         }
         Ok(work)
+    }
+
+    /// The sub-chunks a selection of `name` touches, with every byte group's segments
+    /// (the selection checked first).
+    fn full_precision_tasks(&self, name: &str, sel: &[DimSelection]) -> Result<Vec<Task>> {
+        self.check_selection(name, sel)?;
+        let (var_idx, var) = self.manifest.variable(name)?;
+        let groups = precision::byte_groups(&self.manifest.layout, var)?;
+        let widths = precision::widths_read(groups.as_deref(), None, var.dtype.size());
+        self.tasks_for(var_idx, sel, &widths)
     }
 
     /// The sub-chunks a (checked) selection of `var_idx` touches, with their segments.
