@@ -67,7 +67,7 @@ class FetchEstimate:
         if bits_per_s is not None:
             whole_s = self.dataset_bytes * 8 / bits_per_s
             subset_s = self.server_seconds + self.subset_bytes * 8 / bits_per_s
-            which = "the whole dataset" if whole_s < subset_s else "the subset"
+            which = "the whole dataset" if bits_per_s > above else "the subset"  # the server's break-even
             times = f"subset {human_seconds(subset_s)}, whole {human_seconds(whole_s)}"
             text += f" (at {human_rate(bits_per_s)}: {times}; {which} wins)"
         return text
