@@ -648,7 +648,9 @@ def cmd_fetch(args) -> int:
     link = None if args.link is None else args.link * 1e6
     if link is not None and not link > 0:
         raise InvalidArgumentError("--link is the link's speed in Mb/s, above 0")
-    estimate = ds.estimate_fetch(variables, isel=isel, sel=sel)
+    if args.output and args.where:
+        remote.points_format(args.output)  # a bad suffix is an error before anything is asked
+    estimate = ds.estimate_fetch(variables, isel=isel, sel=sel, where=args.where)
     print(f"estimate: {estimate.advice(link)}", file=sys.stdout if args.estimate else sys.stderr)
     if args.estimate:
         return 0
@@ -657,7 +659,15 @@ def cmd_fetch(args) -> int:
             "-o FILE is needed (or --estimate, to only compare the subset with the whole dataset)"
         )
     t0 = time.perf_counter()
-    size = ds.fetch(args.output, variables, isel=isel, sel=sel, streams=args.streams, progress=sys.stderr.isatty())
+    size = ds.fetch(
+        args.output,
+        variables,
+        isel=isel,
+        sel=sel,
+        where=args.where,
+        streams=args.streams,
+        progress=sys.stderr.isatty(),
+    )
     dt_s = time.perf_counter() - t0
     rate = f", {human_rate(size * 8 / dt_s)}" if dt_s > 0 else ""
     print(f"wrote {args.output}: {_human(size)} in {dt_s:.2f} s over {args.streams} streams{rate}")
@@ -1049,20 +1059,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser(
         "fetch",
-        help="download a subset of a served dataset as a NetCDF file, over several connections at once",
+        help="download a subset of a served dataset (a NetCDF file, or points by value), over several connections",
         description="Download the dense subset of a dataset served by 'strata serve' (cut at the server) "
-        "to a NetCDF file. The file is fetched as byte ranges over --streams connections at once. First it "
-        "says whether the subset or the whole dataset would come sooner: from the subset's size, the whole "
-        "dataset's and the server's cost-model estimate of its time to cut the subset, the link speed above "
-        "which downloading the whole dataset wins (always, when the whole is no larger than the subset).",
+        "to a NetCDF file, or with --where the points where a value constraint holds (a column per dimension, "
+        "then the variables) to a Parquet, CSV or Arrow file (by the suffix of -o). The answer comes over "
+        "--streams connections at once, each part checked against the server's digest. First it says whether "
+        "the subset or the whole dataset would come sooner: from the subset's size (for points, the exact count "
+        "times the bytes per row of a sample), the whole dataset's and the server's cost-model estimate of its "
+        "time to cut the subset, the link speed above which downloading the whole dataset wins (always, when "
+        "the whole is no larger than the subset).",
         epilog="examples:\n  strata fetch http://127.0.0.1:8470/ersst --vars sst --sel time=2000-01:2000-12 "
         "-o sst2000.nc --streams 4\n"
+        "  strata fetch http://127.0.0.1:8470/ersst --where 'sst > 28' --sel time=2000-01:2000-12 -o warm.parquet\n"
         "  strata fetch http://127.0.0.1:8470/ersst --isel time=0:600 --estimate --link 1000",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("url", help="http://HOST:PORT/NAME of the dataset")
-    s.add_argument("-o", "--output", help="NetCDF file to write")
-    s.add_argument("--vars", help="comma-separated variables (default: all; their coordinates come along)")
+    s.add_argument("-o", "--output", help="file to write: NetCDF, or with --where .parquet, .csv or .arrow")
+    s.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="points where a value constraint holds, e.g. 'sst > 28' (the engine's grammar: and, or, not)",
+    )
+    s.add_argument(
+        "--vars",
+        help="comma-separated variables (default: all, their coordinates coming along; with --where: the "
+        "constrained ones)",
+    )
     s.add_argument("--isel", action="append", metavar="DIM=RANGE", help="by position: INDEX or START:STOP[:STEP]")
     s.add_argument("--sel", action="append", metavar="DIM=RANGE", help="by coordinate value: LABEL or LO:HI")
     s.add_argument("--streams", type=int, default=4, help="connections at once (default 4)")

@@ -13,6 +13,7 @@ coordinates the server's schema lists, with the same rules as :meth:`strata.Data
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import threading
@@ -43,8 +44,10 @@ _KINDS = {
 @dataclass(frozen=True)
 class FetchEstimate:
     """Whether a subset or the whole dataset comes sooner (:meth:`RemoteDataset.estimate_fetch`):
-    the subset's size (exact), the whole dataset's (the file it indexes in place, or the
-    store's files), and the server's cost-model estimate of its time to cut the subset.
+    the subset's size (exact for a dense subset; for points selected by value, the exact
+    count times the bytes per row of a sample of the answer, as encoded for the wire), the
+    whole dataset's (the file it indexes in place, or the store's files), and the server's
+    cost-model estimate of its time to cut the subset.
     On a link of B bytes/s the subset takes about ``server_seconds + subset_bytes / B``,
     the whole ``dataset_bytes / B``; ``whole_sooner_above_bits_per_s`` is the link speed
     above which the whole dataset comes sooner (0: always, None: never)."""
@@ -53,10 +56,12 @@ class FetchEstimate:
     dataset_bytes: int
     server_seconds: float
     whole_sooner_above_bits_per_s: float | None
+    subset_exact: bool = True
 
     def advice(self, bits_per_s: float | None = None) -> str:
         """One sentence: which to fetch, on any link, or on one of ``bits_per_s``."""
-        sizes = f"the subset is {human_bytes(self.subset_bytes)}, the whole dataset {human_bytes(self.dataset_bytes)}"
+        subset = ("" if self.subset_exact else "about ") + human_bytes(self.subset_bytes)
+        sizes = f"the subset is {subset}, the whole dataset {human_bytes(self.dataset_bytes)}"
         cut = f"the server cuts it in about {human_seconds(self.server_seconds)} (its cost model)"
         above = self.whole_sooner_above_bits_per_s
         if above == 0:
@@ -196,18 +201,7 @@ class RemoteDataset:
         coordinate values where there are 1-D coordinates, CF times as timestamps, then the
         variables). ``streams`` > 1 fetches the result in that many parts of about equal
         estimated size over as many connections at once."""
-        body = {"where": where, "output": output, "method": method, "raw": raw, "format": "arrow"}
-        # Ranges of coordinates that are not dimensions (2-D lat/lon) go to the server as its
-        # area; the server decides whether they are the variables' auxiliary coordinates.
-        by_dim = {k: v for k, v in (sel or {}).items() if k in self.dims}
-        area = [f"{k}={_label_text(lo, k)}:{_label_text(hi, k)}" for k, (lo, hi) in _area_ranges(sel, by_dim).items()]
-        for key, text in (("isel", self._isel_text(isel)), ("sel", self._sel_text(by_dim))):
-            if text:
-                body[key] = text
-        if area:
-            body["area"] = ",".join(area)
-        if variables is not None:
-            body["variables"] = list(variables)
+        body = self._query_body(where, isel, sel, variables, output, method, raw)
         if output == "count":
             with self._request("query", body=body) as r:
                 return int(json.loads(_body(r))["count"])
@@ -229,6 +223,22 @@ class RemoteDataset:
             tables = list(pool.map(part, range(streams)))
         return pa.concat_tables(tables).to_pandas()
 
+    def _query_body(self, where, isel, sel, variables, output="points", method="auto", raw=False) -> dict:
+        """The query route's fields for a value query."""
+        body: dict[str, Any] = {"where": where, "output": output, "method": method, "raw": raw, "format": "arrow"}
+        # Ranges of coordinates that are not dimensions (2-D lat/lon) go to the server as its
+        # area; the server decides whether they are the variables' auxiliary coordinates.
+        by_dim = {k: v for k, v in (sel or {}).items() if k in self.dims}
+        area = [f"{k}={_label_text(lo, k)}:{_label_text(hi, k)}" for k, (lo, hi) in _area_ranges(sel, by_dim).items()]
+        for key, text in (("isel", self._isel_text(isel)), ("sel", self._sel_text(by_dim))):
+            if text:
+                body[key] = text
+        if area:
+            body["area"] = ",".join(area)
+        if variables is not None:
+            body["variables"] = list(variables)
+        return body
+
     def sql(self, query: str):
         """Runs read-only SQL at the server (the table is ``schema["sql_table"]``); a
         pandas DataFrame."""
@@ -243,10 +253,15 @@ class RemoteDataset:
         return params
 
     def _ranged(self, params: dict, lo: int, hi: int):
-        """Bytes ``[lo, hi)`` of a subset, chunk by chunk, checked against the server's
-        digest: the request asks for trailers (``TE: trailers``), the body comes chunked and
-        its CRC-32C must equal the ``x-strata-crc32c`` trailer. HTTP is spoken with h11
-        (urllib drops trailers)."""
+        """Bytes ``[lo, hi)`` of a subset, chunk by chunk, checked against the server's digest."""
+        return self._digested("subset", params, [("Range", f"bytes={lo}-{hi - 1}")], f"bytes {lo}-{hi - 1}")
+
+    def _digested(self, route: str, params: dict, headers: list, what: str):
+        """A GET of ``route``'s body, chunk by chunk (as sent: still compressed when the
+        server compressed it), checked against the server's digest: the request asks for
+        trailers (``TE: trailers``), the body comes chunked and its CRC-32C must equal the
+        ``x-strata-crc32c`` trailer. HTTP is spoken with h11 (urllib drops trailers).
+        ``what`` names the body in errors."""
         import socket
         import ssl
 
@@ -255,10 +270,10 @@ class RemoteDataset:
         from . import _core
 
         u = urllib.parse.urlsplit(self.base)
-        target = f"/api/subset/{urllib.parse.quote(self.name)}?" + urllib.parse.urlencode(
+        target = f"/api/{route}/{urllib.parse.quote(self.name)}?" + urllib.parse.urlencode(
             {k: v for k, v in params.items() if v is not None}
         )
-        headers = [("Host", u.netloc), ("Range", f"bytes={lo}-{hi - 1}"), ("TE", "trailers"), ("Connection", "close")]
+        headers = [("Host", u.netloc), *headers, ("TE", "trailers"), ("Connection", "close")]
         if self.token:
             headers.append(("Authorization", f"Bearer {self.token}"))
         port = u.port or (443 if u.scheme == "https" else 80)
@@ -278,7 +293,7 @@ class RemoteDataset:
                 if ev is h11.NEED_DATA:
                     data = sock.recv(1 << 20)
                     if not data:
-                        raise errors.StrataIOError(f"the server closed the connection during bytes {lo}-{hi - 1}")
+                        raise errors.StrataIOError(f"the server closed the connection during {what}")
                     conn.receive_data(data)
                 elif isinstance(ev, h11.Response):
                     status = ev.status_code
@@ -294,9 +309,7 @@ class RemoteDataset:
             raise _error_from(status, bytes(error_body))
         digest = dict(ev.headers).get(b"x-strata-crc32c")
         if digest is None or int(digest, 16) != crc:
-            raise errors.StrataIOError(
-                f"bytes {lo}-{hi - 1} arrived damaged or incomplete: digest {digest!r}, computed {crc:08x}"
-            )
+            raise errors.StrataIOError(f"{what} arrived damaged or incomplete: digest {digest!r}, computed {crc:08x}")
 
     def subset(self, variables: list[str] | None = None, *, isel: dict | None = None, sel: dict | None = None):
         """The dense subset as an ``xarray.Dataset`` (cut at the server, sent as NetCDF)."""
@@ -318,19 +331,29 @@ class RemoteDataset:
         return self.subset()
 
     def estimate_fetch(
-        self, variables: list[str] | None = None, *, isel: dict | None = None, sel: dict | None = None
+        self,
+        variables: list[str] | None = None,
+        *,
+        isel: dict | None = None,
+        sel: dict | None = None,
+        where: str | None = None,
     ) -> FetchEstimate:
-        """Whether :meth:`fetch` of this subset or a download of the whole dataset would
-        come sooner, from the server's sizes and cost model (nothing is transferred but
-        the estimate)."""
-        params = dict(self._subset_params(variables, isel, sel), estimate="true")
-        with self._request("subset", params=params) as r:
+        """Whether :meth:`fetch` of this subset (with ``where``: of these points) or a
+        download of the whole dataset would come sooner, from the server's sizes and cost
+        model (nothing is transferred but the estimate)."""
+        if where is None:
+            route, params = "subset", self._subset_params(variables, isel, sel)
+        else:
+            route, params = "query", _url_params(self._query_body(where, isel, sel, variables))
+        # The points come compressed (see fetch): their estimate is of that size.
+        with self._request(route, params=dict(params, estimate="true"), headers={"Accept-Encoding": "zstd"}) as r:
             e = json.loads(_body(r))
         return FetchEstimate(
             subset_bytes=int(e["subset_bytes"]),
             dataset_bytes=int(e["dataset_bytes"]),
             server_seconds=float(e["server_seconds"]),
             whole_sooner_above_bits_per_s=e["whole_sooner_above_bits_per_s"],
+            subset_exact=bool(e.get("subset_exact", True)),
         )
 
     def fetch(
@@ -340,14 +363,28 @@ class RemoteDataset:
         *,
         isel: dict | None = None,
         sel: dict | None = None,
+        where: str | None = None,
         streams: int = 4,
         progress: bool = False,
     ) -> int:
         """Writes the dense subset to the NetCDF file ``path`` over ``streams`` connections
         at once (each a byte range of the same file, checked against the server's digest);
-        returns its size in bytes."""
+        returns its size in bytes.
+
+        With ``where`` (a value constraint, ``"sst > 28"``), writes the points where it
+        holds instead, the rows :meth:`query` returns (a column per dimension, then the
+        variables), as Parquet, CSV or an Arrow IPC file by the suffix of ``path``
+        (``.parquet``, ``.csv``, ``.arrow``): the answer comes in ``streams`` parts of about
+        equal estimated size, each compressed and checked against its digest."""
         if streams < 1:
             raise errors.InvalidArgumentError("streams must be at least 1")
+        if where is not None:
+            return self._fetch_points(os.fspath(path), where, variables, isel, sel, streams, progress)
+        if os.path.splitext(os.fspath(path))[1].lower() in _POINT_FORMATS:
+            raise errors.InvalidArgumentError(
+                f"a dense subset is a NetCDF file, not '{os.fspath(path)}' (points selected by value, with where=, "
+                "are written as Parquet, CSV or Arrow)"
+            )
         params = self._subset_params(variables, isel, sel)
         with self._request("subset", params=params, headers={"Range": "bytes=0-0"}) as r:
             total = int(r.headers["Content-Range"].rsplit("/", 1)[1])
@@ -393,6 +430,119 @@ class RemoteDataset:
         os.replace(tmp, path)
         return total
 
+    def _fetch_points(self, path: str, where, variables, isel, sel, streams: int, progress: bool) -> int:
+        """:meth:`fetch` with ``where``: each part's body is saved as it comes, then the
+        parts' batches are written in order into one file (memory holds a batch, not the
+        answer)."""
+        import concurrent.futures
+
+        fmt = points_format(path)
+        params = _url_params(self._query_body(where, isel, sel, variables))
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(unit="B", unit_scale=True, desc=f"fetch {self.name} where {where}")
+        lock = threading.Lock()
+        tmp = f"{path}.part"
+        names = [f"{path}.part{i}" for i in range(streams)]
+
+        def get(i: int) -> None:
+            p = dict(params, parts=streams, part=i) if streams > 1 else params
+            with _open(names[i]) as f:
+                for chunk in self._digested("query", p, [("Accept-Encoding", "zstd")], f"part {i} of the points"):
+                    f.write(chunk)
+                    if bar is not None:
+                        with lock:
+                            bar.update(len(chunk))
+
+        try:
+            with concurrent.futures.ThreadPoolExecutor(streams) as pool:
+                list(pool.map(get, range(streams)))
+            writer = None
+            try:
+                for name in names:
+                    for batch in _saved_batches(name):
+                        if writer is None:
+                            writer = _points_writer(fmt, tmp, batch.schema)
+                        writer.write_batch(batch)
+            finally:
+                if writer is not None:
+                    writer.close()
+            os.replace(tmp, path)
+        finally:
+            if bar is not None:
+                bar.close()
+            for name in [*names, tmp]:
+                if os.path.exists(name):
+                    os.unlink(name)
+        return os.path.getsize(path)
+
+
+def _url_params(body: dict) -> dict:
+    """The query route's JSON fields as URL parameters."""
+    out = {}
+    for k, v in body.items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        elif isinstance(v, (list, tuple)):
+            v = ",".join(v)
+        out[k] = v
+    return out
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _saved_batches(name: str):
+    """The record batches of an Arrow IPC stream saved as it came (zstd-compressed or not);
+    a stream with no rows still yields one empty batch, so its schema reaches the writer."""
+    import pyarrow as pa
+
+    with builtins.open(name, "rb") as f:
+        compressed = f.read(4) == _ZSTD_MAGIC
+    src = pa.OSFile(name)
+    try:
+        reader = pa.ipc.open_stream(pa.CompressedInputStream(src, "zstd") if compressed else src)
+        any_batch = False
+        for batch in reader:
+            any_batch = True
+            yield batch
+        if not any_batch:
+            yield pa.RecordBatch.from_pylist([], schema=reader.schema)
+    finally:
+        src.close()
+
+
+_POINT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".arrow": "arrow", ".feather": "arrow"}
+
+
+def points_format(path: str | os.PathLike) -> str:
+    """The format points fetched to ``path`` are written in, by its suffix: parquet, csv
+    or arrow (an Arrow IPC file)."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix not in _POINT_FORMATS:
+        raise errors.InvalidArgumentError(
+            f"points are written as Parquet, CSV or an Arrow IPC file: '{os.fspath(path)}' should end in "
+            ".parquet, .csv or .arrow"
+        )
+    return _POINT_FORMATS[suffix]
+
+
+def _points_writer(fmt: str, path: str, schema):
+    """A writer of record batches to ``path`` in ``fmt`` (see :func:`points_format`)."""
+    import pyarrow as pa
+
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetWriter(path, schema, compression="zstd")
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        return pcsv.CSVWriter(path, schema)
+    return pa.ipc.new_file(path, schema)
+
 
 def _area_ranges(sel: dict | None, by_dim: dict) -> dict[str, tuple[float | None, float | None]]:
     """The ranges of ``sel`` on names that are not dimensions, as (lo, hi) numbers."""
@@ -430,8 +580,6 @@ def _body(response) -> bytes:
 
 
 def _open(path: str):
-    import builtins
-
     return builtins.open(path, "wb")
 
 

@@ -1,6 +1,7 @@
 //! The JSON and Arrow routes: health, catalog, schema, the engine's query and SQL.
 
 use crate::encode::{Encoder, Format};
+use crate::estimate::{self, FetchEstimate};
 use crate::pieces::{boxes, streamed, streamed_encoded, Encoding};
 use crate::{ApiError, AppState, State};
 use arrow::array::{ArrayRef, UInt64Array};
@@ -177,6 +178,9 @@ pub(crate) struct QueryRequest {
     /// parts of about equal estimated result size, for fetching over several connections.
     pub parts: Option<u64>,
     pub part: Option<u64>,
+    /// Answer a [`FetchEstimate`] (JSON) of the whole result, in `format` and the encoding
+    /// the request accepts, instead of the result (positions and points).
+    pub estimate: Option<bool>,
 }
 
 /// One `isel` item: an index or a range along a named dimension.
@@ -359,6 +363,7 @@ pub(crate) async fn query(
     let encoding = Encoding::negotiate(&headers);
     let format = Format::parse(req.format.as_deref())?;
     let limit = req.limit;
+    let wants_estimate = req.estimate == Some(true);
     let split = match (req.parts, req.part) {
         (None, None) => None,
         (Some(n), Some(i)) if n > 0 && i < n => Some((n, i)),
@@ -374,6 +379,11 @@ pub(crate) async fn query(
     })
     .await?;
     if query.output == Output::Count {
+        if wants_estimate {
+            return Err(ApiError::bad_request(
+                "estimate=true prices a download of positions or points; a count is answered as it is",
+            ));
+        }
         let answer = blocking(move || Ok(state.session.run(&reader, &query)?)).await?;
         return Ok(Json(json!({
             "count": answer.count,
@@ -385,7 +395,7 @@ pub(crate) async fn query(
         .into_response());
     }
     // Both read from the store: off the async threads.
-    let (columns, query, estimate) = blocking({
+    let (columns, query, selected) = blocking({
         let (state, reader) = (state.clone(), reader.clone());
         move || {
             let columns = Columns::new(&state, &name, &reader, &query, &dims, &shape)?;
@@ -396,15 +406,24 @@ pub(crate) async fn query(
         }
     })
     .await?;
-    let bytes = estimate.min(limit.map_or(f64::INFINITY, |l| l as f64)) * columns.row_bytes as f64;
+    let target = state.config.limits.piece_bytes;
+    if wants_estimate {
+        // Before the size limit: a result too large to answer can still be priced.
+        let e = blocking(move || {
+            let batch = |a: &strata_core::Answer| columns.batch(a);
+            estimate::points(&state.session, &reader, &query, columns.row_bytes, target, format, encoding, limit, batch)
+        })
+        .await?;
+        return Ok(Json(e).into_response());
+    }
+    let bytes = selected.min(limit.map_or(f64::INFINITY, |l| l as f64)) * columns.row_bytes as f64;
     if bytes > state.config.limits.max_result_bytes as f64 {
         return Err(ApiError::too_large(format!(
-            "the query selects about {estimate:.0} elements ({bytes:.0} bytes); this server answers at most {} bytes \
+            "the query selects about {selected:.0} elements ({bytes:.0} bytes); this server answers at most {} bytes \
              (narrow the region or the constraint, or ask for the count)",
             state.config.limits.max_result_bytes
         )));
     }
-    let target = state.config.limits.piece_bytes;
     let body = streamed_encoded(encoding, move |send| {
         let mut enc = Encoder::new(format, &columns.schema)?;
         let mut sent_any = false;
@@ -635,46 +654,6 @@ pub(crate) struct SubsetRequest {
     pub estimate: Option<bool>,
 }
 
-/// Whether to fetch a subset or the whole dataset: the subset's bytes (exact), the whole
-/// dataset's, and the cost model's estimate of the server's time to cut the subset.
-/// Fetching the subset takes about `server_seconds + subset_bytes / B` on a link of B bytes
-/// per second, the whole dataset `dataset_bytes / B`: the whole is sooner on links faster
-/// than `(dataset_bytes - subset_bytes) / server_seconds` — always, when it is no larger
-/// than the subset (reading it locally is left out).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub(crate) struct FetchEstimate {
-    pub version: u32,
-    pub subset_bytes: u64,
-    /// What downloading the whole dataset moves: the files it indexes in place, else the
-    /// store's own files.
-    pub dataset_bytes: u64,
-    pub server_seconds: f64,
-    /// Link speed (bits per second) above which the whole dataset comes sooner: 0 when it
-    /// is always sooner, None when never (the server takes no time to cut the subset).
-    pub whole_sooner_above_bits_per_s: Option<f64>,
-}
-
-impl FetchEstimate {
-    pub const VERSION: u32 = 1;
-
-    pub fn new(subset_bytes: u64, dataset_bytes: u64, server_seconds: f64) -> Self {
-        let above = if dataset_bytes <= subset_bytes {
-            Some(0.0)
-        } else if server_seconds > 0.0 {
-            Some((dataset_bytes - subset_bytes) as f64 * 8.0 / server_seconds)
-        } else {
-            None
-        };
-        FetchEstimate {
-            version: Self::VERSION,
-            subset_bytes,
-            dataset_bytes,
-            server_seconds,
-            whole_sooner_above_bits_per_s: above,
-        }
-    }
-}
-
 /// `bytes=a-b`, `bytes=a-` or `bytes=-n` of a file of `total` bytes, as `[lo, hi)`.
 fn byte_range(header: &str, total: u64) -> Result<(u64, u64), ApiError> {
     let bad = || {
@@ -722,7 +701,7 @@ pub(crate) async fn subset(
                 for v in &layout.vars {
                     seconds += state.session.read_seconds(&reader, &v.name, &v.sel)?;
                 }
-                estimate = Some(FetchEstimate::new(layout.total, reader.manifest().download_bytes(), seconds));
+                estimate = Some(FetchEstimate::new(layout.total, true, reader.manifest().download_bytes(), seconds));
             }
             Ok((reader, layout, estimate))
         }

@@ -25,6 +25,7 @@ mod config;
 mod dap;
 mod encode;
 mod error;
+mod estimate;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod log;

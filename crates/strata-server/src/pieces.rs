@@ -154,11 +154,14 @@ impl http_body::Body for Digested {
     }
 }
 
+/// The level of [`Encoding::Zstd`].
+const ZSTD_LEVEL: i32 = 1;
+
 /// How a response body is encoded on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Encoding {
     Identity,
-    /// Zstandard frames at level 1 (several hundred MB/s per core: it pays on any link
+    /// Zstandard frames at level [`ZSTD_LEVEL`] (several hundred MB/s per core: it pays on any link
     /// slower than that); flushed after every piece, so a piece is sent as soon as it is
     /// made.
     Zstd,
@@ -185,6 +188,16 @@ impl Encoding {
         }
     }
 
+    /// The size of `bytes` once encoded (what a whole piece of them takes on the wire).
+    pub fn compressed_len(self, bytes: &[u8]) -> Result<usize, crate::ApiError> {
+        match self {
+            Encoding::Identity => Ok(bytes.len()),
+            Encoding::Zstd => zstd::bulk::compress(bytes, ZSTD_LEVEL)
+                .map(|c| c.len())
+                .map_err(|e| crate::ApiError::internal(format!("compressing a sample: {e}"))),
+        }
+    }
+
     /// Sets `Content-Encoding` (and `Vary`) on a response whose body this encoding made.
     pub fn label(self, r: &mut axum::response::Response) {
         r.headers_mut().insert(axum::http::header::VARY, axum::http::HeaderValue::from_static("accept-encoding"));
@@ -205,7 +218,7 @@ where
     streamed(move |send| {
         use std::io::Write;
         let failed = |e: std::io::Error| crate::ApiError::internal(format!("compressing a response: {e}"));
-        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 1).map_err(failed)?;
+        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), ZSTD_LEVEL).map_err(failed)?;
         let mut gone = false;
         let mut through = |b: Bytes| -> bool {
             if gone {
