@@ -47,16 +47,18 @@ class FetchEstimate:
     the subset's size (exact for a dense subset; for points selected by value, the exact
     count times the bytes per row of a sample of the answer, as encoded for the wire), the
     whole dataset's (the file it indexes in place, or the store's files), and the server's
-    cost-model estimate of its time to cut the subset.
-    On a link of B bytes/s the subset takes about ``server_seconds + subset_bytes / B``,
-    the whole ``dataset_bytes / B``; ``whole_sooner_above_bits_per_s`` is the link speed
-    above which the whole dataset comes sooner (0: always, None: never)."""
+    cost-model estimate of its time to cut the subset. The server sends each of the
+    subset's ``pieces`` while it cuts the next, so on a link of B bytes/s the subset takes
+    about ``max(S, T) + min(S, T) / pieces`` (S the server's seconds, T ``subset_bytes / B``)
+    and the whole ``dataset_bytes / B``; ``whole_sooner_above_bits_per_s`` is the link speed
+    above which the whole dataset comes sooner (0: always, None: never), the server's."""
 
     subset_bytes: int
     dataset_bytes: int
     server_seconds: float
     whole_sooner_above_bits_per_s: float | None
     subset_exact: bool = True
+    pieces: int = 1
 
     def advice(self, bits_per_s: float | None = None) -> str:
         """One sentence: which to fetch, on any link, or on one of ``bits_per_s``."""
@@ -71,7 +73,8 @@ class FetchEstimate:
         text = f"{sizes}; {cut}: the whole dataset would be sooner only on links faster than {human_rate(above)}"
         if bits_per_s is not None:
             whole_s = self.dataset_bytes * 8 / bits_per_s
-            subset_s = self.server_seconds + self.subset_bytes * 8 / bits_per_s
+            send_s = self.subset_bytes * 8 / bits_per_s
+            subset_s = max(self.server_seconds, send_s) + min(self.server_seconds, send_s) / max(self.pieces, 1)
             which = "the whole dataset" if bits_per_s > above else "the subset"  # the server's break-even
             times = f"subset {human_seconds(subset_s)}, whole {human_seconds(whole_s)}"
             text += f" (at {human_rate(bits_per_s)}: {times}; {which} wins)"
@@ -354,6 +357,7 @@ class RemoteDataset:
             server_seconds=float(e["server_seconds"]),
             whole_sooner_above_bits_per_s=e["whole_sooner_above_bits_per_s"],
             subset_exact=bool(e.get("subset_exact", True)),
+            pieces=int(e.get("pieces", 1)),
         )
 
     def fetch(

@@ -701,7 +701,10 @@ pub(crate) async fn subset(
                 for v in &layout.vars {
                     seconds += state.session.read_seconds(&reader, &v.name, &v.sel)?;
                 }
-                estimate = Some(FetchEstimate::new(layout.total, true, reader.manifest().download_bytes(), seconds));
+                let target = state.config.limits.piece_bytes as u64;
+                let pieces = layout.total.div_ceil(target.max(1));
+                let dataset = reader.manifest().download_bytes();
+                estimate = Some(FetchEstimate::new(layout.total, true, dataset, seconds, pieces));
             }
             Ok((reader, layout, estimate))
         }

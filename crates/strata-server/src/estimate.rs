@@ -8,17 +8,20 @@ use arrow::record_batch::RecordBatch;
 use std::time::Instant;
 use strata_core::{Output, Query, Session, StoreReader};
 
-/// How many of a result's pieces are encoded to learn its bytes per row: the first, the
-/// middle and the last, so a result whose density changes along its first dimension is
-/// seen at both ends.
-pub(crate) const SAMPLE_PIECES: usize = 3;
+/// How many of a result's pieces are run and encoded to learn its bytes per row and time,
+/// spread evenly from the first to the last, so a result whose density changes along its
+/// first dimension is seen at both ends.
+pub(crate) const SAMPLE_PIECES: usize = 5;
 
 /// Whether to fetch a subset or the whole dataset: the subset's bytes, the whole
-/// dataset's, and the server's time to cut the subset. Fetching the subset takes about
-/// `server_seconds + subset_bytes / B` on a link of B bytes per second, the whole dataset
-/// `dataset_bytes / B`: the whole is sooner on links faster than
-/// `(dataset_bytes - subset_bytes) / server_seconds` — always, when it is no larger than
-/// the subset (reading it locally is left out).
+/// dataset's, and the server's time to cut the subset.
+///
+/// The server sends each piece of the subset while it cuts the next, so on a link of B
+/// bytes per second the subset takes about `max(S, T) + min(S, T) / pieces`, with S the
+/// server's seconds and T = `subset_bytes / B` (one piece: S + T, nothing overlaps; many:
+/// the slower of the two), and the whole dataset `dataset_bytes / B`. The difference
+/// shrinks as B grows, so the whole is sooner above one link speed, [`break_even`] —
+/// always, when it is no larger than the subset (reading it locally is left out).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub(crate) struct FetchEstimate {
     pub version: u32,
@@ -30,32 +33,47 @@ pub(crate) struct FetchEstimate {
     /// store's own files.
     pub dataset_bytes: u64,
     pub server_seconds: f64,
+    /// The pieces the subset is cut and sent in.
+    pub pieces: u64,
     /// Link speed (bits per second) above which the whole dataset comes sooner: 0 when it
     /// is always sooner, None when never (the server takes no time to cut the subset).
     pub whole_sooner_above_bits_per_s: Option<f64>,
 }
 
 impl FetchEstimate {
-    /// 2 added `subset_exact`.
+    /// 2 added `subset_exact` and `pieces`, and the overlap of cutting and sending.
     pub const VERSION: u32 = 2;
 
-    pub fn new(subset_bytes: u64, subset_exact: bool, dataset_bytes: u64, server_seconds: f64) -> Self {
-        let above = if dataset_bytes <= subset_bytes {
-            Some(0.0)
-        } else if server_seconds > 0.0 {
-            Some((dataset_bytes - subset_bytes) as f64 * 8.0 / server_seconds)
-        } else {
-            None
-        };
+    pub fn new(subset_bytes: u64, subset_exact: bool, dataset_bytes: u64, server_seconds: f64, pieces: u64) -> Self {
+        let pieces = pieces.max(1);
         FetchEstimate {
             version: Self::VERSION,
             subset_bytes,
             subset_exact,
             dataset_bytes,
             server_seconds,
-            whole_sooner_above_bits_per_s: above,
+            pieces,
+            whole_sooner_above_bits_per_s: break_even(subset_bytes, dataset_bytes, server_seconds, pieces),
         }
     }
+}
+
+/// The link speed (bits/s) above which `dataset` bytes come sooner than `subset` bytes cut
+/// in `seconds` and sent in `pieces` (see [`FetchEstimate`]). In t = 1/B the difference
+/// `max(S, U t) + min(S, U t) / n - D t` falls linearly on each side of U t = S, so its one
+/// root is on the side where it is consistent.
+fn break_even(subset: u64, dataset: u64, seconds: f64, pieces: u64) -> Option<f64> {
+    if dataset <= subset {
+        return Some(0.0);
+    }
+    if seconds <= 0.0 {
+        return None;
+    }
+    let (u, d, n) = (subset as f64, dataset as f64, pieces as f64);
+    // Sending the smaller part: S + U t / n = D t.
+    let t = seconds / (d - u / n);
+    let t = if u * t < seconds { t } else { seconds / n / (d - u) };
+    Some(8.0 / t)
 }
 
 /// A points or positions answer as the query route would send it, priced before it is cut:
@@ -88,7 +106,8 @@ pub(crate) fn points(
         boxes(&query.region, row_bytes, target).into_iter().map(|region| Query { region, ..query.clone() }).collect();
     let modelled =
         pieces.iter().map(|p| Ok(session.plan(reader, p)?.seconds())).collect::<Result<Vec<f64>, ApiError>>()?;
-    let mut picked: Vec<usize> = (0..SAMPLE_PIECES).map(|k| k * pieces.len().saturating_sub(1) / 2).collect();
+    let last = pieces.len().saturating_sub(1);
+    let mut picked: Vec<usize> = (0..SAMPLE_PIECES).map(|k| k * last / (SAMPLE_PIECES - 1)).collect();
     picked.dedup();
     picked.retain(|&i| i < pieces.len());
     let (mut sample_rows, mut sample_bytes, mut measured) = (0u64, 0usize, 0f64);
@@ -113,18 +132,34 @@ pub(crate) fn points(
     } else {
         measured / picked.len().max(1) as f64 * pieces.len() as f64
     };
-    Ok(FetchEstimate::new(bytes, false, reader.manifest().download_bytes(), seconds))
+    Ok(FetchEstimate::new(bytes, false, reader.manifest().download_bytes(), seconds, pieces.len() as u64))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The subset's time on a link of `bits` per second, as [`FetchEstimate`] models it.
+    fn subset_seconds(e: &FetchEstimate, bits: f64) -> f64 {
+        let t = e.subset_bytes as f64 * 8.0 / bits;
+        e.server_seconds.max(t) + e.server_seconds.min(t) / e.pieces as f64
+    }
+
     #[test]
-    fn the_break_even_follows_the_sizes_and_the_time() {
-        let e = FetchEstimate::new(10_000_000, true, 50_000_000, 0.5);
+    fn the_break_even_is_where_both_downloads_take_as_long() {
+        for (u, d, s, n) in [(10e6, 50e6, 0.5, 1), (10e6, 50e6, 0.5, 40), (40e6, 50e6, 0.05, 4), (1e3, 50e6, 2.0, 3)] {
+            let e = FetchEstimate::new(u as u64, true, d as u64, s, n);
+            let b = e.whole_sooner_above_bits_per_s.unwrap();
+            let whole = d * 8.0 / b;
+            assert!((subset_seconds(&e, b) - whole).abs() < 1e-9 * whole.max(1.0), "{e:?}");
+            // Faster links favour the whole, slower ones the subset.
+            assert!(subset_seconds(&e, b * 1.1) > d * 8.0 / (b * 1.1));
+            assert!(subset_seconds(&e, b * 0.9) < d * 8.0 / (b * 0.9));
+        }
+        // One piece: nothing overlaps, the break-even of S + U/B = D/B.
+        let e = FetchEstimate::new(10_000_000, true, 50_000_000, 0.5, 1);
         assert_eq!(e.whole_sooner_above_bits_per_s, Some(40_000_000.0 * 8.0 / 0.5));
-        assert_eq!(FetchEstimate::new(60, false, 50, 0.5).whole_sooner_above_bits_per_s, Some(0.0));
-        assert_eq!(FetchEstimate::new(10, true, 50, 0.0).whole_sooner_above_bits_per_s, None);
+        assert_eq!(FetchEstimate::new(60, false, 50, 0.5, 3).whole_sooner_above_bits_per_s, Some(0.0));
+        assert_eq!(FetchEstimate::new(10, true, 50, 0.0, 3).whole_sooner_above_bits_per_s, None);
     }
 }
