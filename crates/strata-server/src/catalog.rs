@@ -115,9 +115,7 @@ impl Catalog {
 
     /// A reader on the newest version of dataset `name` (opened once per version).
     pub fn reader(&self, name: &str) -> Result<Arc<StoreReader>, ApiError> {
-        let dir = self.resolve(name)?;
-        let store = Store::local(&dir.to_string_lossy());
-        let version = store.latest_version()?;
+        let (dir, store, version) = self.newest(name)?;
         if let Some(r) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, version) {
             return Ok(r);
         }
@@ -129,6 +127,23 @@ impl Catalog {
 }
 
 impl Catalog {
+    /// The directory, store and newest version of dataset `name`: a few metadata calls.
+    fn newest(&self, name: &str) -> Result<(PathBuf, Store, u64), ApiError> {
+        let dir = self.resolve(name)?;
+        let store = Store::local(&dir.to_string_lossy());
+        let version = store.latest_version()?;
+        Ok((dir, store, version))
+    }
+
+    /// The reader of `name` if it is open at the newest version, else None ([`reader`]
+    /// opens it). Only metadata calls and no store read: a handler may call it on its own
+    /// thread, where handing the lookup to a blocking thread and back cost more than the
+    /// lookup (DAP2 clients send several small requests per file they open).
+    pub fn open_reader(&self, name: &str) -> Result<Option<Arc<StoreReader>>, ApiError> {
+        let (_, _, version) = self.newest(name)?;
+        Ok(self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, version))
+    }
+
     /// A store that indexes a file in place reads that file beside it: the file, links
     /// followed, must be inside the root too (a store served as the root itself has its file
     /// outside, and is refused).

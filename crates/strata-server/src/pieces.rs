@@ -103,6 +103,38 @@ where
     Body::new(Digested { rx, crc: 0, done: false })
 }
 
+/// Answers at most this large are produced whole before they are sent (see [`produced_now`]).
+pub(crate) const SMALL_ANSWER_BYTES: u64 = 1 << 20;
+
+/// Like [`streamed`] for a small answer (at most [`SMALL_ANSWER_BYTES`]): produced whole
+/// on the request's own thread, then sent. Handing a small answer to a blocking thread and
+/// back cost more than producing it (a DAP2 client opening a file sends several small
+/// requests), and an error is then the response's status, not a body cut short. On a
+/// multi-threaded runtime the thread's other tasks move to another worker meanwhile.
+pub(crate) fn produced_now<F>(produce: F) -> Result<Body, crate::ApiError>
+where
+    F: FnOnce(&mut dyn FnMut(Bytes) -> bool) -> Result<(), crate::ApiError>,
+{
+    let mut chunks = Vec::new();
+    let mut collect = |b: Bytes| {
+        chunks.push(b);
+        true
+    };
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi {
+        tokio::task::block_in_place(|| produce(&mut collect))?;
+    } else {
+        produce(&mut collect)?;
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(chunks.len() + 1);
+    for c in chunks {
+        // The channel holds them all: it was made as large.
+        let _ = tx.try_send(Ok(c));
+    }
+    Ok(Body::new(Digested { rx, crc: 0, done: false }))
+}
+
 /// The trailer naming a body's CRC-32C.
 pub(crate) const DIGEST_TRAILER: &str = "x-strata-crc32c";
 

@@ -21,7 +21,7 @@
 mod text;
 mod types;
 
-use crate::pieces::{boxes, streamed};
+use crate::pieces::{boxes, produced_now, streamed, SMALL_ANSWER_BYTES};
 use crate::{ApiError, State};
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State as AxState};
@@ -132,10 +132,13 @@ async fn answer(state: State, path: &str, query: &str, ask: Asked) -> Result<Res
             )))
         }
     };
-    let reader = {
-        let state = state.clone();
-        let name = name.to_string();
-        tokio::task::spawn_blocking(move || state.catalog.reader(&name)).await.map_err(ApiError::internal)??
+    let reader = match state.catalog.open_reader(name)? {
+        Some(r) => r,
+        None => {
+            let state = state.clone();
+            let name = name.to_string();
+            tokio::task::spawn_blocking(move || state.catalog.reader(&name)).await.map_err(ApiError::internal)??
+        }
     };
     let m = reader.manifest();
     let dataset = name.rsplit('/').next().unwrap_or(name);
@@ -151,7 +154,11 @@ async fn answer(state: State, path: &str, query: &str, ask: Asked) -> Result<Res
         return Ok(r);
     }
     let ce = strata_dap::parse(query).map_err(ApiError::bad_request)?;
-    let parts = {
+    // Projections alone are planned here (the manifest is in memory); selections may read
+    // coordinates or data, off this thread.
+    let parts = if ce.selections.is_empty() {
+        plan(&state, name, &reader, &served, &ce)?
+    } else {
         let reader = reader.clone();
         let (state, name) = (state.clone(), name.to_string());
         tokio::task::spawn_blocking(move || plan(&state, &name, &reader, &served, &ce))
@@ -177,7 +184,7 @@ async fn answer(state: State, path: &str, query: &str, ask: Asked) -> Result<Res
             // answer cut short by a failed read as a short body (as subsets are).
             let length = dods_length(&dds, ask.mark, &parts);
             let body = if kind == Kind::Dods {
-                dods(state, reader.clone(), parts, dds, ask.mark)
+                dods(state, reader.clone(), parts, dds, ask.mark, length)?
             } else {
                 ascii(state, reader.clone(), parts, dds)
             };
@@ -446,9 +453,16 @@ fn dods_length(dds: &str, mark: DataMark, parts: &[Part]) -> u64 {
 
 /// The binary response: the DDS, `Data:` ([`DataMark`]), then each array as XDR (its length
 /// twice, then the values; bytes padded to four).
-fn dods(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, mark: DataMark) -> Body {
+fn dods(
+    state: State,
+    reader: Arc<StoreReader>,
+    parts: Vec<Part>,
+    dds: String,
+    mark: DataMark,
+    length: u64,
+) -> Result<Body, ApiError> {
     let target = state.config.limits.piece_bytes;
-    streamed(move |send| {
+    let produce = move |send: &mut dyn FnMut(Bytes) -> bool| {
         let mut head = dds.into_bytes();
         head.extend_from_slice(mark.bytes());
         if !send(Bytes::from(head)) {
@@ -477,7 +491,11 @@ fn dods(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, m
             }
         }
         Ok(())
-    })
+    };
+    if length <= SMALL_ANSWER_BYTES {
+        return produced_now(produce);
+    }
+    Ok(streamed(produce))
 }
 
 /// The text response: the DDS, a rule, then each array row by row (`[i][j], v, v, ...`).
