@@ -706,9 +706,19 @@ def test_fetch_points_by_value_to_a_file(served, source, tmp_path, monkeypatch):
 
     # The estimate: the exact count times a sample's bytes per row, compressed as fetch
     # receives it; close to what the whole answer takes on the wire.
-    e = ds.estimate_fetch(where="sst > 28", isel={"time": slice(0, 120)})
-    assert not e.subset_exact and e.server_seconds > 0 and "about" in e.advice() and e.pieces >= 1
-    q = urllib.parse.urlencode({"where": "sst > 28", "output": "points", "isel": "time=0:120"})
+    e = ds.estimate_fetch(where="sst > 28", isel={"time": slice(0, 240)})
+    assert not e.subset_exact and e.server_seconds > 0 and "about" in e.advice() and e.pieces > 1
+    # Its pieces are cut while the last is sent: at the break-even the two downloads take as
+    # long as the documented formula says, and the advice flips there.
+    above = e.whole_sooner_above_bits_per_s
+
+    def subset_s(bits):
+        send = e.subset_bytes * 8 / bits
+        return max(e.server_seconds, send) + min(e.server_seconds, send) / e.pieces
+
+    assert subset_s(above) == pytest.approx(e.dataset_bytes * 8 / above)
+    assert e.advice(above * 0.9).endswith("the subset wins)") and e.advice(above * 1.1).endswith("whole dataset wins)")
+    q = urllib.parse.urlencode({"where": "sst > 28", "output": "points", "isel": "time=0:240"})
     status, headers, wire = get(f"{base}/api/query/ersst?{q}", headers={"Accept-Encoding": "zstd"})
     assert status == 200 and headers["content-encoding"] == "zstd"
     assert 0.5 < e.subset_bytes / len(wire) < 2, (e, len(wire))

@@ -84,7 +84,7 @@ fn break_even(subset: u64, dataset: u64, seconds: f64, pieces: u64) -> Option<f6
 /// - its time: the cost model's estimate of each of its pieces, scaled by what the sampled
 ///   pieces took (run, batches, encoding) over the model's estimate of them. The model
 ///   prices reading and selecting, not a piece's fixed cost nor making and encoding its
-///   rows: on ERSST the sampled pieces took 3-4x their estimate. Where the selected
+///   rows: on ERSST the sampled pieces took 1.3-4x their estimate. Where the selected
 ///   elements lie, and so which pieces cost more, is still the model's to say.
 ///
 /// `batch` makes the route's batch of an answer; `target` is the route's piece size.
