@@ -232,7 +232,7 @@ class RemoteDataset:
         # Ranges of coordinates that are not dimensions (2-D lat/lon) go to the server as its
         # area; the server decides whether they are the variables' auxiliary coordinates.
         by_dim = {k: v for k, v in (sel or {}).items() if k in self.dims}
-        area = [f"{k}={_label_text(lo, k)}:{_label_text(hi, k)}" for k, (lo, hi) in _area_ranges(sel, by_dim).items()]
+        area = _area_items(sel, by_dim)
         for key, text in (("isel", self._isel_text(isel)), ("sel", self._sel_text(by_dim))):
             if text:
                 body[key] = text
@@ -548,11 +548,22 @@ def _points_writer(fmt: str, path: str, schema):
     return pa.ipc.new_file(path, schema)
 
 
-def _area_ranges(sel: dict | None, by_dim: dict) -> dict[str, tuple[float | None, float | None]]:
-    """The ranges of ``sel`` on names that are not dimensions, as (lo, hi) numbers."""
+def _area_items(sel: dict | None, by_dim: dict) -> list[str]:
+    """The ranges of ``sel`` on names that are not dimensions as the server's ``area``
+    items (``latitude=60:``): a slice or pair of numbers, or text already in that form (as
+    the command line's ``--sel latitude=60:`` gives it), which the server checks."""
     from ._area import range_bounds
 
-    return {k: range_bounds(k, v) for k, v in (sel or {}).items() if k not in by_dim}
+    items = []
+    for k, v in (sel or {}).items():
+        if k in by_dim:
+            continue
+        if isinstance(v, str):
+            items.append(f"{k}={v}")
+            continue
+        lo, hi = range_bounds(k, v)
+        items.append(f"{k}={_label_text(lo, k)}:{_label_text(hi, k)}")
+    return items
 
 
 def _arrow(response):

@@ -1073,6 +1073,19 @@ def test_queries_through_a_curvilinear_area(served):
     np.testing.assert_array_equal(frame["longitude"].to_numpy(), lon[j, i])
     local = strata.open(served[1] / "ocean" / "sic").query("siconc > 50", sel=sel)
     assert list(frame.columns) == list(local.columns)
+    # The command line's text form (`--sel latitude=50: --sel longitude=300:60`), to a file.
+    out = served[1].parent / "arctic.parquet"
+    cli = ["strata.cli", "fetch", f"{base}/ocean/sic", "--where", "siconc > 50", "--sel", "latitude=50:"]
+    r = subprocess.run(
+        [sys.executable, "-m", *cli, "--sel", "longitude=300:60", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    import pyarrow.parquet as pq
+
+    np.testing.assert_array_equal(pq.read_table(out)["siconc"].to_numpy(), c[want])
     for area, code in [
         ("latitude=60", 400),
         ("latitude=a:b", 400),
