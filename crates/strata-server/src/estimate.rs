@@ -77,7 +77,8 @@ fn break_even(subset: u64, dataset: u64, seconds: f64, pieces: u64) -> Option<f6
 }
 
 /// A points or positions answer as the query route would send it, priced before it is cut:
-/// - its rows: the exact count (from the index, cheap beside the points), at most `limit`;
+/// - its rows: the exact count (from the index, cheap beside the points), at most `limit`
+///   (the time then shrinks in proportion, as the route stops at the limit);
 /// - its bytes: those rows times the bytes per row of [`SAMPLE_PIECES`] of its pieces, made
 ///   into batches and encoded in `format` and `encoding` as the route does (compression
 ///   ratios of coordinates and values differ too much between datasets to assume one);
@@ -101,7 +102,8 @@ pub(crate) fn points(
     batch: impl Fn(&strata_core::Answer) -> Result<RecordBatch, ApiError>,
 ) -> Result<FetchEstimate, ApiError> {
     let count = Query { output: Output::Count, variables: vec![], ..query.clone() };
-    let rows = session.run(reader, &count)?.count.min(limit.unwrap_or(u64::MAX));
+    let all_rows = session.run(reader, &count)?.count;
+    let rows = all_rows.min(limit.unwrap_or(u64::MAX));
     let pieces: Vec<Query> =
         boxes(&query.region, row_bytes, target).into_iter().map(|region| Query { region, ..query.clone() }).collect();
     let modelled =
@@ -132,6 +134,8 @@ pub(crate) fn points(
     } else {
         measured / picked.len().max(1) as f64 * pieces.len() as f64
     };
+    // A limit stops the route once it has its rows: about that share of the work.
+    let seconds = if rows < all_rows { seconds * rows as f64 / all_rows as f64 } else { seconds };
     Ok(FetchEstimate::new(bytes, false, reader.manifest().download_bytes(), seconds, pieces.len() as u64))
 }
 
