@@ -424,7 +424,7 @@ pub(crate) async fn query(
             state.config.limits.max_result_bytes
         )));
     }
-    let body = streamed_encoded(encoding, move |send| {
+    let body = streamed_encoded(encoding, crate::pieces::wants_trailers(&headers), move |send| {
         let mut enc = Encoder::new(format, &columns.schema)?;
         let mut sent_any = false;
         let mut left = limit.unwrap_or(u64::MAX);
@@ -619,7 +619,7 @@ pub(crate) async fn sql(
     })
     .await?;
     let schema = stream.schema();
-    let body = streamed_encoded(encoding, move |send| {
+    let body = streamed_encoded(encoding, crate::pieces::wants_trailers(&headers), move |send| {
         let mut enc = Encoder::new(format, &schema)?;
         for batch in first.into_iter().map(Ok).chain(stream) {
             let batch = batch?;
@@ -743,7 +743,7 @@ pub(crate) async fn subset(
         _ => return Err(ApiError::bad_request("parts=N&part=i needs both, with 0 <= i < N")),
     };
     let target = state.config.limits.piece_bytes;
-    let body = streamed(move |send| layout.produce(&reader, lo, hi, target, send));
+    let body = streamed(wants_trailers, move |send| layout.produce(&reader, lo, hi, target, send));
     let mut r = Response::new(body);
     *r.status_mut() = status;
     let h = r.headers_mut();

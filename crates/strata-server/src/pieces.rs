@@ -85,10 +85,11 @@ pub(crate) fn swap_bytes(buf: &mut [u8], es: usize) {
 /// the producer should stop. An error after the first byte can only cut the response short
 /// (the status is already sent): it is logged, and the body ends early, without its trailer.
 ///
-/// A complete body ends with the trailer `x-strata-crc32c`, the CRC-32C of every byte sent
-/// (as sent, after any content encoding): a client that asked for trailers (`TE: trailers`)
-/// checks what it received.
-pub(crate) fn streamed<F>(produce: F) -> Body
+/// With `digest` (the client asked for trailers, `TE: trailers`: see [`wants_trailers`]), a
+/// complete body ends with the trailer `x-strata-crc32c`, the CRC-32C of every byte sent
+/// (as sent, after any content encoding), so the client checks what it received. Without,
+/// no CRC is computed: HTTP/1.1 drops trailers a client did not ask for.
+pub(crate) fn streamed<F>(digest: bool, produce: F) -> Body
 where
     F: FnOnce(&mut dyn FnMut(Bytes) -> bool) -> Result<(), crate::ApiError> + Send + 'static,
 {
@@ -100,7 +101,7 @@ where
             let _ = tx.blocking_send(Err(std::io::Error::other(e.message)));
         }
     });
-    Body::new(Digested { rx, crc: 0, done: false })
+    Body::new(Digested::new(rx, digest))
 }
 
 /// Answers at most this large are produced whole before they are sent (see [`produced_now`]).
@@ -111,7 +112,7 @@ pub(crate) const SMALL_ANSWER_BYTES: u64 = 1 << 20;
 /// back cost more than producing it (a DAP2 client opening a file sends several small
 /// requests), and an error is then the response's status, not a body cut short. On a
 /// multi-threaded runtime the thread's other tasks move to another worker meanwhile.
-pub(crate) fn produced_now<F>(produce: F) -> Result<Body, crate::ApiError>
+pub(crate) fn produced_now<F>(digest: bool, produce: F) -> Result<Body, crate::ApiError>
 where
     F: FnOnce(&mut dyn FnMut(Bytes) -> bool) -> Result<(), crate::ApiError>,
 {
@@ -132,7 +133,7 @@ where
         // The channel holds them all: it was made as large.
         let _ = tx.try_send(Ok(c));
     }
-    Ok(Body::new(Digested { rx, crc: 0, done: false }))
+    Ok(Body::new(Digested::new(rx, digest)))
 }
 
 /// The trailer naming a body's CRC-32C.
@@ -148,8 +149,15 @@ pub(crate) fn wants_trailers(headers: &axum::http::HeaderMap) -> bool {
 
 struct Digested {
     rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
-    crc: u32,
+    /// The CRC-32C so far, when the body ends with it.
+    crc: Option<u32>,
     done: bool,
+}
+
+impl Digested {
+    fn new(rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>, digest: bool) -> Self {
+        Digested { rx, crc: digest.then_some(0), done: false }
+    }
 }
 
 impl http_body::Body for Digested {
@@ -167,7 +175,9 @@ impl http_body::Body for Digested {
         match self.rx.poll_recv(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(b))) => {
-                self.crc = crc32c::crc32c_append(self.crc, &b);
+                if let Some(crc) = self.crc {
+                    self.crc = Some(crc32c::crc32c_append(crc, &b));
+                }
                 Poll::Ready(Some(Ok(http_body::Frame::data(b))))
             }
             Poll::Ready(Some(Err(e))) => {
@@ -176,8 +186,9 @@ impl http_body::Body for Digested {
             }
             Poll::Ready(None) => {
                 self.done = true;
+                let Some(crc) = self.crc else { return Poll::Ready(None) };
                 let mut trailers = axum::http::HeaderMap::new();
-                if let Ok(v) = axum::http::HeaderValue::from_str(&format!("{:08x}", self.crc)) {
+                if let Ok(v) = axum::http::HeaderValue::from_str(&format!("{crc:08x}")) {
                     trailers.insert(DIGEST_TRAILER, v);
                 }
                 Poll::Ready(Some(Ok(http_body::Frame::trailers(trailers))))
@@ -240,14 +251,14 @@ impl Encoding {
 }
 
 /// Like [`streamed`], with every chunk encoded as `encoding` says.
-pub(crate) fn streamed_encoded<F>(encoding: Encoding, produce: F) -> Body
+pub(crate) fn streamed_encoded<F>(encoding: Encoding, digest: bool, produce: F) -> Body
 where
     F: FnOnce(&mut dyn FnMut(Bytes) -> bool) -> Result<(), crate::ApiError> + Send + 'static,
 {
     if encoding == Encoding::Identity {
-        return streamed(produce);
+        return streamed(digest, produce);
     }
-    streamed(move |send| {
+    streamed(digest, move |send| {
         use std::io::Write;
         let failed = |e: std::io::Error| crate::ApiError::internal(format!("compressing a response: {e}"));
         let mut enc = zstd::stream::write::Encoder::new(Vec::new(), ZSTD_LEVEL).map_err(failed)?;

@@ -184,9 +184,9 @@ async fn answer(state: State, path: &str, query: &str, ask: Asked) -> Result<Res
             // answer cut short by a failed read as a short body (as subsets are).
             let length = dods_length(&dds, ask.mark, &parts);
             let body = if kind == Kind::Dods {
-                dods(state, reader.clone(), parts, dds, ask.mark, length)?
+                dods(state, reader.clone(), parts, dds, ask, length)?
             } else {
-                ascii(state, reader.clone(), parts, dds)
+                ascii(state, reader.clone(), parts, dds, ask.trailers)
             };
             let mut r = Response::new(body);
             let h = r.headers_mut();
@@ -400,6 +400,9 @@ fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]
     let n: u64 = b.iter().map(|s| s.count()).product();
     let mut buf = vec![0u8; n as usize * es];
     reader.read_into(&part.name, b, &mut buf)?;
+    if part.filter.is_none() && part.area.is_none() {
+        return Ok(buf);
+    }
     let mut keep = vec![false; n as usize];
     let fill = match (&part.filter, &part.area) {
         (Some((pred, fill)), area) => {
@@ -428,7 +431,7 @@ fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]
             }
             fill
         }
-        (None, None) => return Ok(buf),
+        (None, None) => return Ok(buf), // answered above
     };
     for (k, chunk) in keep.iter().zip(buf.chunks_exact_mut(es)) {
         if !k {
@@ -458,9 +461,10 @@ fn dods(
     reader: Arc<StoreReader>,
     parts: Vec<Part>,
     dds: String,
-    mark: DataMark,
+    ask: Asked,
     length: u64,
 ) -> Result<Body, ApiError> {
+    let mark = ask.mark;
     let target = state.config.limits.piece_bytes;
     let produce = move |send: &mut dyn FnMut(Bytes) -> bool| {
         let mut head = dds.into_bytes();
@@ -493,15 +497,15 @@ fn dods(
         Ok(())
     };
     if length <= SMALL_ANSWER_BYTES {
-        return produced_now(produce);
+        return produced_now(ask.trailers, produce);
     }
-    Ok(streamed(produce))
+    Ok(streamed(ask.trailers, produce))
 }
 
 /// The text response: the DDS, a rule, then each array row by row (`[i][j], v, v, ...`).
-fn ascii(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String) -> Body {
+fn ascii(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, digest: bool) -> Body {
     let target = state.config.limits.piece_bytes;
-    streamed(move |send| {
+    streamed(digest, move |send| {
         let mut head = dds;
         head.push_str("---------------------------------------------\n");
         if !send(Bytes::from(head)) {
