@@ -1,5 +1,7 @@
 //! Whether a download of part of a dataset, or of the whole of it, comes sooner: the
 //! answer of `estimate=true` on the subset and query routes (`strata fetch` prints it).
+//! A dense subset's time is the cost model's alone (`Session::read_seconds`); a points
+//! answer's is calibrated on a sample of its own pieces ([`calibrated`]).
 
 use crate::encode::{Encoder, Format};
 use crate::pieces::{boxes, Encoding};
@@ -8,9 +10,9 @@ use arrow::record_batch::RecordBatch;
 use std::time::Instant;
 use strata_core::{Output, Query, Session, StoreReader};
 
-/// How many of a result's pieces are run and encoded to learn its bytes per row and time,
-/// spread evenly from the first to the last, so a result whose density changes along its
-/// first dimension is seen at both ends.
+/// How many of an answer's pieces are made to learn its time (and a points answer's bytes
+/// per row), spread evenly from the first to the last, so an answer whose density changes
+/// along its first dimension is seen at both ends.
 pub(crate) const SAMPLE_PIECES: usize = 5;
 
 /// Whether to fetch a subset or the whole dataset: the subset's bytes, the whole
@@ -76,17 +78,47 @@ fn break_even(subset: u64, dataset: u64, seconds: f64, pieces: u64) -> Option<f6
     Some(8.0 / t)
 }
 
+/// The pieces a sample runs: [`SAMPLE_PIECES`] of `n`, spread evenly from the first to the
+/// last.
+fn sample_pieces(n: usize) -> Vec<usize> {
+    let last = n.saturating_sub(1);
+    let mut picked: Vec<usize> = (0..SAMPLE_PIECES).map(|k| k * last / (SAMPLE_PIECES - 1)).collect();
+    picked.dedup();
+    picked.retain(|&i| i < n);
+    picked
+}
+
+/// An answer's time: the cost model's estimate of each of its pieces (`modelled`), scaled by
+/// what a sample of them took when `run` (made as the route makes them) over the model's
+/// estimate of that sample. The model prices reading, decoding and selecting, not a piece's
+/// fixed cost nor making and encoding what it sends: on ERSST sampled point pieces took
+/// 1.3-4x their estimate. Where the work lies, and so which pieces cost more, is still the
+/// model's to say. (Dense subsets keep the model's time: sampled, they measured what the
+/// segment cache happened to hold, 3x apart between two calls.)
+fn calibrated(modelled: &[f64], mut run: impl FnMut(usize) -> Result<(), ApiError>) -> Result<f64, ApiError> {
+    let picked = sample_pieces(modelled.len());
+    let mut measured = 0f64;
+    for &i in &picked {
+        let t = Instant::now();
+        run(i)?;
+        measured += t.elapsed().as_secs_f64();
+    }
+    let sampled_model: f64 = picked.iter().map(|&i| modelled[i]).sum();
+    Ok(if sampled_model > 0.0 {
+        modelled.iter().sum::<f64>() * measured / sampled_model
+    } else {
+        measured / picked.len().max(1) as f64 * modelled.len() as f64
+    })
+}
+
 /// A points or positions answer as the query route would send it, priced before it is cut:
 /// - its rows: the exact count (from the index, cheap beside the points), at most `limit`
 ///   (the time then shrinks in proportion, as the route stops at the limit);
-/// - its bytes: those rows times the bytes per row of [`SAMPLE_PIECES`] of its pieces, made
-///   into batches and encoded in `format` and `encoding` as the route does (compression
-///   ratios of coordinates and values differ too much between datasets to assume one);
-/// - its time: the cost model's estimate of each of its pieces, scaled by what the sampled
-///   pieces took (run, batches, encoding) over the model's estimate of them. The model
-///   prices reading and selecting, not a piece's fixed cost nor making and encoding its
-///   rows: on ERSST the sampled pieces took 1.3-4x their estimate. Where the selected
-///   elements lie, and so which pieces cost more, is still the model's to say.
+/// - its bytes: those rows times the bytes per row of the [`calibrated`] sample's pieces,
+///   made into batches and encoded in `format` and `encoding` as the route does
+///   (compression ratios of coordinates and values differ too much between datasets to
+///   assume one);
+/// - its time: [`calibrated`] over its pieces.
 ///
 /// `batch` makes the route's batch of an answer; `target` is the route's piece size.
 #[allow(clippy::too_many_arguments)]
@@ -108,13 +140,8 @@ pub(crate) fn points(
         boxes(&query.region, row_bytes, target).into_iter().map(|region| Query { region, ..query.clone() }).collect();
     let modelled =
         pieces.iter().map(|p| Ok(session.plan(reader, p)?.seconds())).collect::<Result<Vec<f64>, ApiError>>()?;
-    let last = pieces.len().saturating_sub(1);
-    let mut picked: Vec<usize> = (0..SAMPLE_PIECES).map(|k| k * last / (SAMPLE_PIECES - 1)).collect();
-    picked.dedup();
-    picked.retain(|&i| i < pieces.len());
-    let (mut sample_rows, mut sample_bytes, mut measured) = (0u64, 0usize, 0f64);
-    for &i in &picked {
-        let t = Instant::now();
+    let (mut sample_rows, mut sample_bytes) = (0u64, 0usize);
+    let seconds = calibrated(&modelled, |i| {
         let answer = session.run(reader, &pieces[i])?;
         if answer.count > 0 {
             let b = batch(&answer)?;
@@ -124,16 +151,10 @@ pub(crate) fn points(
             sample_bytes += encoding.compressed_len(&bytes)?;
             sample_rows += answer.count;
         }
-        measured += t.elapsed().as_secs_f64();
-    }
+        Ok(())
+    })?;
     let per_row = if sample_rows > 0 { sample_bytes as f64 / sample_rows as f64 } else { row_bytes as f64 };
     let bytes = (rows as f64 * per_row).ceil() as u64;
-    let sampled_model: f64 = picked.iter().map(|&i| modelled[i]).sum();
-    let seconds = if sampled_model > 0.0 {
-        modelled.iter().sum::<f64>() * measured / sampled_model
-    } else {
-        measured / picked.len().max(1) as f64 * pieces.len() as f64
-    };
     // A limit stops the route once it has its rows: about that share of the work.
     let seconds = if rows < all_rows { seconds * rows as f64 / all_rows as f64 } else { seconds };
     Ok(FetchEstimate::new(bytes, false, reader.manifest().download_bytes(), seconds, pieces.len() as u64))
@@ -147,6 +168,20 @@ mod tests {
     fn subset_seconds(e: &FetchEstimate, bits: f64) -> f64 {
         let t = e.subset_bytes as f64 * 8.0 / bits;
         e.server_seconds.max(t) + e.server_seconds.min(t) / e.pieces as f64
+    }
+
+    #[test]
+    fn samples_span_the_pieces_once_each() {
+        assert_eq!(sample_pieces(0), Vec::<usize>::new());
+        assert_eq!(sample_pieces(1), vec![0]);
+        assert_eq!(sample_pieces(3), vec![0, 1, 2]);
+        assert_eq!(sample_pieces(76), vec![0, 18, 37, 56, 75]);
+        // The model's time of every piece, scaled by the sample's measured over modelled.
+        let modelled = [1.0, 2.0, 3.0];
+        let t = calibrated(&modelled, |_| Ok(())).unwrap();
+        assert!((0.0..0.01).contains(&t), "{t}");
+        assert_eq!(calibrated(&[], |_| Ok(())).unwrap(), 0.0);
+        assert!(calibrated(&modelled, |_| Err(ApiError::bad_request("x"))).is_err());
     }
 
     #[test]
