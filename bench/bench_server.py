@@ -318,9 +318,11 @@ def index_subset(strata_url, name, params):
 
 
 def fetch_advice(strata_url, name, kind, params, file_bytes, mbit):
-    """Which `strata fetch`'s estimate says comes sooner on this link: the subset (its size,
-    plus the server's time by the cost model) or the NetCDF file nginx serves. Points by
-    value are priced as they come, compressed (`strata fetch --where`, `strata.remote`)."""
+    """Which `strata fetch`'s estimate says comes sooner on this link, the subset or the
+    NetCDF file nginx serves, and the estimate itself. The subset takes what the estimate
+    says (`max(S, T) + min(S, T) / pieces`: the server cuts a piece while the last is sent,
+    docs/server.md); the file its bytes over the link. Points by value are priced as they
+    come, compressed (`strata fetch --where`, `strata.remote`)."""
     if kind == "value":
         q = {"where": f"sst > {params['q']}", "output": "points", "estimate": "true"}
         url = f"{strata_url}/api/query/{name}?" + urllib.parse.urlencode(q)
@@ -328,7 +330,9 @@ def fetch_advice(strata_url, name, kind, params, file_bytes, mbit):
         url = f"{strata_url}/api/subset/{name}?" + urllib.parse.urlencode(dict(params, estimate="true"))
     e = json.loads(fetch(url, headers={"Accept-Encoding": "zstd"}))
     rate = mbit * 1e6 / 8
-    return "file" if file_bytes / rate < e["server_seconds"] + e["subset_bytes"] / rate else "subset"
+    server, send = e["server_seconds"], e["subset_bytes"] / rate
+    subset = max(server, send) + min(server, send) / e["pieces"]
+    return ("file" if file_bytes / rate < subset else "subset"), e
 
 
 def cases(src, times):
@@ -385,7 +389,7 @@ def subset_vs_file(strata_url, nginx_url, src):
                         t_sub, _, n = index_subset(strata_url, name, p)
                     t_file, size, n_file = whole_file(nginx_url, name, select)
                     assert n == n_file, (name, label, n, n_file)
-                    advice = fetch_advice(strata_url, name, kind, p, size, mbit)
+                    advice, estimate = fetch_advice(strata_url, name, kind, p, size, mbit)
                     results.append(
                         {
                             "mbit": mbit,
@@ -399,6 +403,7 @@ def subset_vs_file(strata_url, nginx_url, src):
                             "file_bytes": size,
                             "elements": n,
                             "advice": advice,
+                            "estimate": estimate,
                         }
                     )
                     print(
