@@ -188,6 +188,28 @@ def test_dods_answers_carry_their_exact_length(tmp_path):
         proc.wait(timeout=30)
 
 
+def test_a_small_dods_over_a_damaged_segment_is_an_error_status(tmp_path):
+    """A `.dods` small enough to be made whole before it is sent reports a damaged segment
+    as a DAP2 error with status 500 (naming no internals; the log names the file), not as a
+    200 whose body breaks off; the server answers on."""
+    strata.write_arrays(tmp_path / "root" / "small", {"d": (("y", "x"), np.arange(1500.0).reshape(30, 50))})
+    (data,) = (tmp_path / "root" / "small" / "data").glob("*.sdat")
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    proc, base = start_server(tmp_path / "root", tmp_path / "server.log")
+    try:
+        status, headers, body = get(f"{base}/dap/small.dods?d", headers={"User-Agent": "oc4.9.0"})
+        assert status == 500 and headers["content-description"] == "dods-error", (status, body)
+        assert b"Error {" in body and b".sdat" not in body
+        status, _, _ = get(f"{base}/dap/small.dds")
+        assert status == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "fails its checksum" in (tmp_path / "server.log").read_text()
+
+
 def test_a_server_whose_log_is_gone_still_answers(tmp_path):
     """`strata serve DIR 2>&1 | head`: once the reader of the log exits, log lines are lost,
     not answers (writing them used to panic in every request, so the server answered
