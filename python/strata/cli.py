@@ -648,8 +648,10 @@ def cmd_fetch(args) -> int:
     link = None if args.link is None else args.link * 1e6
     if link is not None and not link > 0:
         raise InvalidArgumentError("--link is the link's speed in Mb/s, above 0")
-    if args.output and args.where:
-        remote.points_format(args.output)  # a bad suffix is an error before anything is asked
+    if args.streams < 1:
+        raise InvalidArgumentError("--streams must be at least 1")
+    if args.output:  # a path that cannot be written is an error before anything is asked
+        remote.check_output(args.output, points=args.where is not None)
     estimate = ds.estimate_fetch(variables, isel=isel, sel=sel, where=args.where)
     print(f"estimate: {estimate.advice(link)}", file=sys.stdout if args.estimate else sys.stderr)
     if args.estimate:

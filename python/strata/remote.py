@@ -382,13 +382,9 @@ class RemoteDataset:
         equal estimated size, each compressed and checked against its digest."""
         if streams < 1:
             raise errors.InvalidArgumentError("streams must be at least 1")
+        check_output(path, points=where is not None)
         if where is not None:
             return self._fetch_points(os.fspath(path), where, variables, isel, sel, streams, progress)
-        if os.path.splitext(os.fspath(path))[1].lower() in _POINT_FORMATS:
-            raise errors.InvalidArgumentError(
-                f"a dense subset is a NetCDF file, not '{os.fspath(path)}' (points selected by value, with where=, "
-                "are written as Parquet, CSV or Arrow)"
-            )
         params = self._subset_params(variables, isel, sel)
         with self._request("subset", params=params, headers={"Range": "bytes=0-0"}) as r:
             total = int(r.headers["Content-Range"].rsplit("/", 1)[1])
@@ -481,6 +477,25 @@ class RemoteDataset:
                 if os.path.exists(name):
                     os.unlink(name)
         return os.path.getsize(path)
+
+
+def check_output(path: str | os.PathLike, points: bool) -> None:
+    """Refuses an output path :meth:`RemoteDataset.fetch` cannot write, before anything is
+    fetched: its folder must exist, it must not be a folder, and its suffix must say the
+    format (points: see :func:`points_format`; a dense subset is NetCDF, not those)."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise errors.InvalidArgumentError(f"cannot write '{path}': folder '{folder}' does not exist")
+    if os.path.isdir(path):
+        raise errors.InvalidArgumentError(f"cannot write '{path}': it is a folder (give a file name)")
+    if points:
+        points_format(path)
+    elif os.path.splitext(path)[1].lower() in _POINT_FORMATS:
+        raise errors.InvalidArgumentError(
+            f"a dense subset is a NetCDF file, not '{path}' (points selected by value, with where=, are written "
+            "as Parquet, CSV or Arrow)"
+        )
 
 
 def _url_params(body: dict) -> dict:

@@ -769,6 +769,17 @@ def test_fetch_points_by_value_to_a_file(served, source, tmp_path, monkeypatch):
     )
     assert r.returncode == 0 and "estimate: the subset is about" in r.stderr, r.stderr
     assert pcsv.read_csv(tmp_path / "cli.csv").num_rows == len(t)
+    # Paths and counts that cannot work are refused before the server is asked anything.
+    for out, extra, said in [
+        (tmp_path / "no" / "x.csv", [], "does not exist"),
+        (tmp_path, [], "is a folder"),
+        (tmp_path / "x.nc", [], ".parquet, .csv or .arrow"),
+        (tmp_path / "x.csv", ["--streams", "0"], "at least 1"),
+    ]:
+        r = subprocess.run(
+            [sys.executable, "-m", *cli, "-o", str(out), *extra], capture_output=True, text=True, timeout=120
+        )
+        assert r.returncode == 2 and said in r.stderr and "estimate:" not in r.stderr, (out, r.stderr)
 
 
 def png_pixels(png: bytes) -> tuple[int, int, np.ndarray]:
