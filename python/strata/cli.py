@@ -1089,7 +1089,12 @@ def build_parser() -> argparse.ArgumentParser:
         "constrained ones)",
     )
     s.add_argument("--isel", action="append", metavar="DIM=RANGE", help="by position: INDEX or START:STOP[:STEP]")
-    s.add_argument("--sel", action="append", metavar="DIM=RANGE", help="by coordinate value: LABEL or LO:HI")
+    s.add_argument(
+        "--sel",
+        action="append",
+        metavar="DIM=RANGE",
+        help="by coordinate value: LABEL or LO:HI; with --where also a 2-D coordinate's range (latitude=60:)",
+    )
     s.add_argument("--streams", type=int, default=4, help="connections at once (default 4)")
     s.add_argument("--token", help="the dataset's token, when the server protects it")
     s.add_argument(
