@@ -669,6 +669,7 @@ def cmd_fetch(args) -> int:
         where=args.where,
         streams=args.streams,
         progress=sys.stderr.isatty(),
+        expected_bytes=estimate.subset_bytes,
     )
     dt_s = time.perf_counter() - t0
     rate = f", {human_rate(size * 8 / dt_s)}" if dt_s > 0 else ""

@@ -370,6 +370,7 @@ class RemoteDataset:
         where: str | None = None,
         streams: int = 4,
         progress: bool = False,
+        expected_bytes: int | None = None,
     ) -> int:
         """Writes the dense subset to the NetCDF file ``path`` over ``streams`` connections
         at once (each a byte range of the same file, checked against the server's digest);
@@ -379,12 +380,15 @@ class RemoteDataset:
         holds instead, the rows :meth:`query` returns (a column per dimension, then the
         variables), as Parquet, CSV or an Arrow IPC file by the suffix of ``path``
         (``.parquet``, ``.csv``, ``.arrow``): the answer comes in ``streams`` parts of about
-        equal estimated size, each compressed and checked against its digest."""
+        equal estimated size, each compressed and checked against its digest. Their size is
+        not known before they come: ``expected_bytes`` (an :meth:`estimate_fetch`'s
+        ``subset_bytes``) gives the progress bar its end."""
         if streams < 1:
             raise errors.InvalidArgumentError("streams must be at least 1")
         check_output(path, points=where is not None)
         if where is not None:
-            return self._fetch_points(os.fspath(path), where, variables, isel, sel, streams, progress)
+            bar = (progress, expected_bytes)
+            return self._fetch_points(os.fspath(path), where, variables, isel, sel, streams, bar)
         params = self._subset_params(variables, isel, sel)
         with self._request("subset", params=params, headers={"Range": "bytes=0-0"}) as r:
             total = int(r.headers["Content-Range"].rsplit("/", 1)[1])
@@ -430,19 +434,16 @@ class RemoteDataset:
         os.replace(tmp, path)
         return total
 
-    def _fetch_points(self, path: str, where, variables, isel, sel, streams: int, progress: bool) -> int:
+    def _fetch_points(self, path: str, where, variables, isel, sel, streams: int, progress) -> int:
         """:meth:`fetch` with ``where``: each part's body is saved as it comes, then the
         parts' batches are written in order into one file (memory holds a batch, not the
-        answer)."""
+        answer). ``progress``: whether to show a bar, and its end if known."""
         import concurrent.futures
 
         fmt = points_format(path)
         params = _url_params(self._query_body(where, isel, sel, variables))
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(unit="B", unit_scale=True, desc=f"fetch {self.name} where {where}")
+        show, end = progress
+        bar = _points_bar(self.name, where, end) if show else None
         lock = threading.Lock()
         tmp = f"{path}.part"
         names = [f"{path}.part{i}" for i in range(streams)]
@@ -477,6 +478,13 @@ class RemoteDataset:
                 if os.path.exists(name):
                     os.unlink(name)
         return os.path.getsize(path)
+
+
+def _points_bar(name: str, where: str, expected_bytes: int | None):
+    """The progress bar of a points fetch: bytes as they come, against the estimate if any."""
+    from tqdm import tqdm
+
+    return tqdm(total=expected_bytes, unit="B", unit_scale=True, desc=f"fetch {name} where {where}")
 
 
 def check_output(path: str | os.PathLike, points: bool) -> None:
