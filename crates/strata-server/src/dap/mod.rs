@@ -400,11 +400,8 @@ fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]
     let n: u64 = b.iter().map(|s| s.count()).product();
     let mut buf = vec![0u8; n as usize * es];
     reader.read_into(&part.name, b, &mut buf)?;
-    if part.filter.is_none() && part.area.is_none() {
-        return Ok(buf);
-    }
-    let mut keep = vec![false; n as usize];
-    let fill = match (&part.filter, &part.area) {
+    // The positions in the box where the selection holds, and the fill for the others.
+    let (kept, fill): (Vec<u64>, &[u8]) = match (&part.filter, &part.area) {
         (Some((pred, fill)), area) => {
             let q = Query {
                 predicate: (**pred).clone(),
@@ -418,21 +415,19 @@ fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]
             };
             let answer = state.session.run(reader, &q)?;
             let coords = answer.selection.coordinates();
-            for i in 0..answer.selection.flat.len() {
-                keep[position_in(b, coords.iter().map(|c| c[i] as u64)) as usize] = true;
-            }
-            fill
+            let kept = (0..answer.selection.flat.len()).map(|i| position_in(b, coords.iter().map(|c| c[i] as u64)));
+            (kept.collect(), fill)
         }
         (None, Some((area, fill))) => {
             let (_, var) = reader.manifest().variable(&part.name)?;
-            let (_, local) = area.positions_in(&reader.manifest().shape(var), b);
-            for l in local {
-                keep[l as usize] = true;
-            }
-            fill
+            (area.positions_in(&reader.manifest().shape(var), b).1, fill)
         }
-        (None, None) => return Ok(buf), // answered above
+        (None, None) => return Ok(buf),
     };
+    let mut keep = vec![false; n as usize];
+    for p in kept {
+        keep[p as usize] = true;
+    }
     for (k, chunk) in keep.iter().zip(buf.chunks_exact_mut(es)) {
         if !k {
             chunk.copy_from_slice(fill);
@@ -477,10 +472,10 @@ fn dods(
             let n32 = u32::try_from(n).map_err(|_| {
                 ApiError::bad_request(format!("'{}': DAP2 arrays hold at most 2^32-1 values", part.name))
             })?;
-            let mut length = Vec::with_capacity(8);
-            length.extend_from_slice(&n32.to_be_bytes());
-            length.extend_from_slice(&n32.to_be_bytes());
-            if !send(Bytes::from(length)) {
+            let mut counts = Vec::with_capacity(8);
+            counts.extend_from_slice(&n32.to_be_bytes());
+            counts.extend_from_slice(&n32.to_be_bytes());
+            if !send(Bytes::from(counts)) {
                 return Ok(());
             }
             for b in boxes(&part.sel, part.dtype.size(), target) {
