@@ -222,8 +222,9 @@ class Dataset:
         scan (see :mod:`strata.planner`); ``"index"`` or ``"scan"`` force one. The result is
         the same either way.
 
-        A constraint on a packed variable (``scale_factor``/``add_offset``) compares its
-        physical values, as xarray shows them; ``raw=True`` compares the stored integers. The
+        A constraint on a packed variable (``scale_factor``/``add_offset``), or on integers
+        flagged ``_Unsigned``, compares its physical values, as xarray shows them (stored
+        int8 -39 flagged unsigned is 217); ``raw=True`` compares the stored integers. The
         values returned are the stored ones either way (as ``ds[name][...]`` gives them)."""
         from .query import run_query
 

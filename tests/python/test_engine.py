@@ -3,6 +3,7 @@ Dataset.query and SQL, constraints as users write them (not, quoted names, packe
 selections typed on the command line, and SQL tables a user can find."""
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import xarray as xr
 
@@ -71,6 +72,53 @@ def test_packed_variables_compare_physical_values_as_xarray_shows_them(store):
     # raw=True compares the stored integers.
     assert ds.query("p > 2000", output="count", raw=True) == (packed > 2000).sum()
     assert ds.query("p > 2000", output="count") == 0
+
+
+def test_unsigned_flags_compare_the_values_xarray_reads(tmp_path):
+    """NetCDF-3 has no unsigned types: unsigned bytes are stored signed and flagged
+    `_Unsigned = "true"`. Constraints compare the unsigned values xarray decodes (stored
+    -39 reads 217), in Dataset.query and SQL, whose column holds them too; raw=True
+    compares the stored ones. The same for 16-bit integers packed by a scale."""
+    u = RNG.integers(0, 256, SHAPE).astype("u1")
+    w = RNG.integers(0, 65536, SHAPE).astype("u2")
+    path = tmp_path / "q.strata"
+    strata.write_arrays(
+        path,
+        {
+            "q": (("time", "y", "x"), u.view("i1"), {"_Unsigned": "true", "_FillValue": np.int8(-1)}),
+            "w": (("time", "y", "x"), w.view("i2"), {"_Unsigned": "true", "scale_factor": np.float32(0.5)}),
+        },
+        record_dim="time",
+        layout="V-S",
+        bins=8,
+        slab_records=4,
+    )
+    with xr.open_dataset(path, engine="strata") as x:
+        q, wp = x["q"].values, x["w"].values
+    valid = u != 255
+    np.testing.assert_array_equal(q[valid], u[valid])
+    np.testing.assert_array_equal(wp, w * 0.5)
+    ds = strata.open(path)
+    cases = {
+        "q > 200": valid & (u > 200),
+        "q <= 3 or q == 128": valid & ((u <= 3) | (u == 128)),
+        "not q < 250": valid & (u >= 250),
+        "w >= 20000.5 and q != 7": (wp >= 20000.5) & valid & (u != 7),
+    }
+    for where, ref in cases.items():
+        for method in ("auto", "index", "scan"):
+            assert ds.query(where, output="count", method=method) == ref.sum() > 0, (where, method)
+        got = ds.query(where, output="positions")
+        for a, b in zip(got, np.nonzero(ref), strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert ds.query("q < 0", output="count", raw=True) == (valid & (u > 127)).sum()
+    assert ds.query("q < 0", output="count") == 0
+    s = strata.SqlSession(path)
+    assert s.execute("SELECT q FROM q LIMIT 1").schema.field(0).type == pa.uint8()
+    for where, ref in [("q > 200", valid & (u > 200)), ("w > 30000", w * 0.5 > 30000)]:
+        got = s.execute(f"SELECT q, w FROM q WHERE {where} ORDER BY time, y, x")
+        np.testing.assert_array_equal(got.column("q").to_numpy(zero_copy_only=False), q[ref], err_msg=where)
+        np.testing.assert_array_equal(got.column("w").to_numpy(), wp[ref], err_msg=where)
 
 
 def test_dataset_query_and_sql_learn_in_one_session(store):

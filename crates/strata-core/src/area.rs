@@ -4,7 +4,7 @@
 //! query is narrowed to the mask's bounding box. Python's `sel={"latitude": (60, None)}` and
 //! SQL's `WHERE latitude >= 60` both build their masks here.
 
-use crate::constraint::packing;
+use crate::decoding::Decoding;
 use crate::error::{Error, Result};
 use crate::grid::{for_each_flat, position_in, row_major_strides};
 use crate::manifest::{Manifest, Variable};
@@ -153,7 +153,7 @@ pub struct AuxCoord {
     shape: Vec<u64>,
     /// The stored values as f64, missing values as NaN.
     values: Vec<f64>,
-    packing: std::result::Result<Option<(f64, f64)>, String>,
+    decoding: std::result::Result<Decoding, String>,
     longitude: bool,
 }
 
@@ -195,7 +195,7 @@ impl AuxCoord {
             shape,
             values,
             // A packing that cannot be applied fails the tests on physical values only.
-            packing: packing(manifest, name).map_err(|e| e.to_string()),
+            decoding: Decoding::of(manifest, name).map_err(|e| e.to_string()),
             longitude,
         })
     }
@@ -220,9 +220,8 @@ impl AuxCoord {
         Ok(match test {
             CoordTest::Stored(op, v) => self.values.iter().map(|&x| !x.is_nan() && op.test(x, v)).collect(),
             CoordTest::Range { lo, hi } => {
-                let packing = self.packing.clone().map_err(Error::InvalidArgument)?;
-                let (scale, offset) = packing.unwrap_or((1.0, 0.0));
-                let physical = |x: f64| if packing.is_some() { x * scale + offset } else { x };
+                let decoding = self.decoding.clone().map_err(Error::InvalidArgument)?;
+                let physical = |x: f64| decoding.physical(x);
                 match (lo, hi) {
                     (Some(lo), Some(hi)) if lo > hi => {
                         if !self.longitude {
@@ -386,7 +385,14 @@ mod tests {
     use super::*;
 
     fn coord(name: &str, axes: Vec<usize>, shape: Vec<u64>, values: Vec<f64>) -> AuxCoord {
-        AuxCoord { name: name.into(), axes, shape, values, packing: Ok(None), longitude: name.starts_with("lon") }
+        AuxCoord {
+            name: name.into(),
+            axes,
+            shape,
+            values,
+            decoding: Ok(Decoding { sign: None, packing: None }),
+            longitude: name.starts_with("lon"),
+        }
     }
 
     fn sel(start: u64, stop: u64, step: u64) -> DimSelection {
@@ -430,7 +436,7 @@ mod tests {
     #[test]
     fn packed_coordinates_are_compared_unpacked() {
         let mut lat = coord("lat", vec![0], vec![4], vec![0.0, 100.0, 200.0, 300.0]);
-        lat.packing = Ok(Some((0.1, -10.0))); // physical: -10, 0, 10, 20
+        lat.decoding = Ok(Decoding { sign: None, packing: Some((0.1, -10.0)) }); // physical: -10, 0, 10, 20
         let a = Area::new(&[4], &[(&lat, CoordTest::Range { lo: Some(0.0), hi: Some(10.0) })]).unwrap();
         assert_eq!(a.mask().bits(), &[false, true, true, false]);
         let a = Area::new(&[4], &[(&lat, CoordTest::Stored(CmpOp::Ge, 200.0))]).unwrap();

@@ -14,6 +14,7 @@
 //! replaced by its complement; invalid elements (NaN, fill values) satisfy no comparison,
 //! so `not (x > 1)` is `x <= 1` and selects no invalid element, as SQL's NOT does.
 
+use crate::decoding::Decoding;
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 use crate::query::{CmpOp, Predicate};
@@ -308,49 +309,24 @@ impl std::fmt::Display for Predicate {
     }
 }
 
-/// A variable's packing (`value = stored * scale_factor + add_offset`, CF), when it has one.
-pub fn packing(manifest: &Manifest, var: &str) -> Result<Option<(f64, f64)>> {
-    let (_, v) = manifest.variable(var)?;
-    let attr = |name: &str| v.attrs.iter().find(|a| a.name == name).and_then(|a| a.value.as_f64s().first().copied());
-    let (scale, offset) = (attr("scale_factor"), attr("add_offset"));
-    if scale.is_none() && offset.is_none() {
-        return Ok(None);
-    }
-    let (scale, offset) = (scale.unwrap_or(1.0), offset.unwrap_or(0.0));
-    if scale == 0.0 || !scale.is_finite() || !offset.is_finite() {
-        return Err(Error::InvalidArgument(format!(
-            "'{var}' has scale_factor {scale} and add_offset {offset}: its physical values cannot be compared; \
-             compare stored values instead"
-        )));
-    }
-    Ok(Some((scale, offset)))
-}
-
-/// `physical op value` on a variable packed with (`scale`, `offset`) as the same comparison
-/// on its stored values: the constant unpacked, the operator flipped when the scale is
-/// negative. Exact in real numbers; SQL widens it for float rounding (`strata_sql::unpack`).
-pub fn compared_stored(scale: f64, offset: f64, op: CmpOp, value: f64) -> (CmpOp, f64) {
-    (if scale < 0.0 { op.flipped() } else { op }, (value - offset) / scale)
-}
-
-/// The constraint on physical values rewritten on stored values: a comparison on a packed
-/// variable (`scale_factor`, `add_offset`) compares the stored values with the constant
-/// unpacked, and flips when the scale is negative. On an unpacked float32 variable the
-/// constant is taken as a float32 (rounded to nearest), as NumPy and xarray compare
-/// (NumPy 2's rules for Python numbers) and DuckDB too: `v == 0.97` finds the elements
-/// that read 0.97, which a float64 comparison misses (0.97f32 is 0.9700000286...).
+/// The constraint on physical values rewritten on stored values (see [`crate::decoding`]):
+/// a comparison on a packed variable (`scale_factor`, `add_offset`) compares the stored
+/// values with the constant unpacked, and flips when the scale is negative; one on integers
+/// read with the other sign (`_Unsigned`) is split where the reading changes. On a float32
+/// variable stored as it reads, the constant is taken as a float32 (rounded to nearest), as
+/// NumPy and xarray compare (NumPy 2's rules for Python numbers) and DuckDB too: `v == 0.97`
+/// finds the elements that read 0.97, which a float64 comparison misses (0.97f32 is
+/// 0.9700000286...).
 pub fn on_stored_values(pred: &Predicate, manifest: &Manifest) -> Result<Predicate> {
     Ok(match pred {
-        Predicate::Cmp { var, op, value } => match packing(manifest, var)? {
-            None if manifest.variable(var)?.1.dtype == crate::DType::F32 => {
+        Predicate::Cmp { var, op, value } => {
+            let decoding = Decoding::of(manifest, var)?;
+            if decoding.is_identity() && manifest.variable(var)?.1.dtype == crate::DType::F32 {
                 Predicate::Cmp { var: var.clone(), op: *op, value: *value as f32 as f64 }
+            } else {
+                decoding.on_stored(var, *op, *value)
             }
-            None => pred.clone(),
-            Some((scale, offset)) => {
-                let (op, value) = compared_stored(scale, offset, *op, *value);
-                Predicate::Cmp { var: var.clone(), op, value }
-            }
-        },
+        }
         Predicate::And { args } => {
             Predicate::And { args: args.iter().map(|a| on_stored_values(a, manifest)).collect::<Result<_>>()? }
         }

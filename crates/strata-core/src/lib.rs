@@ -22,6 +22,7 @@ pub mod cftime;
 pub mod chunking;
 pub mod constraint;
 mod data_file;
+pub mod decoding;
 mod dtype;
 mod error;
 mod fastdiv;

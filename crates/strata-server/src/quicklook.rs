@@ -35,12 +35,12 @@ pub fn render(reader: &StoreReader, name: &str, sel: &[DimSelection]) -> Result<
     let mut raw = vec![0u8; ny * nx * var.dtype.size()];
     reader.read_into(name, &sel, &mut raw)?;
     let missing = var.missing_values();
-    let packing = strata_core::constraint::packing(m, name)?;
+    let decoding = strata_core::decoding::Decoding::of(m, name)?;
     let values: Vec<f64> = var
         .dtype
         .to_f64s(&raw)
         .into_iter()
-        .map(|v| if v.is_nan() || missing.contains(&v) { f64::NAN } else { packing.map_or(v, |(s, o)| v * s + o) })
+        .map(|v| if v.is_nan() || missing.contains(&v) { f64::NAN } else { decoding.physical(v) })
         .collect();
     let (lo, hi) = values
         .iter()

@@ -151,10 +151,9 @@ fn value_predicate(t: &TableInner, e: &Expr) -> Option<(Predicate, bool)> {
                 match t.packed.get(name) {
                     None => args.push(Predicate::Cmp { var: name.clone(), op, value }),
                     Some(u) => {
-                        for (op, value) in u.stored_bounds(op, value)? {
-                            args.push(Predicate::Cmp { var: name.clone(), op, value });
-                        }
-                        exact = false;
+                        let (p, p_exact) = u.on_stored(name, op, value)?;
+                        args.push(p);
+                        exact &= p_exact;
                     }
                 }
             }

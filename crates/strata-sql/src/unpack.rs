@@ -1,100 +1,201 @@
-//! Packed variables (CF `scale_factor`, `add_offset`) as physical values. A SQL column of a
-//! packed variable holds what xarray decodes — `stored * scale_factor + add_offset`, in
-//! float32 when the attributes are float32 and the stored values are 16 bits or fewer,
-//! else float64 — so `WHERE temperature > 10` compares degrees, as `Dataset.query` does,
-//! not the stored integers. A comparison pushed into the engine is rewritten on stored
-//! values (`strata_core::constraint::compared_stored`), widened by a stored unit so
-//! that float rounding of the physical value cannot leave a row out, and DataFusion filters
-//! the physical column again (inexact).
+//! Variables whose physical values are not their stored ones (see `strata_core::decoding`):
+//! packed by CF `scale_factor`/`add_offset`, or integers read with the other sign
+//! (`_Unsigned`). A SQL column holds what xarray decodes — for a packed variable `stored *
+//! scale_factor + add_offset`, in float32 when the attributes are float32 and the stored
+//! values are 16 bits or fewer, else float64; for a sign view alone, the same bits as the
+//! other integer type — so `WHERE temperature > 10` compares degrees, as `Dataset.query`
+//! does, not the stored integers. A comparison pushed into the engine is rewritten on
+//! stored values by the engine's rule: exactly for a sign view alone; for a packed
+//! variable widened by a stored unit so that float rounding of the physical value cannot
+//! leave a row out, and DataFusion filters the physical column again (inexact).
 
 use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type};
+use datafusion::arrow::datatypes::{
+    DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type,
+    UInt8Type,
+};
 use std::sync::Arc;
+use strata_core::decoding::Decoding;
 use strata_core::manifest::AttrValue;
-use strata_core::query::CmpOp;
-use strata_core::{Error, Manifest, Result};
+use strata_core::query::{CmpOp, Predicate};
+use strata_core::{DType, Error, Manifest, Result};
 
-/// How a packed variable's stored values become physical ones.
+/// How a variable's stored values become physical ones.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Unpack {
-    pub scale: f64,
-    pub offset: f64,
-    /// Physical values as float32 (else float64).
+    pub decoding: Decoding,
+    /// The stored type.
+    pub stored: DType,
+    /// Physical values of a packed variable as float32 (else float64).
     pub single: bool,
 }
 
 impl Unpack {
-    /// The unpacking of `name`; None when it is not packed.
+    /// The decoding of `name`; None when its physical values are its stored ones.
     pub fn of(m: &Manifest, name: &str) -> Result<Option<Unpack>> {
-        let Some((scale, offset)) = strata_core::constraint::packing(m, name)? else { return Ok(None) };
+        let decoding = Decoding::of(m, name)?;
+        if decoding.is_identity() {
+            return Ok(None);
+        }
         let (_, v) = m.variable(name)?;
         let attrs_single = v
             .attrs
             .iter()
             .filter(|a| a.name == "scale_factor" || a.name == "add_offset")
             .all(|a| matches!(a.value, AttrValue::F32(_)));
-        Ok(Some(Unpack { scale, offset, single: attrs_single && v.dtype.size() <= 2 }))
+        Ok(Some(Unpack { decoding, stored: v.dtype, single: attrs_single && v.dtype.size() <= 2 }))
     }
 
     pub fn data_type(&self) -> DataType {
-        if self.single {
-            DataType::Float32
-        } else {
-            DataType::Float64
+        match (self.decoding.packing, self.decoding.sign) {
+            (Some(_), _) if self.single => DataType::Float32,
+            (Some(_), _) => DataType::Float64,
+            (None, _) => other_sign(self.stored).unwrap_or(DataType::Float64),
         }
     }
 
     /// Stored values (NULL where missing) -> physical values, NULL kept.
     pub fn apply(&self, stored: &ArrayRef) -> Result<ArrayRef> {
-        let wide = cast(stored, &self.data_type()).map_err(|e| Error::InvalidArgument(format!("unpacking: {e}")))?;
+        let read = match self.decoding.sign {
+            Some(_) => reinterpreted(stored)?,
+            None => stored.clone(),
+        };
+        let Some((scale, offset)) = self.decoding.packing else { return Ok(read) };
+        let wide = cast(&read, &self.data_type()).map_err(|e| Error::InvalidArgument(format!("unpacking: {e}")))?;
         Ok(if self.single {
-            let (s, o) = (self.scale as f32, self.offset as f32);
+            let (s, o) = (scale as f32, offset as f32);
             Arc::new(wide.as_primitive::<Float32Type>().unary::<_, Float32Type>(|x| x * s + o))
         } else {
-            let (s, o) = (self.scale, self.offset);
-            Arc::new(wide.as_primitive::<Float64Type>().unary::<_, Float64Type>(|x| x * s + o))
+            Arc::new(wide.as_primitive::<Float64Type>().unary::<_, Float64Type>(|x| x * scale + offset))
         })
     }
 
-    /// `physical op value` as comparisons on stored values, ANDed, that hold wherever it
-    /// does (one stored unit wider; an equality a range); None for `!=`, which DataFusion
-    /// keeps.
-    pub fn stored_bounds(&self, op: CmpOp, value: f64) -> Option<Vec<(CmpOp, f64)>> {
-        let (op, b) = strata_core::constraint::compared_stored(self.scale, self.offset, op, value);
-        let margin = 1.0f64.max(b.abs() * 1e-6);
-        match op {
-            CmpOp::Gt | CmpOp::Ge => Some(vec![(CmpOp::Ge, b - margin)]),
-            CmpOp::Lt | CmpOp::Le => Some(vec![(CmpOp::Le, b + margin)]),
-            CmpOp::Eq => Some(vec![(CmpOp::Ge, b - margin), (CmpOp::Le, b + margin)]),
-            CmpOp::Ne => None,
+    /// `physical op value` on `var` as a constraint on its stored values that holds wherever
+    /// it does, and whether it is exact. A sign view alone: the engine's exact rewrite. A
+    /// packing: comparisons ANDed, one stored unit wider (an equality a range). None where
+    /// no such constraint is simple (`!=` on a packed variable, a packed sign view), which
+    /// DataFusion keeps.
+    pub fn on_stored(&self, var: &str, op: CmpOp, value: f64) -> Option<(Predicate, bool)> {
+        let Some((scale, offset)) = self.decoding.packing else {
+            return Some((self.decoding.on_stored(var, op, value), true));
+        };
+        if self.decoding.sign.is_some() {
+            return None;
         }
+        let cmp = |op, value| Predicate::Cmp { var: var.to_string(), op, value };
+        let (op, b) = strata_core::decoding::compared_stored(scale, offset, op, value);
+        let margin = 1.0f64.max(b.abs() * 1e-6);
+        let p = match op {
+            CmpOp::Gt | CmpOp::Ge => cmp(CmpOp::Ge, b - margin),
+            CmpOp::Lt | CmpOp::Le => cmp(CmpOp::Le, b + margin),
+            CmpOp::Eq => Predicate::And { args: vec![cmp(CmpOp::Ge, b - margin), cmp(CmpOp::Le, b + margin)] },
+            CmpOp::Ne => return None,
+        };
+        Some((p, false))
     }
+}
+
+/// The integer type of the same width with the other sign.
+fn other_sign(t: DType) -> Option<DataType> {
+    Some(match t {
+        DType::I8 => DataType::UInt8,
+        DType::U8 => DataType::Int8,
+        DType::I16 => DataType::UInt16,
+        DType::U16 => DataType::Int16,
+        DType::I32 => DataType::UInt32,
+        DType::U32 => DataType::Int32,
+        DType::I64 => DataType::UInt64,
+        DType::U64 => DataType::Int64,
+        _ => return None,
+    })
+}
+
+/// The same bits read as the integer type of the other sign (NULLs kept).
+fn reinterpreted(a: &ArrayRef) -> Result<ArrayRef> {
+    macro_rules! flip {
+        ($from:ty, $to:ty, $t:ty) => {
+            Arc::new(a.as_primitive::<$from>().unary::<_, $to>(|x| x as $t)) as ArrayRef
+        };
+    }
+    Ok(match a.data_type() {
+        DataType::Int8 => flip!(Int8Type, UInt8Type, u8),
+        DataType::UInt8 => flip!(UInt8Type, Int8Type, i8),
+        DataType::Int16 => flip!(Int16Type, UInt16Type, u16),
+        DataType::UInt16 => flip!(UInt16Type, Int16Type, i16),
+        DataType::Int32 => flip!(Int32Type, UInt32Type, u32),
+        DataType::UInt32 => flip!(UInt32Type, Int32Type, i32),
+        DataType::Int64 => flip!(Int64Type, UInt64Type, u64),
+        DataType::UInt64 => flip!(UInt64Type, Int64Type, i64),
+        other => return Err(Error::InvalidArgument(format!("a sign view of {other} values"))),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::array::{Int8Array, UInt8Array};
+    use strata_core::decoding::SignView;
+
+    fn packed(scale: f64, offset: f64, single: bool) -> Unpack {
+        Unpack { decoding: Decoding { sign: None, packing: Some((scale, offset)) }, stored: DType::I16, single }
+    }
+
+    /// The bounds `on_stored` gives for a packed variable, as (op, value) pairs.
+    fn bounds(u: &Unpack, op: CmpOp, v: f64) -> Option<Vec<(CmpOp, f64)>> {
+        let (p, exact) = u.on_stored("x", op, v)?;
+        assert!(!exact);
+        let one = |p: &Predicate| match p {
+            Predicate::Cmp { op, value, .. } => (*op, *value),
+            other => panic!("{other:?}"),
+        };
+        Some(match &p {
+            Predicate::And { args } => args.iter().map(one).collect(),
+            p => vec![one(p)],
+        })
+    }
 
     #[test]
     fn bounds_hold_every_stored_value_whose_physical_value_passes() {
-        let u = Unpack { scale: 0.01, offset: 0.0, single: true };
+        let u = packed(0.01, 0.0, true);
         for x in -2000i32..2000 {
             let p = x as f32 * 0.01f32;
             for v in [-10.0, -0.005, 0.0, 3.33, 9.99, 10.0, 10.01] {
                 for op in [CmpOp::Gt, CmpOp::Ge, CmpOp::Lt, CmpOp::Le, CmpOp::Eq] {
                     if op.test(p as f64, v) {
-                        let bounds = u.stored_bounds(op, v).unwrap_or_else(|| panic!("{op:?}"));
+                        let bounds = bounds(&u, op, v).unwrap_or_else(|| panic!("{op:?}"));
                         assert!(bounds.iter().all(|(sop, b)| sop.test(x as f64, *b)), "{x} {op:?} {v}");
                     }
                 }
             }
         }
-        let neg = Unpack { scale: -0.5, offset: 3.0, single: false };
-        let bounds = neg.stored_bounds(CmpOp::Gt, 1.0).unwrap_or_default();
-        assert_eq!(bounds.len(), 1);
-        assert_eq!(bounds[0].0, CmpOp::Le);
-        assert!(bounds[0].0.test(3.0, bounds[0].1), "stored 3 is physical 1.5 > 1");
-        assert!(u.stored_bounds(CmpOp::Ne, 1.0).is_none());
+        let neg = packed(-0.5, 3.0, false);
+        let b = bounds(&neg, CmpOp::Gt, 1.0).unwrap_or_default();
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].0, CmpOp::Le);
+        assert!(b[0].0.test(3.0, b[0].1), "stored 3 is physical 1.5 > 1");
+        assert!(u.on_stored("x", CmpOp::Ne, 1.0).is_none());
+    }
+
+    #[test]
+    fn unsigned_bytes_read_as_xarray_decodes_them() {
+        let u = Unpack {
+            decoding: Decoding { sign: Some(SignView::Unsigned(8)), packing: None },
+            stored: DType::I8,
+            single: false,
+        };
+        assert_eq!(u.data_type(), DataType::UInt8);
+        let stored: ArrayRef = Arc::new(Int8Array::from(vec![Some(-1), None, Some(5), Some(-128)]));
+        let read = u.apply(&stored).unwrap();
+        assert_eq!(read.as_primitive::<UInt8Type>(), &UInt8Array::from(vec![Some(255), None, Some(5), Some(128)]));
+        // Pushed down exactly, by the engine's rule.
+        let (_, exact) = u.on_stored("q", CmpOp::Gt, 200.0).unwrap();
+        assert!(exact);
+        // Packed too: physical = unsigned * 0.5; kept by DataFusion.
+        let both = Unpack { decoding: Decoding { sign: Some(SignView::Unsigned(8)), packing: Some((0.5, 0.0)) }, ..u };
+        assert_eq!(both.data_type(), DataType::Float64);
+        let read = both.apply(&stored).unwrap();
+        assert_eq!(read.as_primitive::<Float64Type>().values().to_vec()[..1], [127.5]);
+        assert!(both.on_stored("q", CmpOp::Gt, 100.0).is_none());
     }
 }

@@ -297,17 +297,6 @@ fn plan(
     } else {
         ce.projections.clone()
     };
-    // Served as unsigned bytes but compared by the engine as the stored signed ones: a
-    // selection would mean something else than the client reads.
-    if let Some(c) = value_clauses.iter().find(|c| {
-        m.variable(&c.name).is_ok_and(|(_, v)| v.dtype == DType::I8 && DapType::of_variable(v) == Some(DapType::Byte))
-    }) {
-        return Err(ApiError::bad_request(format!(
-            "'{}' holds unsigned bytes stored as signed ones (_Unsigned = \"true\"): a value selection on it is not \
-             supported (select by index, or compare another variable)",
-            c.name
-        )));
-    }
     let predicate = if value_clauses.is_empty() {
         None
     } else {

@@ -4,7 +4,8 @@
 //! `Float64` (exact up to 2^53), as THREDDS does for the types it lacks. Text variables
 //! (`char`, `string`) are not served over DAP2.
 
-use strata_core::manifest::{AttrValue, Variable};
+use strata_core::decoding::SignView;
+use strata_core::manifest::Variable;
 use strata_core::DType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +38,7 @@ impl DapType {
     /// with their bits unchanged, so the flag still reads right (as `Int16`, a client that
     /// honours it would turn -1 into 65535, not 255).
     pub fn of_variable(var: &Variable) -> Option<DapType> {
-        if var.dtype == DType::I8 && flagged_unsigned(var) {
+        if SignView::of(var) == Some(SignView::Unsigned(8)) {
             return Some(DapType::Byte);
         }
         DapType::of(var.dtype)
@@ -63,14 +64,6 @@ impl DapType {
             _ => 4,
         }
     }
-}
-
-/// Whether `var` carries `_Unsigned = "true"`, the NetCDF convention for unsigned values
-/// kept in a signed type.
-pub(crate) fn flagged_unsigned(var: &Variable) -> bool {
-    var.attrs.iter().any(|a| {
-        a.name == "_Unsigned" && matches!(&a.value, AttrValue::String(s) if s.trim().eq_ignore_ascii_case("true"))
-    })
 }
 
 /// `le` (little-endian values of `dtype`) in XDR as `dap`: bytes as they are (signed ones
@@ -131,7 +124,7 @@ pub(crate) fn element(dtype: DType, v: f64) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_core::manifest::Attribute;
+    use strata_core::manifest::{AttrValue, Attribute};
 
     /// Values of `dtype` served as its own DAP type.
     fn own(dtype: DType, le: &[u8]) -> Vec<u8> {
