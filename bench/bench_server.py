@@ -36,6 +36,7 @@ import numpy as np
 from common import DATA, ROOT, WORK, fresh, git_rev, machine, write_ersst_deflate
 
 import strata
+from strata import _core
 
 NS = "strata-bench"
 LINKS_MBIT = (1000, 100, 20)
@@ -329,10 +330,8 @@ def fetch_advice(strata_url, name, kind, params, file_bytes, mbit):
     else:
         url = f"{strata_url}/api/subset/{name}?" + urllib.parse.urlencode(dict(params, estimate="true"))
     e = json.loads(fetch(url, headers={"Accept-Encoding": "zstd"}))
-    rate = mbit * 1e6 / 8
-    server, send = e["server_seconds"], e["subset_bytes"] / rate
-    subset = max(server, send) + min(server, send) / e["pieces"]
-    return ("file" if file_bytes / rate < subset else "subset"), e
+    subset, file = _core.fetch_seconds(e["subset_bytes"], file_bytes, e["server_seconds"], e["pieces"], mbit * 1e6)
+    return ("file" if file < subset else "subset"), e
 
 
 def cases(src, times):

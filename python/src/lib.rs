@@ -625,6 +625,22 @@ fn crc32c_digest(data: &[u8], crc: u32) -> u32 {
     ::crc32c::crc32c_append(crc, data)
 }
 
+/// Seconds to download a subset and the whole dataset on a link of `bits_per_s`, from a
+/// fetch estimate's figures: the server's one formula (`strata_server::fetch_seconds`).
+#[pyfunction]
+fn fetch_seconds(
+    subset_bytes: u64,
+    dataset_bytes: u64,
+    server_seconds: f64,
+    pieces: u64,
+    bits_per_s: f64,
+) -> PyResult<(f64, f64)> {
+    if !(bits_per_s > 0.0 && bits_per_s.is_finite()) {
+        return Err(exception(ErrorKind::InvalidArgument, format!("a link speed must be positive, not {bits_per_s}")));
+    }
+    Ok(strata_server::fetch_seconds(subset_bytes, dataset_bytes, server_seconds, pieces, bits_per_s))
+}
+
 /// The quick look of `var` in the store at `path` as PNG bytes (the server's renderer).
 #[pyfunction]
 #[pyo3(signature = (path, var, isel=None))]
@@ -651,6 +667,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SqlSession>()?;
     m.add_class::<SqlStream>()?;
     m.add_function(wrap_pyfunction!(summaries::versions, m)?)?;
+    m.add_function(wrap_pyfunction!(fetch_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(known_codecs, m)?)?;
     m.add_function(wrap_pyfunction!(engine::cost_model_path, m)?)?;
     m.add_function(wrap_pyfunction!(engine::calibrate, m)?)?;

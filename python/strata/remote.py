@@ -72,9 +72,11 @@ class FetchEstimate:
             return f"{sizes}; {cut}: the subset is sooner on any link"
         text = f"{sizes}; {cut}: the whole dataset would be sooner only on links faster than {human_rate(above)}"
         if bits_per_s is not None:
-            whole_s = self.dataset_bytes * 8 / bits_per_s
-            send_s = self.subset_bytes * 8 / bits_per_s
-            subset_s = max(self.server_seconds, send_s) + min(self.server_seconds, send_s) / max(self.pieces, 1)
+            from . import _core
+
+            subset_s, whole_s = _core.fetch_seconds(
+                self.subset_bytes, self.dataset_bytes, self.server_seconds, self.pieces, bits_per_s
+            )
             which = "the whole dataset" if bits_per_s > above else "the subset"  # the server's break-even
             times = f"subset {human_seconds(subset_s)}, whole {human_seconds(whole_s)}"
             text += f" (at {human_rate(bits_per_s)}: {times}; {which} wins)"

@@ -60,6 +60,22 @@ impl FetchEstimate {
     }
 }
 
+/// Seconds to download the subset and the whole dataset on a link of `bits_per_s`: the
+/// subset `max(S, T) + min(S, T) / pieces` (see [`FetchEstimate`]), the whole its bytes over
+/// the link. Every display of an estimate's times (the CLI's advice, the benchmark) is this.
+pub fn fetch_seconds(
+    subset_bytes: u64,
+    dataset_bytes: u64,
+    server_seconds: f64,
+    pieces: u64,
+    bits_per_s: f64,
+) -> (f64, f64) {
+    let bytes_per_s = bits_per_s / 8.0;
+    let send = subset_bytes as f64 / bytes_per_s;
+    let subset = server_seconds.max(send) + server_seconds.min(send) / pieces.max(1) as f64;
+    (subset, dataset_bytes as f64 / bytes_per_s)
+}
+
 /// The link speed (bits/s) above which `dataset` bytes come sooner than `subset` bytes cut
 /// in `seconds` and sent in `pieces` (see [`FetchEstimate`]). In t = 1/B the difference
 /// `max(S, U t) + min(S, U t) / n - D t` falls linearly on each side of U t = S, so its one
@@ -166,8 +182,7 @@ mod tests {
 
     /// The subset's time on a link of `bits` per second, as [`FetchEstimate`] models it.
     fn subset_seconds(e: &FetchEstimate, bits: f64) -> f64 {
-        let t = e.subset_bytes as f64 * 8.0 / bits;
-        e.server_seconds.max(t) + e.server_seconds.min(t) / e.pieces as f64
+        fetch_seconds(e.subset_bytes, e.dataset_bytes, e.server_seconds, e.pieces, bits).0
     }
 
     #[test]

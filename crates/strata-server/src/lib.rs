@@ -38,6 +38,7 @@ mod tls;
 
 pub use config::{DatasetConfig, Limits, ServeOptions, ServerConfig};
 pub use error::ApiError;
+pub use estimate::fetch_seconds;
 
 use axum::routing::get;
 use axum::Router;
