@@ -658,7 +658,9 @@ fn quicklook(py: Python<'_>, path: &str, var: &str, isel: Option<&str>) -> PyRes
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     allocator::limit_arenas();
+    allocator::keep_freed_blocks();
     m.add_function(wrap_pyfunction!(allocator::malloc_arena_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(allocator::malloc_thresholds, m)?)?;
     m.add_class::<Reader>()?;
     m.add_class::<Writer>()?;
     m.add_class::<parallel::Coordinator>()?;

@@ -131,3 +131,26 @@ def test_glibc_arenas_are_one_per_core_unless_the_user_chose():
     assert 1 <= int(_arena_limit(base)) <= len(os.sched_getaffinity(0))
     assert _arena_limit({**base, "MALLOC_ARENA_MAX": "3"}) == "None"
     assert _arena_limit({**base, "GLIBC_TUNABLES": "glibc.malloc.arena_max=3"}) == "None"
+
+
+def test_glibc_keeps_freed_blocks_unless_the_user_chose():
+    """Loading strata fixes glibc's mmap and trim thresholds, so freed blocks of a few MB
+    (netCDF's 4 MiB buffers at every open, an import's slab buffers) are found again rather
+    than coming back as fresh pages; thresholds the user set are left as they are."""
+    import os
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return
+    code = "from strata import _core; print(_core.malloc_thresholds())"
+    keys = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+    base = {k: v for k, v in os.environ.items() if k not in keys}
+
+    def thresholds(env):
+        return subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert thresholds(base) == str((32 << 20, 16 << 20))
+    assert thresholds({**base, "MALLOC_TRIM_THRESHOLD_": "1000000"}) == "None"
+    assert thresholds({**base, "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}) == "None"
