@@ -85,10 +85,34 @@ impl LocalStorage {
         target.with_file_name(format!(".{name}.tmp-{}", crate::store::random_suffix()))
     }
 
+    /// Creates `dir` and any missing parents, each new entry made durable (its parent
+    /// directory synced), so a store made before a crash is found after it.
+    fn ensure_dir(&self, path: &str, dir: &Path) -> Result<()> {
+        if dir.is_dir() {
+            return Ok(());
+        }
+        let mut existing = dir;
+        while let Some(up) = existing.parent().filter(|_| !existing.is_dir()) {
+            existing = up;
+        }
+        fs::create_dir_all(dir).map_err(|e| self.map_err(path, e))?;
+        // The first existing ancestor and every directory created under it but `dir` itself
+        // gained an entry.
+        let mut d = dir.parent();
+        while let Some(p) = d {
+            sync_dir(p).map_err(|e| self.map_err(path, e))?;
+            if p == existing {
+                break;
+            }
+            d = p.parent();
+        }
+        Ok(())
+    }
+
     fn write_temp(&self, path: &str, parts: &[&[u8]]) -> Result<(PathBuf, PathBuf)> {
         let target = self.full(path)?;
         if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(|e| self.map_err(path, e))?;
+            self.ensure_dir(path, parent)?;
         }
         let tmp = self.temp_path(&target);
         let mut f = File::create(&tmp).map_err(|e| self.map_err(path, e))?;
@@ -98,6 +122,13 @@ impl LocalStorage {
         })?;
         Ok((tmp, target))
     }
+}
+
+/// Flushes a directory's entries (names created, renamed or removed in it) to disk.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    // A relative path's last parent is empty: the working directory.
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    File::open(dir)?.sync_all()
 }
 
 impl Storage for LocalStorage {
@@ -141,6 +172,11 @@ impl Storage for LocalStorage {
             let _ = fs::remove_file(&tmp);
             self.map_err(path, e)
         })?;
+        // The new name is durable only once its directory is: a manifest naming this file
+        // must not outlive it across a crash.
+        if let Some(dir) = target.parent() {
+            sync_dir(dir).map_err(|e| self.map_err(path, e))?;
+        }
         self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
         Ok(())
     }
@@ -151,7 +187,8 @@ impl Storage for LocalStorage {
         let linked = fs::hard_link(&tmp, &target);
         let _ = fs::remove_file(&tmp);
         match linked {
-            Ok(()) => Ok(()),
+            // Synced before anything can point at it (HEAD names the newest manifest).
+            Ok(()) => target.parent().map_or(Ok(()), sync_dir).map_err(|e| self.map_err(path, e)),
             Err(e) if e.kind() == IoKind::AlreadyExists => Err(Error::Conflict(format!("'{path}' already exists"))),
             Err(e) => Err(self.map_err(path, e)),
         }
@@ -160,7 +197,7 @@ impl Storage for LocalStorage {
     fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
         let target = self.full(path)?;
         if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(|e| self.map_err(path, e))?;
+            self.ensure_dir(path, parent)?;
         }
         let f = fs::OpenOptions::new().write(true).create(true).truncate(false).open(&target);
         f.and_then(|f| f.write_all_at(data, offset)).map_err(|e| self.map_err(path, e))
@@ -173,7 +210,9 @@ impl Storage for LocalStorage {
             if f.metadata()?.len() < len {
                 f.set_len(len)?;
             }
-            f.sync_all()
+            f.sync_all()?;
+            // write_at may have created it: its name, too.
+            target.parent().map_or(Ok(()), sync_dir)
         })
         .map_err(|e| self.map_err(path, e))?;
         self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
@@ -257,5 +296,22 @@ mod tests {
         // A listing of files cannot see the empty directory; the top level does.
         assert_eq!(local.list("").unwrap(), ["data/a.sdat"]);
         assert_eq!(local.top_level().unwrap(), ["data", "empty"]);
+    }
+
+    #[test]
+    fn writes_create_missing_directories_at_any_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two missing levels above the store, then the store's own directories.
+        let local = LocalStorage::new(dir.path().join("a/b/s"));
+        local.create_new("manifests/v1.json", b"{}").unwrap();
+        assert!(matches!(local.create_new("manifests/v1.json", b"{}"), Err(Error::Conflict(_))));
+        local.write_atomic("HEAD", b"1").unwrap();
+        local.write_at("data/p.sdat", 4, b"yz").unwrap();
+        local.sync("data/p.sdat", 6).unwrap();
+        assert_eq!(local.read("data/p.sdat").unwrap(), b"\0\0\0\0yz");
+        assert_eq!(local.list("").unwrap().len(), 3);
+        // A root that is a file is an error, not a panic.
+        fs::write(dir.path().join("f"), b"").unwrap();
+        assert!(LocalStorage::new(dir.path().join("f/s")).write_atomic("HEAD", b"1").is_err());
     }
 }
