@@ -1,6 +1,6 @@
 use super::{check_key, Storage};
 use crate::error::{Error, Result};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::{self, File};
 use std::io::{ErrorKind as IoKind, Write};
 use std::os::unix::fs::FileExt;
@@ -11,15 +11,25 @@ use std::sync::{Arc, Mutex};
 ///
 /// Data files are immutable once written, so open handles are cached and read with
 /// positional reads (`pread`) from any number of threads.
+///
+/// Durability: every file is flushed before it gets its final name. A directory whose
+/// entries changed (a file renamed into it, a directory made in it) is flushed before the
+/// next manifest is linked, all such directories at once, and the manifests directory just
+/// after: a version whose commit returned survives a crash with every file it names, also
+/// on file systems that do not order metadata for you (btrfs logs each file's own changes).
+/// `HEAD` is a hint (readers look past it for newer manifests), so its rename is not waited
+/// for.
 #[derive(Debug)]
 pub struct LocalStorage {
     root: PathBuf,
     handles: Mutex<HashMap<String, Arc<File>>>,
+    /// Directories whose entries changed since they were last flushed.
+    unsynced: Mutex<BTreeSet<PathBuf>>,
 }
 
 impl LocalStorage {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), handles: Mutex::new(HashMap::new()) }
+        Self { root: root.into(), handles: Mutex::new(HashMap::new()), unsynced: Mutex::new(BTreeSet::new()) }
     }
 
     pub fn root(&self) -> &Path {
@@ -85,8 +95,8 @@ impl LocalStorage {
         target.with_file_name(format!(".{name}.tmp-{}", crate::store::random_suffix()))
     }
 
-    /// Creates `dir` and any missing parents, each new entry made durable (its parent
-    /// directory synced), so a store made before a crash is found after it.
+    /// Creates `dir` and any missing parents; the directories that gained an entry (the
+    /// first existing ancestor and every one created under it but `dir`) are to be flushed.
     fn ensure_dir(&self, path: &str, dir: &Path) -> Result<()> {
         if dir.is_dir() {
             return Ok(());
@@ -96,17 +106,37 @@ impl LocalStorage {
             existing = up;
         }
         fs::create_dir_all(dir).map_err(|e| self.map_err(path, e))?;
-        // The first existing ancestor and every directory created under it but `dir` itself
-        // gained an entry.
         let mut d = dir.parent();
         while let Some(p) = d {
-            sync_dir(p).map_err(|e| self.map_err(path, e))?;
+            self.changed(p);
             if p == existing {
                 break;
             }
             d = p.parent();
         }
         Ok(())
+    }
+
+    /// Notes that `dir`'s entries changed.
+    fn changed(&self, dir: &Path) {
+        self.unsynced.lock().unwrap_or_else(|p| p.into_inner()).insert(dir.to_path_buf());
+    }
+
+    /// Flushes every directory whose entries changed, side by side (each waits on the disk).
+    fn flush_dirs(&self, path: &str) -> Result<()> {
+        let dirs = std::mem::take(&mut *self.unsynced.lock().unwrap_or_else(|p| p.into_inner()));
+        let failed = std::thread::scope(|s| {
+            let jobs: Vec<_> = dirs.iter().map(|d| s.spawn(move || sync_dir(d))).collect();
+            jobs.into_iter().find_map(|j| j.join().unwrap_or_else(|_| Err(std::io::Error::other("panicked"))).err())
+        });
+        match failed {
+            None => Ok(()),
+            Some(e) => {
+                // Still unflushed: the next commit tries them again.
+                self.unsynced.lock().unwrap_or_else(|p| p.into_inner()).extend(dirs);
+                Err(self.map_err(path, e))
+            }
+        }
     }
 
     fn write_temp(&self, path: &str, parts: &[&[u8]]) -> Result<(PathBuf, PathBuf)> {
@@ -172,10 +202,9 @@ impl Storage for LocalStorage {
             let _ = fs::remove_file(&tmp);
             self.map_err(path, e)
         })?;
-        // The new name is durable only once its directory is: a manifest naming this file
-        // must not outlive it across a crash.
+        // The new name is durable once its directory is, before any manifest names it.
         if let Some(dir) = target.parent() {
-            sync_dir(dir).map_err(|e| self.map_err(path, e))?;
+            self.changed(dir);
         }
         self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
         Ok(())
@@ -183,11 +212,15 @@ impl Storage for LocalStorage {
 
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()> {
         let (tmp, target) = self.write_temp(path, &[data])?;
+        // What the new file names must be on disk before it is (a manifest is the commit).
+        if let Err(e) = self.flush_dirs(path) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
         // link(2) fails if the target exists: an atomic "create if absent" with full contents.
         let linked = fs::hard_link(&tmp, &target);
         let _ = fs::remove_file(&tmp);
         match linked {
-            // Synced before anything can point at it (HEAD names the newest manifest).
             Ok(()) => target.parent().map_or(Ok(()), sync_dir).map_err(|e| self.map_err(path, e)),
             Err(e) if e.kind() == IoKind::AlreadyExists => Err(Error::Conflict(format!("'{path}' already exists"))),
             Err(e) => Err(self.map_err(path, e)),
@@ -211,10 +244,11 @@ impl Storage for LocalStorage {
                 f.set_len(len)?;
             }
             f.sync_all()?;
-            // write_at may have created it: its name, too.
+            // write_at may have created it: its name too, now, as another process commits it.
             target.parent().map_or(Ok(()), sync_dir)
         })
         .map_err(|e| self.map_err(path, e))?;
+        self.flush_dirs(path)?;
         self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
         Ok(())
     }
@@ -310,6 +344,11 @@ mod tests {
         local.sync("data/p.sdat", 6).unwrap();
         assert_eq!(local.read("data/p.sdat").unwrap(), b"\0\0\0\0yz");
         assert_eq!(local.list("").unwrap().len(), 3);
+        // Every changed directory was flushed by the commit point or the part's sync.
+        local.write_atomic("index/i.sidx", b"i").unwrap();
+        assert!(!local.unsynced.lock().unwrap().is_empty());
+        local.create_new("manifests/v2.json", b"{}").unwrap();
+        assert!(local.unsynced.lock().unwrap().is_empty());
         // A root that is a file is an error, not a panic.
         fs::write(dir.path().join("f"), b"").unwrap();
         assert!(LocalStorage::new(dir.path().join("f/s")).write_atomic("HEAD", b"1").is_err());
