@@ -246,6 +246,8 @@ impl PartWriter {
         }
         if self.placement == Placement::Subfiles {
             storage.write_atomic(&own_data, &own)?;
+            // The coordinator, in another process, commits it.
+            storage.sync_names()?;
             table.own_file = Some(FileEntry::new(own_data, &own));
             return Ok(table);
         }

@@ -93,6 +93,9 @@ impl Storage for Faulty {
     fn sync(&self, path: &str, len: u64) -> Result<()> {
         self.change(path, || self.inner.sync(path, len))
     }
+    fn sync_names(&self) -> Result<()> {
+        self.inner.sync_names()
+    }
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         self.inner.list(prefix)
     }

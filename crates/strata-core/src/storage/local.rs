@@ -227,6 +227,10 @@ impl Storage for LocalStorage {
         }
     }
 
+    fn sync_names(&self) -> Result<()> {
+        self.flush_dirs("")
+    }
+
     fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
         let target = self.full(path)?;
         if let Some(parent) = target.parent() {

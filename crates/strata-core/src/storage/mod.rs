@@ -41,6 +41,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Makes what [`write_at`](Self::write_at) wrote to `path` durable, the file's length
     /// included: at least `len` bytes (a file whose tail was never written is extended).
     fn sync(&self, path: &str, len: u64) -> Result<()>;
+    /// Makes every name this storage gave so far durable: a writer whose files another
+    /// process commits calls it before it reports them. (A manifest's own creation does it
+    /// for the files of its process.)
+    fn sync_names(&self) -> Result<()> {
+        Ok(())
+    }
     /// Every object whose path starts with `prefix`, sorted.
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
     /// Removes the object; removing a missing object is not an error.

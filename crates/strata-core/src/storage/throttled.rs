@@ -65,6 +65,10 @@ impl Storage for Throttled {
         self.inner.sync(path, len)
     }
 
+    fn sync_names(&self) -> Result<()> {
+        self.inner.sync_names()
+    }
+
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         self.inner.list(prefix)
     }
