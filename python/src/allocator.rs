@@ -17,15 +17,21 @@ use std::sync::OnceLock;
 
 static LIMIT: OnceLock<Option<usize>> = OnceLock::new();
 
+/// Whether the user set one of these malloc parameters: by its environment variable, or in
+/// `GLIBC_TUNABLES`. Such a choice is left alone.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn user_chose(env: &[&str], tunables: &[&str]) -> bool {
+    env.iter().any(|k| std::env::var_os(k).is_some())
+        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| tunables.iter().any(|k| t.contains(k)))
+}
+
 /// Limits glibc's arenas to the cores this process may use, once; the limit set, or None
 /// when the user chose one or the C library is not glibc.
 pub(crate) fn limit_arenas() -> Option<usize> {
     *LIMIT.get_or_init(|| {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         {
-            let chosen = std::env::var_os("MALLOC_ARENA_MAX").is_some()
-                || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc.arena_max"));
-            if chosen {
+            if user_chose(&["MALLOC_ARENA_MAX"], &["glibc.malloc.arena_max"]) {
                 return None;
             }
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(1024);
@@ -62,11 +68,13 @@ pub(crate) fn keep_freed_blocks() -> Option<(usize, usize)> {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         {
             let env = ["MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"];
-            let chosen = env.iter().any(|k| std::env::var_os(k).is_some())
-                || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| {
-                    ["mmap_threshold", "trim_threshold", "top_pad", "mmap_max"].iter().any(|k| t.contains(k))
-                });
-            if chosen {
+            let tunables = [
+                "glibc.malloc.mmap_threshold",
+                "glibc.malloc.trim_threshold",
+                "glibc.malloc.top_pad",
+                "glibc.malloc.mmap_max",
+            ];
+            if user_chose(&env, &tunables) {
                 return None;
             }
             // SAFETY: mallopt sets one malloc parameter under glibc's own lock.

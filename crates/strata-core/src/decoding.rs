@@ -48,14 +48,11 @@ impl SignView {
     /// constant. Exact.
     fn on_stored(self, var: &str, op: CmpOp, value: f64) -> Predicate {
         let cmp = |op, value| Predicate::Cmp { var: var.to_string(), op, value };
-        let (split, shift) = match self {
-            // Stored values below `split` are read shifted (by `shift`), the others as they are.
-            SignView::Unsigned(bits) => (0.0, 2f64.powi(bits as i32)),
-            SignView::Signed(bits) => (2f64.powi(bits as i32 - 1), -(2f64.powi(bits as i32))),
-        };
-        let (low, high) = match self {
-            SignView::Unsigned(_) => (value - shift, value),
-            SignView::Signed(_) => (value, value - shift),
+        // Stored values below `split` are compared with `low`, the others with `high`: the
+        // constant as stored, or shifted where the stored values are read shifted.
+        let (split, low, high) = match self {
+            SignView::Unsigned(bits) => (0.0, value - 2f64.powi(bits as i32), value),
+            SignView::Signed(bits) => (2f64.powi(bits as i32 - 1), value, value + 2f64.powi(bits as i32)),
         };
         Predicate::Or {
             args: vec![

@@ -48,10 +48,10 @@ impl Unpack {
     }
 
     pub fn data_type(&self) -> DataType {
-        match (self.decoding.packing, self.decoding.sign) {
-            (Some(_), _) if self.single => DataType::Float32,
-            (Some(_), _) => DataType::Float64,
-            (None, _) => other_sign(self.stored).unwrap_or(DataType::Float64),
+        match self.decoding.packing {
+            Some(_) if self.single => DataType::Float32,
+            Some(_) => DataType::Float64,
+            None => other_sign(self.stored).unwrap_or(DataType::Float64),
         }
     }
 
