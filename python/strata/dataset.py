@@ -200,8 +200,8 @@ class Dataset:
         holds inside a region (``isel`` by position, ``sel`` by coordinate label, per dimension).
         ``sel`` also takes auxiliary coordinates, such as the 2-D ``lat``/``lon`` of a curvilinear
         grid, with a range of values (``{"lat": (60, None), "lon": (300, 60)}``, both ends
-        included, a longitude range may cross the dateline): they select through a mask (see
-        docs/query.md).
+        included; a longitude range is an arc from its first end eastward, in either convention,
+        so it may cross the dateline): they select through a mask (see docs/query.md).
 
         ``output``:
 

@@ -19,10 +19,13 @@ def source(name):
     return {n: np.asarray(v[...]) for n, v in nc.variables.items() if v.dtype.kind in "fiu"}
 
 
-def inside(values, lo, hi, wrap=False):
-    if wrap and lo > hi:
-        return (values >= lo) | (values <= hi)
+def inside(values, lo, hi):
     return (values >= lo) & (values <= hi)
+
+
+def on_arc(lon, lo, hi):
+    """Longitudes on the arc from `lo` eastward to `hi`, whichever convention either uses."""
+    return ((lon - lo) % 360) <= (hi - lo) % 360
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,7 @@ def test_curvilinear_arctic_matches_numpy(sic, method):
 def test_curvilinear_longitude_across_the_dateline_and_dense(sic):
     ds, src = sic
     c, lat, lon = src["siconc"], src["latitude"], src["longitude"]
-    area = inside(lat, 50, 1e9) & inside(lon, 300, 60, wrap=True)
+    area = inside(lat, 50, 1e9) & on_arc(lon, 300, 60)
     want = (c > 15) & area[None]
     sel = {"latitude": (50, None), "longitude": (300, 60)}
     assert ds.query("siconc > 15", sel=sel, output="count") == int(want.sum()) > 0
@@ -67,6 +70,30 @@ def test_curvilinear_longitude_across_the_dateline_and_dense(sic):
     assert dense.shape == c[box].shape
     np.testing.assert_array_equal(np.isnan(dense), ~want[box])
     np.testing.assert_array_equal(dense[want[box]], c[box][want[box]])
+
+
+@needs_data
+def test_longitude_ranges_in_either_convention(tmp_path):
+    # The ocean grid's longitudes run 0..360; a user thinking in -180..180 asks -170, or
+    # -30:30 around Greenwich. Both are arcs of the circle, as on a map.
+    name = "tos_ocean_bipolar_grid.nc"
+    out = tmp_path / "tos.strata"
+    strata.import_file(DATA / name, out)
+    ds, src = strata.open(out), source(name)
+    tos, lat, lon = src["tos"], src["lat"], src["lon"]
+    with netCDF4.Dataset(DATA / name) as nc:
+        ocean = tos != nc["tos"]._FillValue
+    assert lon.min() >= 0 and lon.max() > 300
+    for lo, hi in [(170, -170), (-30, 30), (350, 10), (190, 200), (-170, -160)]:
+        want = ocean & (tos > 270) & (on_arc(lon, lo, hi) & inside(lat, -10, 10))[None]
+        sel = {"lon": (lo, hi), "lat": (-10, 10)}
+        assert ds.query("tos > 270", sel=sel, output="count") == int(want.sum()) > 0, (lo, hi)
+        got = ds.query("tos > 270", sel=sel, output="positions")
+        for a, b in zip(got, np.nonzero(want), strict=True):
+            np.testing.assert_array_equal(a, b)
+    # (190, 200) and (-170, -160) are the same arc.
+    same = [ds.query("tos > 270", sel={"lon": r}, output="count") for r in [(190, 200), (-170, -160)]]
+    assert same[0] == same[1] > 0
 
 
 @needs_data
@@ -92,7 +119,9 @@ def test_unstructured_mesh_coordinates(tmp_path):
     ds = strata.open(out)
     src = source(name)
     ts, lat, lon = src["TS"], src["lat"], src["lon"]
-    want = (ts > 280) & (inside(lat, 30, 45) & inside(lon, 0, 40))[None]
+    # The mesh repeats its seam as 360: those points are at 0 east, so in 0..40.
+    assert (lon == 360).any()
+    want = (ts > 280) & (inside(lat, 30, 45) & on_arc(lon, 0, 40))[None]
     got = ds.query("TS > 280", sel={"lat": (30, 45), "lon": (0, 40)}, output="positions")
     for a, b in zip(got, np.nonzero(want), strict=True):
         np.testing.assert_array_equal(a, b)

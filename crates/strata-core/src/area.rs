@@ -136,8 +136,9 @@ fn put_at<const N: usize>(raw: &[u8], at: &[u64], out: &mut [std::mem::MaybeUnin
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CoordTest {
     /// The physical value (unpacked by `scale_factor`/`add_offset`) within `lo..=hi`, either
-    /// end open. On a longitude, `lo > hi` is a range across the dateline (`>= lo` or
-    /// `<= hi`); on another coordinate it is an error.
+    /// end open. On a longitude with both ends given the range is an arc of the circle, from
+    /// `lo` eastward to `hi`, whichever convention the values use (0..360 or -180..180):
+    /// `lo > hi` crosses the dateline; on another coordinate it is an error.
     Range { lo: Option<f64>, hi: Option<f64> },
     /// The stored value compared with a constant, as SQL compares its columns.
     Stored(CmpOp, f64),
@@ -223,14 +224,23 @@ impl AuxCoord {
                 let decoding = self.decoding.clone().map_err(Error::InvalidArgument)?;
                 let physical = |x: f64| decoding.physical(x);
                 match (lo, hi) {
+                    (Some(lo), Some(hi)) if self.longitude => {
+                        // On the circle: a user's -170 is a 0..360 grid's 190, so comparing
+                        // numbers alone selected half the globe for `170:-170` there.
+                        let arc = if hi - lo >= 360.0 { 360.0 } else { (hi - lo).rem_euclid(360.0) };
+                        self.values
+                            .iter()
+                            .map(|&x| {
+                                let p = physical(x);
+                                p.is_finite() && (arc >= 360.0 || (p - lo).rem_euclid(360.0) <= arc)
+                            })
+                            .collect()
+                    }
                     (Some(lo), Some(hi)) if lo > hi => {
-                        if !self.longitude {
-                            return Err(Error::InvalidArgument(format!(
-                                "'{}' range ({lo}, {hi}) is empty: its lower bound is above the upper",
-                                self.name
-                            )));
-                        }
-                        self.values.iter().map(|&x| physical(x) >= lo || physical(x) <= hi).collect()
+                        return Err(Error::InvalidArgument(format!(
+                            "'{}' range ({lo}, {hi}) is empty: its lower bound is above the upper",
+                            self.name
+                        )));
                     }
                     _ => self
                         .values
@@ -423,6 +433,16 @@ mod tests {
         let lon_at = |y: u64, x: u64| 90 * x as i64 - 180 + y as i64;
         let a = Area::new(&shape, &[(&lat, r(None, Some(33.0))), (&lon, r(Some(170.0), Some(-90.0)))]).unwrap();
         assert_eq!(a.mask().bits(), brute(|y, x| 10 * y + x <= 33 && (lon_at(y, x) >= 170 || lon_at(y, x) <= -90)));
+        // The same arcs asked in the other convention (0..360) select the same elements.
+        let a2 = Area::new(&shape, &[(&lat, r(None, Some(33.0))), (&lon, r(Some(170.0), Some(270.0)))]).unwrap();
+        assert_eq!(a2.mask().bits(), a.mask().bits());
+        let west = |y: u64, x: u64| (-90..=-85).contains(&lon_at(y, x));
+        for (lo, hi) in [(-90.0, -85.0), (270.0, 275.0), (-450.0, -445.0)] {
+            assert_eq!(Area::new(&shape, &[(&lon, r(Some(lo), Some(hi)))]).unwrap().mask().bits(), brute(west));
+        }
+        // A whole turn or more holds every finite longitude.
+        let all = Area::new(&shape, &[(&lon, r(Some(-180.0), Some(180.0)))]).unwrap();
+        assert!(all.mask().bits().iter().all(|&b| b));
         assert!(Area::new(&shape, &[(&lat, r(Some(30.0), Some(10.0)))]).is_err());
         // Stored values compared as SQL does; a mask over one axis.
         let stored = Area::new(&shape, &[(&lat, CoordTest::Stored(CmpOp::Lt, 21.0))]).unwrap();
