@@ -342,6 +342,74 @@ def test_ascii_response(served, source):
     np.testing.assert_array_equal(got, source["sst"][3, 40:42, 0:5])
 
 
+WRF = "wrf_katrina_ci_test_file.nc"
+
+
+@pytest.fixture(scope="module")
+def texts(tmp_path_factory):
+    """Text variables served over DAP2: WRF's `char Times(Time, DateStrLen)` imported and
+    in place, and a file of NetCDF-4 strings, a char array per station and a scalar one."""
+    root = tmp_path_factory.mktemp("texts")
+    strata.import_file(DATA / WRF, root / "wrf")
+    shutil.copy(DATA / WRF, root / "wrf_file.nc")
+    strata.index_file(root / "wrf_file.nc")
+    names = np.array(["Oslo", "Bergen", "", "Tromsø", "a much longer station name"], dtype=object)
+    codes = np.array(["OSL", "BGO", "X", "TOS", "ABCDEFGH"], dtype="S8")
+    with netCDF4.Dataset(root / "stations.nc", "w") as nc:
+        nc.createDimension("station", 5)
+        nc.createDimension("nchar", 8)
+        nc.createDimension("t", 3)
+        nc.createVariable("name", str, ("station",))[:] = names
+        nc.createVariable("code", "S1", ("station", "nchar"))[:] = netCDF4.stringtochar(codes)
+        nc.createVariable("title", "S1", ("nchar",))[:] = netCDF4.stringtochar(np.array(["hello"], "S8"))[0]
+        nc.createVariable("temp", "f4", ("t", "station"))[:] = np.arange(15).reshape(3, 5)
+    strata.import_file(root / "stations.nc", root / "stations")
+    (root / "stations.nc").unlink()
+    proc, base = start_server(root, root.parent / "texts.log")
+    with netCDF4.Dataset(DATA / WRF) as nc:
+        times = netCDF4.chartostring(nc["Times"][:])
+    yield base, times, names, codes
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_text_variables_over_dap_read_as_the_file_has_them(texts):
+    from pydap.client import open_url
+
+    base, times, names, codes = texts
+    for dataset in ("wrf", "wrf_file.nc.strata"):
+        url = f"{base}/dap/{dataset}"
+        head = subprocess.run(["ncdump", "-h", url], capture_output=True, text=True, timeout=60)
+        assert head.returncode == 0 and "char Times(Time, DateStrLen) ;" in head.stdout, head.stderr
+        with netCDF4.Dataset(url) as ds:
+            assert ds["Times"].dimensions == ("Time", "DateStrLen") and ds.dimensions["DateStrLen"].size == 19
+            np.testing.assert_array_equal(netCDF4.chartostring(ds["Times"][:]), times)
+            np.testing.assert_array_equal(netCDF4.chartostring(ds["Times"][1:4:2]), times[1:4:2])
+        # pydap reads DAP2 strings as they are sent: one per time.
+        got = open_url(url, protocol="dap2")["Times"][1:3].data
+        assert [t.decode() for t in np.asarray(got)] == list(times[1:3])
+        dump = subprocess.run(["ncdump", "-v", "Times", url], capture_output=True, text=True, timeout=60)
+        assert all(f'"{t}"' in dump.stdout for t in times), dump.stdout[-400:]
+    url = f"{base}/dap/stations"
+    with netCDF4.Dataset(url) as ds:
+        # NetCDF-4 strings come as chars over DAP2, the longest (in bytes) setting the width.
+        got = [s.encode("latin-1").decode() for s in netCDF4.chartostring(ds["name"][:], encoding="latin-1")]
+        assert got == list(names) and ds["name"].shape == (5, len("a much longer station name"))
+        np.testing.assert_array_equal(netCDF4.chartostring(ds["code"][2:]), codes[2:].astype(str))
+        assert netCDF4.chartostring(ds["title"][:]) == "hello"
+        np.testing.assert_array_equal(ds["temp"][:], np.arange(15).reshape(3, 5))
+    status, headers, body = get(f"{url}.ascii?name[1:2:3],title")
+    assert status == 200 and '"Bergen", "Tromsø"' in body.decode() and '"hello"' in body.decode()
+    # Strings are as long as they are: the answer goes chunked, whole.
+    status, headers, body = get(f"{url}.dods?code")
+    assert status == 200 and "Content-Length" not in headers
+    data = body.split(b"Data:\n", 1)[1]
+    assert data[:4] == (5).to_bytes(4, "big") and data.endswith(b"ABCDEFGH")
+    for bad in ["code[0:1:2][0:1:3]", "title[0]", "temp&code>3"]:
+        status, _, body = get(f"{url}.dods?{urllib.parse.quote(bad, safe='[]:,&')}")
+        assert status in (400, 404) and b"Error" in body, (bad, body)
+
+
 def test_query_count_and_points_equal_numpy(served, source):
     base, _ = served
     sst = source["sst"]

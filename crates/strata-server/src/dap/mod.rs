@@ -2,8 +2,9 @@
 //! expressions, so netCDF's DAP client (netCDF4-python, `ncdump`), pydap and other DAP2
 //! clients subset at the server.
 //!
-//! Every numeric variable is served as a DAP2 array with named dimensions (not as a grid):
-//! coordinate variables are arrays of their own, as in the NetCDF data model.
+//! Every variable is served as a DAP2 array with named dimensions (not as a grid):
+//! coordinate variables are arrays of their own, as in the NetCDF data model; text
+//! variables are `String` arrays (`strings.rs`).
 //!
 //! A value selection (`?sst&sst>25`) applies to every projected array on the same
 //! dimensions as the compared variables: the response keeps the projected hyperslab and
@@ -18,6 +19,7 @@
 //! projected array that coordinate spans some dimensions of — the engine's area mask, as
 //! `area=` at the query API and `sel` locally — and to the coordinate itself.
 
+mod strings;
 mod text;
 mod types;
 
@@ -32,6 +34,7 @@ use std::sync::Arc;
 use strata_core::area::{self, Area, CoordTest};
 use strata_core::grid::position_in;
 use strata_core::{DType, DimSelection, Manifest, Output, Query, StoreReader};
+use strings::Text;
 use text::Shape;
 use types::DapType;
 
@@ -46,6 +49,10 @@ struct Part {
     filter: Option<(Arc<strata_core::query::Predicate>, Vec<u8>)>,
     /// The area the selection's auxiliary coordinates pick, with the fill written outside it.
     area: Option<(Arc<Area>, Vec<u8>)>,
+    /// A text variable's strings (`sel` covers a char variable's characters whole).
+    text: Option<Text>,
+    /// The most bytes its values take on the wire.
+    wire_bound: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,10 +176,7 @@ async fn answer(state: State, path: &str, query: &str, ask: Asked) -> Result<Res
     match kind {
         Kind::Dds => Ok(text_response(dds, "dods-dds")),
         Kind::Dods | Kind::Ascii => {
-            let bytes: u64 = parts
-                .iter()
-                .map(|p| p.sel.iter().map(|s| s.count()).product::<u64>() * p.shape.dap.wire_size() as u64)
-                .sum();
+            let bytes: u64 = parts.iter().map(|p| p.wire_bound).sum();
             if bytes > state.config.limits.max_result_bytes {
                 return Err(ApiError::too_large(format!(
                     "the constraint selects {bytes} bytes; this server answers at most {} (select less, or ask \
@@ -181,7 +185,8 @@ async fn answer(state: State, path: &str, query: &str, ask: Asked) -> Result<Res
                 )));
             }
             // Known before the first byte: sent as Content-Length, so a client sees an
-            // answer cut short by a failed read as a short body (as subsets are).
+            // answer cut short by a failed read as a short body (as subsets are). Strings
+            // are as long as they are: an answer with some goes chunked.
             let length = dods_length(&dds, ask.mark, &parts);
             let body = if kind == Kind::Dods {
                 dods(state, reader.clone(), parts, dds, ask, length)?
@@ -195,7 +200,7 @@ async fn answer(state: State, path: &str, query: &str, ask: Asked) -> Result<Res
                 h.insert("content-description", HeaderValue::from_static("dods-data"));
                 // The body's separator depends on the client (DataMark).
                 h.insert(header::VARY, HeaderValue::from_static("user-agent"));
-                if !ask.trailers {
+                if let Some(length) = length.filter(|_| !ask.trailers) {
                     h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
                 }
             } else {
@@ -228,11 +233,11 @@ fn text_response(body: String, description: &'static str) -> Response {
     r
 }
 
-/// The variables DAP2 can carry, in manifest order.
+/// The variables DAP2 carries (all with data), in manifest order.
 fn served_variables(m: &Manifest) -> Vec<String> {
     m.variables
         .iter()
-        .filter(|v| v.chunking.is_some() && DapType::of_variable(v).is_some())
+        .filter(|v| v.chunking.is_some() || Text::of(m, v) == Some(Text::Inline))
         .map(|v| v.name.clone())
         .collect()
 }
@@ -315,6 +320,12 @@ fn plan(
                         other.name
                     ))
                 })?;
+                if Text::of(m, o).is_some() {
+                    return Err(ApiError::bad_request(format!(
+                        "the selection compares '{}', a text variable: selections compare numbers",
+                        other.name
+                    )));
+                }
                 if o.dims != v.dims {
                     return Err(ApiError::bad_request(format!(
                         "the selection compares '{}' {:?} and '{}' {:?}: they must have the same dimensions",
@@ -333,11 +344,14 @@ fn plan(
         }
         let (_, var) = m.variable(&p.name)?;
         let shape = m.shape(var);
-        if !p.slabs.is_empty() && p.slabs.len() != shape.len() {
+        let text = Text::of(m, var);
+        // The dimensions a client sees, and hyperslabs for: a char variable's characters
+        // are its strings, not a dimension.
+        let rank = text.map_or(shape.len(), |t| t.dap_rank(shape.len()));
+        if !p.slabs.is_empty() && p.slabs.len() != rank {
             return Err(ApiError::bad_request(format!(
-                "'{}' has {} dimensions, the constraint gives {} hyperslabs",
+                "'{}' has {rank} dimensions, the constraint gives {} hyperslabs",
                 p.name,
-                shape.len(),
                 p.slabs.len()
             )));
         }
@@ -357,16 +371,26 @@ fn plan(
             };
             sel.push(s);
         }
-        let dap = DapType::of_variable(var).ok_or_else(|| ApiError::internal("served a variable DAP2 cannot carry"))?;
-        let dims = var.dims.iter().zip(&sel).map(|(d, s)| (d.clone(), s.count())).collect();
+        let dap = DapType::of_variable(var);
+        let dims: Vec<(String, u64)> =
+            var.dims.iter().zip(&sel).take(rank).map(|(d, s)| (d.clone(), s.count())).collect();
+        let count: u64 = dims.iter().map(|(_, n)| n).product();
+        let wire_bound = match (text, dap.wire_size()) {
+            (Some(t), _) => t.wire_bound(var, count),
+            (None, Some(w)) => count * w as u64,
+            (None, None) => return Err(ApiError::internal(format!("'{}': no size on the wire", p.name))),
+        };
+        // Selections mark numbers with a fill; text comes back as it is.
         let filter = match (&predicate, &filter_dims) {
-            (Some(pred), Some(dims)) if *dims == var.dims => Some((pred.clone(), fill_of(m, &p.name)?)),
+            (Some(pred), Some(dims)) if *dims == var.dims && text.is_none() => {
+                Some((pred.clone(), fill_of(m, &p.name)?))
+            }
             _ => None,
         };
         // The area's tests whose coordinate spans (some of) this array's dimensions.
         let tests: Vec<(String, CoordTest)> =
             area_tests.iter().filter(|(n, _)| area::is_auxiliary(m, &var.dims, n)).cloned().collect();
-        let area = if tests.is_empty() {
+        let area = if tests.is_empty() || text.is_some() {
             None
         } else {
             Some((state.areas.get(name, reader, &var.dims, &shape, &tests)?, fill_of(m, &p.name)?))
@@ -378,6 +402,8 @@ fn plan(
             shape: Shape { name: p.name, dap, dims },
             filter,
             area,
+            text,
+            wire_bound,
         });
     }
     Ok(parts)
@@ -426,16 +452,41 @@ fn read_box(state: &State, reader: &StoreReader, part: &Part, b: &[DimSelection]
 }
 
 /// The bytes [`dods`] sends: the DDS, the mark, and per array its length twice and its
-/// values on the wire (bytes padded to four).
-fn dods_length(dds: &str, mark: DataMark, parts: &[Part]) -> u64 {
-    let arrays: u64 = parts
-        .iter()
-        .map(|p| {
-            let n: u64 = p.sel.iter().map(|s| s.count()).product();
-            8 + (n * p.shape.dap.wire_size() as u64).next_multiple_of(4)
+/// values on the wire (bytes padded to four); None with strings, as long as they are.
+fn dods_length(dds: &str, mark: DataMark, parts: &[Part]) -> Option<u64> {
+    if parts.iter().any(|p| p.text.is_some()) {
+        return None;
+    }
+    let arrays: u64 = parts.iter().map(|p| 8 + p.wire_bound.next_multiple_of(4)).sum();
+    Some((dds.len() + mark.bytes().len()) as u64 + arrays)
+}
+
+/// The boxes a part is read in, in order, cut along the dimensions a client sees: a char
+/// variable's characters stay whole in each, so no string is split. `whole_rows`: every box
+/// holds whole rows of the last of those dimensions (the ASCII answer prints rows).
+fn part_boxes(part: &Part, target: usize, whole_rows: bool) -> Vec<Vec<DimSelection>> {
+    let nd = part.shape.dims.len();
+    // Bytes per element a client sees (inline strings counted as 16).
+    let elem = match part.text {
+        Some(Text::Chars { strlen, has_dim: true }) => strlen.max(1) as usize,
+        Some(_) if part.dtype == DType::String => 16,
+        _ => part.dtype.size(),
+    };
+    let (cut, row) =
+        if whole_rows && nd >= 2 { (nd - 1, elem * part.shape.dims[nd - 1].1.max(1) as usize) } else { (nd, elem) };
+    boxes(&part.sel[..cut], row, target)
+        .into_iter()
+        .map(|mut b| {
+            b.extend_from_slice(&part.sel[cut..]);
+            b
         })
-        .sum();
-    (dds.len() + mark.bytes().len()) as u64 + arrays
+        .collect()
+}
+
+/// A text part's strings in box `b`.
+fn strings_of(reader: &StoreReader, part: &Part, text: Text, b: &[DimSelection]) -> Result<Vec<Vec<u8>>, ApiError> {
+    let (_, var) = reader.manifest().variable(&part.name)?;
+    Ok(strings::strings_in(reader, var, text, b)?)
 }
 
 /// The binary response: the DDS, `Data:` ([`DataMark`]), then each array as XDR (its length
@@ -446,7 +497,7 @@ fn dods(
     parts: Vec<Part>,
     dds: String,
     ask: Asked,
-    length: u64,
+    length: Option<u64>,
 ) -> Result<Body, ApiError> {
     let mark = ask.mark;
     let target = state.config.limits.piece_bytes;
@@ -457,17 +508,29 @@ fn dods(
             return Ok(());
         }
         for part in &parts {
-            let n: u64 = part.sel.iter().map(|s| s.count()).product();
+            let n: u64 = part.shape.dims.iter().map(|(_, n)| n).product();
             let n32 = u32::try_from(n).map_err(|_| {
                 ApiError::bad_request(format!("'{}': DAP2 arrays hold at most 2^32-1 values", part.name))
             })?;
+            if let Some(text) = part.text {
+                // An array of strings gives its count once; a scalar string, none.
+                if !part.shape.dims.is_empty() && !send(Bytes::copy_from_slice(&n32.to_be_bytes())) {
+                    return Ok(());
+                }
+                for b in part_boxes(part, target, false) {
+                    if !send(Bytes::from(strings::xdr(&strings_of(&reader, part, text, &b)?))) {
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
             let mut counts = Vec::with_capacity(8);
             counts.extend_from_slice(&n32.to_be_bytes());
             counts.extend_from_slice(&n32.to_be_bytes());
             if !send(Bytes::from(counts)) {
                 return Ok(());
             }
-            for b in boxes(&part.sel, part.dtype.size(), target) {
+            for b in part_boxes(part, target, false) {
                 let raw = read_box(&state, &reader, part, &b)?;
                 if !send(Bytes::from(types::to_wire(part.dtype, part.shape.dap, raw))) {
                     return Ok(());
@@ -480,7 +543,7 @@ fn dods(
         }
         Ok(())
     };
-    if length <= SMALL_ANSWER_BYTES {
+    if length.is_some_and(|l| l <= SMALL_ANSWER_BYTES) {
         return produced_now(ask.trailers, produce);
     }
     Ok(streamed(ask.trailers, produce))
@@ -502,30 +565,28 @@ fn ascii(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, 
                 out.push_str(&format!("[{n}]"));
             }
             out.push('\n');
-            let counts: Vec<u64> = part.sel.iter().map(|s| s.count()).collect();
+            let counts: Vec<u64> = part.shape.dims.iter().map(|(_, n)| *n).collect();
             let nd = counts.len();
-            // Boxes of whole rows: cut along the leading dimensions, each row one element.
             let row = if nd >= 2 { counts[nd - 1].max(1) as usize } else { usize::MAX };
-            let pieces: Vec<Vec<DimSelection>> = if nd >= 2 {
-                boxes(&part.sel[..nd - 1], part.dtype.size() * row, target)
-                    .into_iter()
-                    .map(|mut b| {
-                        b.push(part.sel[nd - 1]);
-                        b
-                    })
-                    .collect()
-            } else {
-                boxes(&part.sel, part.dtype.size(), target)
-            };
             let mut seen = 0u64;
-            for (k, b) in pieces.iter().enumerate() {
-                let raw = read_box(&state, &reader, part, b)?;
-                // Bytes print as the type they are served as (signed ones flagged unsigned).
-                let values = match part.shape.dap {
-                    DapType::Byte => DType::U8.to_f64s(&raw),
-                    _ => part.dtype.to_f64s(&raw),
+            for (k, b) in part_boxes(part, target, true).iter().enumerate() {
+                let cells: Vec<String> = match part.text {
+                    Some(t) => strings_of(&reader, part, t, b)?
+                        .iter()
+                        .map(|s| text::quoted(&String::from_utf8_lossy(s)))
+                        .collect(),
+                    None => {
+                        let raw = read_box(&state, &reader, part, b)?;
+                        // Bytes print as the type they are served as (signed ones flagged
+                        // unsigned).
+                        let values = match part.shape.dap {
+                            DapType::Byte => DType::U8.to_f64s(&raw),
+                            _ => part.dtype.to_f64s(&raw),
+                        };
+                        values.iter().map(|v| format_value(part.dtype, *v)).collect()
+                    }
                 };
-                for r in values.chunks(row.min(values.len().max(1))) {
+                for r in cells.chunks(row.min(cells.len().max(1))) {
                     if nd >= 2 {
                         let mut idx = Vec::with_capacity(nd - 1);
                         let mut rest = seen;
@@ -540,8 +601,7 @@ fn ascii(state: State, reader: Arc<StoreReader>, parts: Vec<Part>, dds: String, 
                     } else if k > 0 {
                         out.push_str(", ");
                     }
-                    let cells: Vec<String> = r.iter().map(|v| format_value(part.dtype, *v)).collect();
-                    out.push_str(&cells.join(", "));
+                    out.push_str(&r.join(", "));
                     if nd >= 2 {
                         out.push('\n');
                     }

@@ -1,5 +1,6 @@
 //! The text parts of DAP2: the DDS (structure), the DAS (attributes) and error bodies.
 
+use super::strings::Text;
 use super::types::DapType;
 use std::fmt::Write;
 use strata_core::manifest::{AttrValue, Attribute};
@@ -28,7 +29,7 @@ pub(crate) fn ident(name: &str) -> String {
     out
 }
 
-fn quoted(s: &str) -> String {
+pub(crate) fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
@@ -85,7 +86,7 @@ pub(crate) fn das(m: &Manifest, served: &[String]) -> String {
     for name in served {
         let Ok((_, var)) = m.variable(name) else { continue };
         let _ = writeln!(s, "    {} {{", ident(name));
-        let bytes = DapType::of_variable(var) == Some(DapType::Byte);
+        let bytes = DapType::of_variable(var) == DapType::Byte;
         for a in &var.attrs {
             let _ = writeln!(s, "        {}", attribute(a, bytes && var.dtype == strata_core::DType::I8));
         }
@@ -93,6 +94,16 @@ pub(crate) fn das(m: &Manifest, served: &[String]) -> String {
         // told (as THREDDS tells it).
         if bytes && !var.attrs.iter().any(|a| a.name == "_Unsigned") {
             s.push_str("        String _Unsigned \"true\";\n");
+        }
+        // The string dimension a `String` array stands for: netCDF's client makes it the
+        // last dimension of a char variable (else one of its own, `maxStrlen64`). Dotted
+        // names in the variable's own table: a nested `DODS { strlen ...}` table, as
+        // THREDDS writes it, is merged into the globals by netCDF 4.9's client.
+        if let Some(text) = Text::of(m, var) {
+            let _ = writeln!(s, "        Int32 DODS.strlen {};", text.max_len(var).max(1));
+            if let (Text::Chars { has_dim: true, .. }, Some(d)) = (text, var.dims.last()) {
+                let _ = writeln!(s, "        String DODS.dimName {};", quoted(d));
+            }
         }
         s.push_str("    }\n");
     }
@@ -120,8 +131,9 @@ pub(crate) fn html_form(dataset: &str, m: &Manifest, served: &[String]) -> Strin
     for name in served {
         let Ok((_, v)) = m.variable(name) else { continue };
         let shape = m.shape(v);
+        let rank = Text::of(m, v).map_or(shape.len(), |t| t.dap_rank(shape.len()));
         let mut boxes = String::new();
-        for (d, n) in v.dims.iter().zip(&shape) {
+        for (d, n) in v.dims.iter().zip(&shape).take(rank) {
             let _ = write!(
                 boxes,
                 "[<input size=10 data-dim=\"{}\" value=\"0:1:{}\" title=\"{} (0..{})\">]",

@@ -2,7 +2,7 @@
 //!
 //! DAP2 has no 8-bit signed or 64-bit integers: `i8` is sent as `Int16`, `i64` and `u64` as
 //! `Float64` (exact up to 2^53), as THREDDS does for the types it lacks. Text variables
-//! (`char`, `string`) are not served over DAP2.
+//! (`char`, `string`) are `String`s (`strings.rs`).
 
 use strata_core::decoding::SignView;
 use strata_core::manifest::Variable;
@@ -17,11 +17,12 @@ pub(crate) enum DapType {
     UInt32,
     Float32,
     Float64,
+    String,
 }
 
 impl DapType {
-    pub fn of(dtype: DType) -> Option<DapType> {
-        Some(match dtype {
+    pub fn of(dtype: DType) -> DapType {
+        match dtype {
             DType::U8 => DapType::Byte,
             DType::I8 | DType::I16 => DapType::Int16,
             DType::U16 => DapType::UInt16,
@@ -29,17 +30,17 @@ impl DapType {
             DType::U32 => DapType::UInt32,
             DType::F32 => DapType::Float32,
             DType::I64 | DType::U64 | DType::F64 => DapType::Float64,
-            DType::Char | DType::String => return None,
-        })
+            DType::Char | DType::String => DapType::String,
+        }
     }
 
     /// The type `var` is served as: its element type's ([`DapType::of`]), except that
     /// signed bytes flagged `_Unsigned = "true"` (NetCDF-3's unsigned bytes) go as `Byte`
     /// with their bits unchanged, so the flag still reads right (as `Int16`, a client that
     /// honours it would turn -1 into 65535, not 255).
-    pub fn of_variable(var: &Variable) -> Option<DapType> {
+    pub fn of_variable(var: &Variable) -> DapType {
         if SignView::of(var) == Some(SignView::Unsigned(8)) {
-            return Some(DapType::Byte);
+            return DapType::Byte;
         }
         DapType::of(var.dtype)
     }
@@ -53,15 +54,18 @@ impl DapType {
             DapType::UInt32 => "UInt32",
             DapType::Float32 => "Float32",
             DapType::Float64 => "Float64",
+            DapType::String => "String",
         }
     }
 
-    /// Bytes per value on the wire (XDR widens 16-bit integers to 4 bytes).
-    pub fn wire_size(self) -> usize {
+    /// Bytes per value on the wire (XDR widens 16-bit integers to 4 bytes); None for
+    /// strings, whose length each string gives.
+    pub fn wire_size(self) -> Option<usize> {
         match self {
-            DapType::Byte => 1,
-            DapType::Float64 => 8,
-            _ => 4,
+            DapType::Byte => Some(1),
+            DapType::Float64 => Some(8),
+            DapType::String => None,
+            _ => Some(4),
         }
     }
 }
@@ -128,7 +132,7 @@ mod tests {
 
     /// Values of `dtype` served as its own DAP type.
     fn own(dtype: DType, le: &[u8]) -> Vec<u8> {
-        to_wire(dtype, DapType::of(dtype).unwrap_or(DapType::Byte), le.to_vec())
+        to_wire(dtype, DapType::of(dtype), le.to_vec())
     }
 
     #[test]
@@ -145,12 +149,12 @@ mod tests {
             inline_strings: None,
             plan: None,
         };
-        assert_eq!(DapType::of_variable(&var(DType::I8, Some("true"))), Some(DapType::Byte));
-        assert_eq!(DapType::of_variable(&var(DType::I8, Some("TRUE "))), Some(DapType::Byte));
-        assert_eq!(DapType::of_variable(&var(DType::I8, Some("false"))), Some(DapType::Int16));
-        assert_eq!(DapType::of_variable(&var(DType::I8, None)), Some(DapType::Int16));
-        assert_eq!(DapType::of_variable(&var(DType::U8, None)), Some(DapType::Byte));
-        assert_eq!(DapType::of_variable(&var(DType::I16, Some("true"))), Some(DapType::Int16));
+        assert_eq!(DapType::of_variable(&var(DType::I8, Some("true"))), DapType::Byte);
+        assert_eq!(DapType::of_variable(&var(DType::I8, Some("TRUE "))), DapType::Byte);
+        assert_eq!(DapType::of_variable(&var(DType::I8, Some("false"))), DapType::Int16);
+        assert_eq!(DapType::of_variable(&var(DType::I8, None)), DapType::Int16);
+        assert_eq!(DapType::of_variable(&var(DType::U8, None)), DapType::Byte);
+        assert_eq!(DapType::of_variable(&var(DType::I16, Some("true"))), DapType::Int16);
         assert_eq!(to_wire(DType::I8, DapType::Byte, vec![0xff, 0x01]), [0xff, 0x01], "the bits, unchanged");
     }
 
