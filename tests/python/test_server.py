@@ -343,6 +343,8 @@ def test_ascii_response(served, source):
 
 
 WRF = "wrf_katrina_ci_test_file.nc"
+VMEC = "vmec_wout_n3are_R7.75B5.7.nc"
+SCALARS = {"u1": 200, "i1": -5, "i2": -300, "u2": 60000, "i4": -70000, "u4": 4_000_000_000, "f4": 1.5, "f8": -2.25}
 
 
 @pytest.fixture(scope="module")
@@ -365,6 +367,16 @@ def texts(tmp_path_factory):
         nc.createVariable("temp", "f4", ("t", "station"))[:] = np.arange(15).reshape(3, 5)
     strata.import_file(root / "stations.nc", root / "stations")
     (root / "stations.nc").unlink()
+    # A scalar of every type, and the top of each unsigned range.
+    with netCDF4.Dataset(root.parent / "scalars.nc", "w") as nc:
+        nc.createDimension("x", 3)
+        for t, v in SCALARS.items():
+            nc.createVariable(f"s_{t}", t)[...] = v
+            nc.createVariable(f"a_{t}", t, ("x",))[:] = [v, 0, v]
+        nc.createVariable("flag", "i1")[...] = -1
+        nc["flag"]._Unsigned = "true"
+    strata.import_file(root.parent / "scalars.nc", root / "scalars")
+    strata.import_file(DATA / VMEC, root / "vmec")
     proc, base = start_server(root, root.parent / "texts.log")
     with netCDF4.Dataset(DATA / WRF) as nc:
         times = netCDF4.chartostring(nc["Times"][:])
@@ -408,6 +420,30 @@ def test_text_variables_over_dap_read_as_the_file_has_them(texts):
     for bad in ["code[0:1:2][0:1:3]", "title[0]", "temp&code>3"]:
         status, _, body = get(f"{url}.dods?{urllib.parse.quote(bad, safe='[]:,&')}")
         assert status in (400, 404) and b"Error" in body, (bad, body)
+
+
+def test_scalars_and_unsigned_integers_over_dap(texts):
+    from pydap.client import open_url
+
+    base = texts[0]
+    # A scalar carries no length words: with them, netCDF's client failed every variable of
+    # a dataset holding a scalar (VMEC's dozens), as its first read fetches the small ones.
+    with netCDF4.Dataset(DATA / VMEC) as want, netCDF4.Dataset(f"{base}/dap/vmec") as got:
+        for name, v in want.variables.items():
+            if v.dtype.kind == "S":
+                assert netCDF4.chartostring(got[name][:]) == netCDF4.chartostring(v[:]), name
+            else:
+                np.testing.assert_array_equal(got[name][...], v[...], err_msg=name)
+    ds = open_url(f"{base}/dap/scalars", protocol="dap2")
+    with netCDF4.Dataset(f"{base}/dap/scalars") as nc:
+        for t, v in SCALARS.items():
+            # UInt16 and UInt32 are signed in netCDF's classic model unless flagged.
+            assert nc[f"s_{t}"][...] == v and list(nc[f"a_{t}"][:]) == [v, 0, v], t
+            assert np.asarray(ds[f"s_{t}"][...].data) == v, t
+            assert list(np.asarray(ds[f"a_{t}"][:].data)) == [v, 0, v], t
+        assert nc["flag"][...] == 255 and np.asarray(ds["flag"][...].data) == 255
+    out = subprocess.run(["ncdump", "-v", "s_f8,s_i4", f"{base}/dap/scalars"], capture_output=True, text=True)
+    assert "s_f8 = -2.25 ;" in out.stdout and "s_i4 = -70000 ;" in out.stdout, out.stderr
 
 
 def test_query_count_and_points_equal_numpy(served, source):

@@ -457,7 +457,9 @@ fn dods_length(dds: &str, mark: DataMark, parts: &[Part]) -> Option<u64> {
     if parts.iter().any(|p| p.text.is_some()) {
         return None;
     }
-    let arrays: u64 = parts.iter().map(|p| 8 + p.wire_bound.next_multiple_of(4)).sum();
+    // A scalar has no length words; a scalar byte takes a whole XDR unit.
+    let arrays: u64 =
+        parts.iter().map(|p| if p.shape.dims.is_empty() { 0 } else { 8 } + p.wire_bound.next_multiple_of(4)).sum();
     Some((dds.len() + mark.bytes().len()) as u64 + arrays)
 }
 
@@ -521,6 +523,22 @@ fn dods(
                     if !send(Bytes::from(strings::xdr(&strings_of(&reader, part, text, &b)?))) {
                         return Ok(());
                     }
+                }
+                continue;
+            }
+            // A scalar is its value alone: length words before a scalar made netCDF's client
+            // fail every variable of a dataset holding one (its first read fetches the small
+            // ones). A scalar byte fills a 4-byte XDR unit, which netCDF's client and libdap
+            // read as an integer and cut to its last byte, and pydap (3.5) takes the first
+            // byte of: the value goes in both.
+            if part.shape.dims.is_empty() {
+                let mut raw = read_box(&state, &reader, part, &part.sel)?;
+                if part.shape.dap == DapType::Byte {
+                    let v = raw.first().copied().unwrap_or(0);
+                    raw = vec![v, 0, 0, v];
+                }
+                if !send(Bytes::from(types::to_wire(part.dtype, part.shape.dap, raw))) {
+                    return Ok(());
                 }
                 continue;
             }

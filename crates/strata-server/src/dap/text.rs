@@ -90,9 +90,11 @@ pub(crate) fn das(m: &Manifest, served: &[String]) -> String {
         for a in &var.attrs {
             let _ = writeln!(s, "        {}", attribute(a, bytes && var.dtype == strata_core::DType::I8));
         }
-        // DAP2's Byte is unsigned, but netCDF's client reads it as a signed byte unless
-        // told (as THREDDS tells it).
-        if bytes && !var.attrs.iter().any(|a| a.name == "_Unsigned") {
+        // DAP2's Byte, UInt16 and UInt32 are unsigned, but netCDF's client reads them as
+        // signed (the classic model's byte, short and int) unless told, as THREDDS tells it:
+        // 60000 read as -5536.
+        let unsigned = matches!(DapType::of_variable(var), DapType::Byte | DapType::UInt16 | DapType::UInt32);
+        if unsigned && !var.attrs.iter().any(|a| a.name == "_Unsigned") {
             s.push_str("        String _Unsigned \"true\";\n");
         }
         // The string dimension a `String` array stands for: netCDF's client makes it the
