@@ -767,7 +767,7 @@ fn subset_layout(reader: &StoreReader, req: &SubsetRequest) -> Result<crate::net
     if let Some(x) = items.iter().find(|x| m.dim(&x.dim).is_none()) {
         return Err(ApiError::bad_request(format!("isel names '{}', which is not a dimension of this dataset", x.dim)));
     }
-    let arrays = |v: &&strata_core::manifest::Variable| v.chunking.is_some() && v.dtype != DType::String;
+    let arrays = |v: &&strata_core::manifest::Variable| v.chunking.is_some() || v.inline_strings.is_some();
     let mut names: Vec<String> = match req.vars.clone().map(Names::into_vec) {
         Some(v) if !v.is_empty() => v,
         _ => m.variables.iter().filter(arrays).map(|v| v.name.clone()).collect(),

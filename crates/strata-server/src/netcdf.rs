@@ -1,5 +1,8 @@
 //! Dense subsets as NetCDF files (CDF-5, the 64-bit data format: every strata element type
 //! has its NetCDF type, and variables may exceed 4 GiB), streamed, with byte ranges.
+//! NetCDF-4 strings, which a classic file cannot hold, go as characters along one more
+//! dimension (`stringN`, N the longest in bytes) flagged `_Encoding = "utf-8"`, as xarray
+//! writes them to such files and reads them back as strings.
 //!
 //! A classic file's layout is known before any value is read: the header, then each
 //! variable's values contiguous and big-endian at an offset the header states. So any byte
@@ -22,6 +25,9 @@ pub(crate) struct Var {
     pub begin: u64,
     /// Value bytes (without padding).
     pub bytes: u64,
+    /// A string variable's selection as characters, each string NUL-padded to the longest
+    /// (strings live in the manifest, so this costs no read).
+    pub chars: Option<Vec<u8>>,
 }
 
 /// The file a subset becomes: its header and variables.
@@ -128,28 +134,43 @@ impl Layout {
         let mut var_dims: Vec<Vec<u64>> = Vec::new();
         for (name, sel) in picked {
             let (_, v) = m.variable(&name)?;
-            if nc_type(v.dtype).is_none() || v.chunking.is_none() {
-                return Err(ApiError::bad_request(format!("'{name}' is a string variable: subsets carry arrays")));
-            }
+            let chars = match (&v.inline_strings, v.dtype) {
+                (Some(values), DType::String) => Some(string_chars(values, &m.shape(v), &sel)),
+                (None, DType::String) => {
+                    return Err(ApiError::internal(format!("string variable '{name}' holds no strings")))
+                }
+                _ => None,
+            };
+            // A string variable's characters are one more dimension, which strings as long
+            // share.
+            let strlen = chars.as_ref().map(|(_, width)| *width);
+            let mut wanted: Vec<(String, u64)> = v.dims.iter().cloned().zip(sel.iter().map(|s| s.count())).collect();
+            wanted.extend(strlen.map(|w| (format!("string{w}"), w)));
             let mut ids = Vec::new();
-            for (d, s) in v.dims.iter().zip(&sel) {
-                match dims.iter().position(|(n, _)| n == d) {
-                    Some(i) if dims[i].1 == s.count() => ids.push(i as u64),
+            for (d, count) in wanted {
+                match dims.iter().position(|(n, _)| *n == d) {
+                    Some(i) if dims[i].1 == count => ids.push(i as u64),
                     Some(i) => {
                         return Err(ApiError::bad_request(format!(
-                            "'{name}' selects {} of '{d}', another variable {}: select the dimension once",
-                            s.count(),
+                            "'{name}' selects {count} of '{d}', another variable {}: select the dimension once",
                             dims[i].1
                         )))
                     }
                     None => {
-                        dims.push((d.clone(), s.count()));
+                        dims.push((d, count));
                         ids.push(dims.len() as u64 - 1);
                     }
                 }
             }
-            let bytes = sel.iter().map(|s| s.count()).product::<u64>() * v.dtype.size() as u64;
-            vars.push(Var { name, dtype: v.dtype, sel, begin: 0, bytes });
+            let (dtype, chars) = match chars {
+                Some((bytes, _)) => (DType::Char, Some(bytes)),
+                None => (v.dtype, None),
+            };
+            let bytes = match &chars {
+                Some(c) => c.len() as u64,
+                None => sel.iter().map(|s| s.count()).product::<u64>() * v.dtype.size() as u64,
+            };
+            vars.push(Var { name, dtype, sel, begin: 0, bytes, chars });
             var_dims.push(ids);
         }
         let build = |vars: &[Var]| -> Vec<u8> {
@@ -180,7 +201,10 @@ impl Layout {
                     for &i in ids {
                         h.u64(i);
                     }
-                    let attrs = m.variable(&v.name).map(|(_, x)| x.attrs.clone()).unwrap_or_default();
+                    let mut attrs = m.variable(&v.name).map(|(_, x)| x.attrs.clone()).unwrap_or_default();
+                    if v.chars.is_some() && !attrs.iter().any(|a| a.name == "_Encoding") {
+                        attrs.push(Attribute { name: "_Encoding".into(), value: AttrValue::String("utf-8".into()) });
+                    }
                     h.attrs(&attrs);
                     h.u32(nc_type(v.dtype).unwrap_or(1));
                     h.u64(pad4(v.bytes));
@@ -223,7 +247,11 @@ impl Layout {
             let es = v.dtype.size() as u64;
             // Elements covering [start, end) of this variable's values (padding excluded).
             let (b0, b1) = (start - v.begin, (end - v.begin).min(v.bytes));
-            if b0 < b1 {
+            if let Some(chars) = v.chars.as_ref().filter(|_| b0 < b1) {
+                if !send(Bytes::copy_from_slice(&chars[b0 as usize..b1 as usize])) {
+                    return Ok(());
+                }
+            } else if b0 < b1 {
                 let (e0, e1) = (b0 / es, b1.div_ceil(es));
                 let counts: Vec<u64> = v.sel.iter().map(|s| s.count()).collect();
                 let mut skip = (b0 - e0 * es) as usize;
@@ -263,6 +291,29 @@ impl Layout {
         }
         Ok(())
     }
+}
+
+/// The strings of `values` (row-major over `shape`) that `sel` picks, as characters, each
+/// NUL-padded to the longest of them (at least one byte), and that width.
+fn string_chars(values: &[String], shape: &[u64], sel: &[DimSelection]) -> (Vec<u8>, u64) {
+    let mut picked = Vec::new();
+    let strides: Vec<u64> = (0..shape.len()).map(|d| shape[d + 1..].iter().product()).collect();
+    let counts: Vec<u64> = sel.iter().map(|s| s.count()).collect();
+    let n: u64 = counts.iter().product();
+    for k in 0..n {
+        let (mut rest, mut flat) = (k, 0u64);
+        for d in (0..sel.len()).rev() {
+            flat += (sel[d].start + rest % counts[d] * sel[d].step) * strides[d];
+            rest /= counts[d];
+        }
+        picked.push(values.get(flat as usize).map_or(&b""[..], |s| s.as_bytes()));
+    }
+    let width = picked.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
+    let mut out = vec![0u8; picked.len() * width];
+    for (dst, s) in out.chunks_exact_mut(width).zip(&picked) {
+        dst[..s.len()].copy_from_slice(s);
+    }
+    (out, width as u64)
 }
 
 /// The boxes (start, count per dimension) holding flat elements `[e0, e1)` of an array of
@@ -306,6 +357,17 @@ pub(crate) fn flat_range_boxes(counts: &[u64], e0: u64, e1: u64) -> Vec<(Vec<u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_become_characters_padded_to_the_longest_picked() {
+        let values: Vec<String> = ["a", "bcd", "", "x", "g", "éf"].iter().map(|s| s.to_string()).collect();
+        let sel = [DimSelection { start: 0, stop: 2, step: 1 }, DimSelection { start: 1, stop: 3, step: 1 }];
+        // Shape (2, 3): picks "bcd", "", "g" and "éf" (3 bytes).
+        let (chars, width) = string_chars(&values, &[2, 3], &sel);
+        assert_eq!(width, 3);
+        assert_eq!(chars, b"bcd\0\0\0g\0\0\xc3\xa9f");
+        assert_eq!(string_chars(&values, &[6], &[DimSelection { start: 2, stop: 3, step: 1 }]), (vec![0], 1));
+    }
 
     #[test]
     fn flat_ranges_become_boxes_covering_exactly_them() {
