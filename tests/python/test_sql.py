@@ -158,6 +158,33 @@ def test_tables_columns_and_errors(tmp_path):
         strata.sql(tmp_path / "missing.strata", "SELECT 1")
 
 
+@needs_data
+def test_names_as_a_user_types_them(tmp_path):
+    # WRF names its variables in capitals; SQL folds unquoted names to lower case. A name
+    # that matches one column in another case is that column, as in DuckDB.
+    import xarray as xr
+
+    wrf = "wrf_katrina_ci_test_file.nc"
+    strata.import_file(DATA / wrf, tmp_path / "Katrina-WRF.strata")
+    with xr.open_dataset(DATA / wrf) as ds:
+        t2 = ds["T2"].values
+    path = tmp_path / "Katrina-WRF.strata"
+    want = int((t2 > 300).sum())
+    # The store's own name quoted, or folded to an identifier.
+    for table in ['"Katrina-WRF"', "katrina_wrf", "Katrina_WRF"]:
+        for where in ["T2 > 300", "t2 > 300", '"T2" > 300']:
+            got = strata.sql(path, f"SELECT count(*) AS n FROM {table} WHERE {where}").to_pydict()
+            assert got == {"n": [want]}, (table, where)
+    got = strata.sql(path, "SELECT Time, max(T2) AS hot FROM katrina_wrf GROUP BY Time ORDER BY Time").to_pydict()
+    assert got == {"Time": [0, 1, 2, 3], "hot": [float(x) for x in t2.max(axis=(1, 2))]}
+    # Two columns differing only in case: folding decides, and an unknown name still fails.
+    strata.write_arrays(tmp_path / "uv.strata", {"U": (("x",), np.arange(3.0)), "u": (("x",), -np.arange(3.0))})
+    assert strata.sql(tmp_path / "uv.strata", "SELECT sum(u) AS s FROM uv").to_pydict() == {"s": [-3.0]}
+    assert strata.sql(tmp_path / "uv.strata", 'SELECT sum("U") AS s FROM uv').to_pydict() == {"s": [3.0]}
+    with pytest.raises(strata.InvalidArgumentError, match="t3"):
+        strata.sql(path, "SELECT T3 FROM katrina_wrf")
+
+
 @pytest.mark.parametrize("method", ["auto", "index", "scan"])
 def test_coordinates_of_scattered_points(tmp_path, method):
     """Each point carries the coordinates of its grid position: a time coordinate, a

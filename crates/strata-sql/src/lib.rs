@@ -9,6 +9,7 @@
 mod columns;
 mod exec;
 pub mod fuzzing;
+mod names;
 mod pushdown;
 pub mod table;
 mod unpack;
@@ -59,17 +60,22 @@ pub fn from_df(e: DataFusionError) -> Error {
 /// The default table name of a store: its directory's name up to the first '.', made an
 /// SQL identifier (`data/ersst.strata` -> `ersst`).
 pub fn default_table_name(path: &str) -> String {
-    let base = std::path::Path::new(path.trim_end_matches('/'))
-        .file_name()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let stem = base.split('.').next().unwrap_or_default();
+    let stem = store_stem(path);
     let mut name: String =
         stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         name.insert(0, 't');
     }
     name
+}
+
+/// The name of the store at `path` as its directory has it, up to the first dot.
+fn store_stem(path: &str) -> String {
+    let base = std::path::Path::new(path.trim_end_matches('/'))
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    base.split('.').next().unwrap_or_default().to_string()
 }
 
 /// Options of a SQL session.
@@ -92,6 +98,7 @@ pub struct SqlSession {
     runtime: Arc<tokio::runtime::Runtime>,
     planning: Arc<Planning>,
     tables: Vec<(String, String)>,
+    columns: names::Columns,
 }
 
 impl std::fmt::Debug for SqlSession {
@@ -119,6 +126,7 @@ impl SqlSession {
             .map_err(|e| Error::io("tokio runtime", e))?;
         let planning = Arc::new(Planning::new(options.session, options.force));
         let mut tables = Vec::new();
+        let mut columns = names::Columns::default();
         for (path, name) in stores {
             let cache = options.cache_bytes.unwrap_or(strata_core::cache::DEFAULT_CACHE_BYTES);
             let reader = Arc::new(StoreReader::open_with_cache(Store::local(path), None, cache)?);
@@ -127,22 +135,31 @@ impl SqlSession {
                 return Err(table::no_tables(path));
             }
             let name = name.clone().unwrap_or_else(|| default_table_name(path));
+            // The store's own name, quoted as a user writes it (`"sic_SImon_CCCma-CanESM5"`),
+            // also names its first table.
+            let own = (name == default_table_name(path)).then(|| store_stem(path)).filter(|s| *s != name);
             for (i, g) in groups.into_iter().enumerate() {
                 let provider = Arc::new(StrataTable::new(reader.clone(), g.clone(), planning.clone())?);
+                for field in datafusion::catalog::TableProvider::schema(provider.as_ref()).fields() {
+                    columns.add(field.name());
+                }
                 let mut names = vec![format!("{name}_{}", g.name())];
                 if i == 0 {
                     names.insert(0, name.clone());
+                    names.extend(own.clone());
                 }
                 for n in names {
                     if tables.iter().any(|(t, _): &(String, String)| *t == n) {
                         return Err(Error::InvalidArgument(format!("two tables would be named '{n}'")));
                     }
-                    ctx.register_table(n.as_str(), provider.clone()).map_err(from_df)?;
+                    // A name as it is, not parsed (quotes, dots and case kept).
+                    let reference = datafusion::common::TableReference::bare(n.as_str());
+                    ctx.register_table(reference, provider.clone()).map_err(from_df)?;
                     tables.push((n, g.variables.join(",")));
                 }
             }
         }
-        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables })
+        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables, columns })
     }
 
     /// Registered tables: (name, its variables comma-separated).
@@ -156,7 +173,7 @@ impl SqlSession {
     /// text from anyone without touching a file.
     pub fn execute(&self, sql: &str) -> Result<BatchStream> {
         let ctx = self.ctx.clone();
-        let sql = sql.to_string();
+        let sql = self.columns.resolve(sql);
         let read_only = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
         let stream = self.runtime.block_on(async move {
             let df = ctx.sql_with_options(&sql, read_only).await?;
