@@ -957,6 +957,21 @@ def test_quicklook_png_from_the_server_and_the_command_line(served, source, tmp_
     assert status == 400 and "two dimensions" in json.loads(body)["error"]["message"]
 
 
+def test_quicklook_of_a_curvilinear_grid_is_north_up(texts):
+    # WRF's south_north has no 1-D coordinate; its 2-D XLAT increases along it. The coldest
+    # T2 at the first time is in the north (row 42 of 48): it must be drawn near the top.
+    base = texts[0]
+    status, _, body = get(f"{base}/api/quicklook/wrf?var=T2&isel=Time=0")
+    assert status == 200
+    w, _, px = png_pixels(body)
+    with netCDF4.Dataset(DATA / WRF) as nc:
+        t2 = nc["T2"][0]
+    scale = w // t2.shape[1]
+    coldest = np.argwhere((px[: t2.shape[0] * scale] == [68, 1, 84]).all(axis=2))
+    row = int(np.unravel_index(np.argmin(t2), t2.shape)[0])
+    assert len(coldest) and (coldest[:, 0] // scale == t2.shape[0] - 1 - row).all(), coldest[:3]
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.sampled_from(["query", "subset", "quicklook", "sql", "schema"]),

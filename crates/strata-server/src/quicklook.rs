@@ -1,9 +1,11 @@
 //! A quick look at a 2-D slice: a PNG with a colour scale, rendered at the server (the web
 //! page's picture) and by `strata quicklook`. Values are read strided so the picture is at
 //! most about 1,024 pixels a side whatever the variable's size; missing values are grey;
-//! the first axis is drawn north up when its coordinate increases.
+//! the first axis is drawn north up when its coordinate increases, or the latitude the
+//! variable's `coordinates` name (a curvilinear grid such as WRF's) increases along it.
 
 use crate::ApiError;
+use strata_core::manifest::Variable;
 use strata_core::{DimSelection, StoreReader};
 
 const MAX_SIDE: u64 = 1024;
@@ -46,8 +48,12 @@ pub fn render(reader: &StoreReader, name: &str, sel: &[DimSelection]) -> Result<
         .iter()
         .filter(|v| v.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
-    // North up: flip when the first wide axis has an increasing 1-D coordinate.
-    let flip = increasing(reader, &var.dims[wide[0]]);
+    // North up: flip when the first wide axis has an increasing 1-D coordinate, or has none
+    // and the variable's 2-D latitude increases along it.
+    let flip = match increasing(reader, &var.dims[wide[0]]) {
+        Some(up) => up,
+        None => latitude_increases(reader, var, &sel, wide[0], wide[1]),
+    };
     let scale = MIN_WIDTH.div_ceil(nx).max(1);
     let (w, h_img) = (nx * scale, ny * scale);
     let h = h_img + MARGIN + BAR + MARGIN + 5 * 2 + MARGIN;
@@ -70,42 +76,90 @@ pub fn render(reader: &StoreReader, name: &str, sel: &[DimSelection]) -> Result<
     }
     if lo.is_finite() {
         let text_y = bar_top + BAR + MARGIN;
-        draw_text(&mut img, w, 2, text_y, &label(lo));
-        let mid = label((lo + hi) / 2.0);
+        let span = hi - lo;
+        draw_text(&mut img, w, 2, text_y, &label(lo, span));
+        let mid = label((lo + hi) / 2.0, span);
         draw_text(&mut img, w, w / 2 - text_width(&mid) / 2, text_y, &mid);
-        let top = label(hi);
+        let top = label(hi, span);
         draw_text(&mut img, w, w.saturating_sub(text_width(&top) + 2), text_y, &top);
     }
     Ok(png(w, h, &img))
 }
 
-fn increasing(reader: &StoreReader, dim: &str) -> bool {
+/// Whether the 1-D coordinate of `dim` increases; None when it has none.
+fn increasing(reader: &StoreReader, dim: &str) -> Option<bool> {
     let m = reader.manifest();
-    let Ok((_, c)) = m.variable(dim) else { return false };
+    let (_, c) = m.variable(dim).ok()?;
     if c.dims.len() != 1 || c.chunking.is_none() || c.dtype.num_type().is_none() {
-        return false;
+        return None;
     }
     let n = m.shape(c)[0];
     if n < 2 {
-        return false;
+        return Some(false);
     }
     let mut buf = vec![0u8; 2 * c.dtype.size()];
     let sel = [DimSelection { start: 0, stop: n, step: n - 1 }];
-    reader.read_into(dim, &sel, &mut buf).is_ok() && {
-        let v = c.dtype.to_f64s(&buf);
-        v[1] > v[0]
-    }
+    Some(
+        reader.read_into(dim, &sel, &mut buf).is_ok() && {
+            let v = c.dtype.to_f64s(&buf);
+            v[1] > v[0]
+        },
+    )
 }
 
-fn label(v: f64) -> String {
+/// Whether the latitude among `var`'s auxiliary coordinates increases along axis `rows`
+/// of the slice `sel`: compared at the first and last row, in the middle column.
+fn latitude_increases(reader: &StoreReader, var: &Variable, sel: &[DimSelection], rows: usize, cols: usize) -> bool {
+    let m = reader.manifest();
+    let latitude = |c: &Variable| {
+        let units = c.string_attr("units").unwrap_or("").to_ascii_lowercase();
+        c.string_attr("standard_name") == Some("latitude")
+            || matches!(units.as_str(), "degrees_north" | "degree_north" | "degrees_n" | "degree_n")
+    };
+    let Some(lat) = strata_core::area::auxiliary_coordinates(m, var)
+        .into_iter()
+        .filter_map(|n| m.variable(&n).ok().map(|(_, c)| c))
+        .find(|c| latitude(c) && c.chunking.is_some() && c.dims.contains(&var.dims[rows]))
+    else {
+        return false;
+    };
+    // The latitude's own axes at the slice's first and last row.
+    let at = |row: u64| -> Vec<DimSelection> {
+        lat.dims
+            .iter()
+            .map(|d| {
+                let k = var.dims.iter().position(|x| x == d).unwrap_or(0);
+                let i = if k == rows {
+                    row
+                } else if k == cols {
+                    sel[k].start + sel[k].count() / 2 * sel[k].step
+                } else {
+                    sel[k].start
+                };
+                DimSelection { start: i, stop: i + 1, step: 1 }
+            })
+            .collect()
+    };
+    let last = sel[rows].start + (sel[rows].count() - 1) * sel[rows].step;
+    let value = |row: u64| -> Option<f64> {
+        let mut buf = vec![0u8; lat.dtype.size()];
+        reader.read_into(&lat.name, &at(row), &mut buf).ok()?;
+        let decoding = strata_core::decoding::Decoding::of(m, &lat.name).ok()?;
+        lat.dtype.to_f64s(&buf).first().map(|&v| decoding.physical(v))
+    };
+    matches!((value(sel[rows].start), value(last)), (Some(a), Some(b)) if b > a)
+}
+
+/// A colour-scale label with as many decimals as the scale's `span` needs to tell its
+/// three labels apart (300.35, 301.88, 303.41 K, not 300, 302, 303).
+fn label(v: f64, span: f64) -> String {
     let a = v.abs();
     if a != 0.0 && !(1e-3..1e5).contains(&a) {
-        format!("{v:.2e}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
+        return format!("{v:.2e}");
     }
+    let decimals =
+        if span > 0.0 && span.is_finite() { (2.0 - span.log10().floor()).clamp(0.0, 6.0) as usize } else { 2 };
+    format!("{v:.decimals$}")
 }
 
 /// A perceptually ordered scale (dark blue, teal, green, yellow), interpolated.
@@ -229,7 +283,11 @@ mod tests {
         assert_eq!(crc32(b"IEND"), 0xAE42_6082);
         assert_eq!(colour(0.0), [68, 1, 84]);
         assert_eq!(colour(1.0), [253, 231, 37]);
-        assert_eq!(label(-1.8), "-1.80");
-        assert_eq!(label(123456.0), "1.23e5");
+        assert_eq!(label(-1.8, 3.6), "-1.80");
+        assert_eq!(label(123456.0, 1e5), "1.23e5");
+        // Decimals enough for the span: a 3 K range around 300 K, a 2,000 m range.
+        assert_eq!((label(300.348, 3.06), label(301.877, 3.06)), ("300.35".into(), "301.88".into()));
+        assert_eq!(label(1234.5, 2000.0), "1234");
+        assert_eq!(label(0.5, 0.0), "0.50");
     }
 }
