@@ -34,11 +34,35 @@ def _write_range(path, schema_json, options_json, token, rank, first, arrays, st
 
 
 def _encoded(ds):
-    """The dataset with CF encoding applied (times as numbers with units), as netCDF gets it."""
+    """The dataset with CF encoding applied (times as numbers with units), as netCDF gets it;
+    strings as characters along one more dimension (its own name, such as WRF's
+    ``DateStrLen``, else ``stringN``; ``_Encoding`` for text), as xarray writes them to a
+    classic NetCDF file and reads them back."""
     import xarray as xr
+    from xarray.coding import strings
 
-    variables, attrs = xr.conventions.cf_encoder(dict(ds.variables), dict(ds.attrs))
+    # Which variables are whose coordinates goes into their `coordinates` attributes first,
+    # as a NetCDF backend does: without it, WRF's XLAT was a data variable when read back,
+    # and no area query could find it.
+    variables, attrs = xr.conventions.encode_dataset_coordinates(ds)
+    variables, attrs = xr.conventions.cf_encoder(dict(variables), dict(attrs))
+    for name, var in variables.items():
+        if var.dtype.kind == "O":
+            # Python strings (NetCDF-4's, or built in memory) as a fixed-width array first.
+            values = np.asarray(var.values)
+            kinds = {type(x) for x in values.flat}
+            if not kinds or not kinds <= {str, bytes} or len(kinds) > 1:
+                raise InvalidArgumentError(f"'{name}' holds Python objects that are not all text")
+            var = xr.Variable(var.dims, values.astype(str if kinds == {str} else bytes), var.attrs, var.encoding)
+        if var.dtype.kind in "US" and not (var.dtype.kind == "S" and var.dtype.itemsize == 1):
+            var = strings.EncodedStringCoder(allows_unicode=False).encode(var, name)
+            variables[name] = strings.CharacterArrayCoder().encode(var, name)
     return variables, attrs
+
+
+def _leading(variables, dim: str) -> list[str]:
+    """The variables that have ``dim`` but not first."""
+    return [n for n, v in variables.items() if dim in v.dims and v.dims[0] != dim]
 
 
 def to_strata(
@@ -46,23 +70,30 @@ def to_strata(
 ) -> int:
     """Writes ``ds`` (an xarray Dataset, dask-backed or not) to a new store at ``path``.
 
-    Each chunk of the record dimension (``record_dim``, default: the dataset's unlimited
-    dimension or its first) becomes one task that computes its records and writes them as
-    its own files, on whatever Dask scheduler is active (a ``distributed`` client, say);
-    the client gathers the tasks' tables and commits once. Chunks along other dimensions are
-    joined first. Layout and codec options are those of :class:`strata.Writer`. Returns the
+    Each chunk of the record dimension becomes one task that computes its records and writes
+    them as its own files, on whatever Dask scheduler is active (a ``distributed`` client,
+    say); the client gathers the tasks' tables and commits once. Chunks along other
+    dimensions are joined first. The record dimension is ``record_dim``, else the dataset's
+    unlimited dimension, else its first dimension that comes first in every variable using
+    it; without one, a single task writes the whole dataset. Variables keep their dimensions'
+    order. Layout and codec options are those of :class:`strata.Writer`. Returns the
     committed version.
     """
     import dask
 
     path = os.fspath(path)
-    if record_dim is None:
-        unlimited = ds.encoding.get("unlimited_dims") or ()
-        record_dim = next(iter(unlimited), None) or next(iter(ds.dims), None)
-    if record_dim not in ds.dims:
-        raise InvalidArgumentError(f"'{record_dim}' is not a dimension of the dataset (dims: {list(ds.dims)})")
     variables, attrs = _encoded(ds)
-    n = ds.sizes[record_dim]
+    if record_dim is None:
+        unlimited = list(ds.encoding.get("unlimited_dims") or ())
+        record_dim = next((d for d in [*unlimited, *ds.dims] if not _leading(variables, d)), None)
+    elif record_dim not in ds.dims:
+        raise InvalidArgumentError(f"'{record_dim}' is not a dimension of the dataset (dims: {list(ds.dims)})")
+    elif late := _leading(variables, record_dim):
+        raise InvalidArgumentError(
+            f"the record dimension '{record_dim}' must come first in every variable using it, not in {late[:5]}: "
+            f"transpose them (ds.transpose('{record_dim}', ...)) or choose another record_dim"
+        )
+    n = ds.sizes[record_dim] if record_dim is not None else 0
     # Record chunks: the dataset's own along the record dimension (the first variable's).
     chunks = next((v.chunksizes for v in ds.variables.values() if v.chunks and record_dim in v.dims), None)
     lengths = [int(c) for c in chunks[record_dim]] if chunks else [n]
@@ -77,18 +108,16 @@ def to_strata(
     dims = {d: (None if d == record_dim else int(s)) for d, s in ds.sizes.items()}
     specs: dict[str, Any] = {}
     for name, var in variables.items():
-        if var.dtype.kind in "OUS":
-            raise InvalidArgumentError(f"'{name}' holds strings: write it with strata.write_arrays")
-        if record_dim in var.dims and var.dims[0] != record_dim:
-            var = var.transpose(record_dim, *[d for d in var.dims if d != record_dim])
-            variables[name] = var
+        # The characters' own dimension, which encoding added.
+        for d, size in zip(var.dims, var.shape, strict=True):
+            dims.setdefault(d, int(size))
         specs[name] = (var.dtype, var.dims, dict(var.attrs))
     schema = stream_schema(dims, specs, attrs, records=n)
     opts = writer_options_of(**options)
     schema_json, options_json = json.dumps(schema), json.dumps(opts)
     coordinator = _core.Coordinator.create(path, schema_json, options_json, len(lengths), "subfiles")
     token = coordinator.token()
-    record_vars = {k: v for k, v in variables.items() if v.dims and v.dims[0] == record_dim}
+    record_vars = {k: v for k, v in variables.items() if record_dim is not None and v.dims[:1] == (record_dim,)}
     statics = {k: v.data for k, v in variables.items() if k not in record_vars}
     tasks = []
     for rank, (start, length) in enumerate(zip(starts, lengths, strict=True)):

@@ -7,14 +7,25 @@ from typing import Any
 
 import numpy as np
 
+from ._attrs import NUMERIC_TYPES
 from .errors import InvalidArgumentError
+
+# The NumPy type of each stored type name ("f32" -> little-endian float32).
+_STORED = {stored: np.dtype("<" + key) for key, stored in NUMERIC_TYPES.items()}
 
 
 def le_bytes(arr: np.ndarray, dtype: str) -> np.ndarray:
-    """The array as flat little-endian bytes (what segments hold)."""
+    """The array as flat little-endian bytes of the stored type ``dtype`` (what segments
+    hold). Values of another type of the same kind are converted: xarray's lazily encoded
+    variables declare their file's float32 and compute float64, whose bytes read as float32
+    were twice the records."""
     arr = np.asarray(arr)
     if dtype == "char":
         arr = arr.astype("S1")
+    elif dtype in _STORED and arr.dtype != _STORED[dtype]:
+        if not np.can_cast(arr.dtype, _STORED[dtype], casting="same_kind"):
+            raise InvalidArgumentError(f"values of type {arr.dtype} cannot be stored as {dtype}")
+        arr = arr.astype(_STORED[dtype])
     else:
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
     return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)

@@ -180,6 +180,43 @@ def test_dask_tasks_on_a_local_cluster_write_one_store(tmp_path):
     assert strata.open(tmp_path / "s")["sst"].plan is not None  # planned by the tasks
 
 
+@needs_data
+@pytest.mark.parametrize(
+    "name", ["wrf_katrina_ci_test_file.nc", "vmec_wout_n3are_R7.75B5.7.nc", "trefht_B06_8member_ensemble_1890-1999.nc"]
+)
+def test_dask_writes_real_datasets_as_xarray_reads_them(tmp_path, name):
+    # WRF: char Times along the record dimension, 2-D XLAT/XLONG named by `coordinates`, and
+    # XTIME, which xarray's lazy encoding declares float32 but computes as float64. VMEC:
+    # scalars, char scalars, and dimensions that lead some variables and not others. CCSM:
+    # NetCDF-4 strings.
+    with xr.open_dataset(DATA / name, chunks={}) as ds:
+        assert strata.to_strata(ds, tmp_path / "s") == 1
+    with xr.open_dataset(DATA / name) as want:
+        xr.testing.assert_identical(strata.open(tmp_path / "s").to_xarray(), want)
+    if name.startswith("wrf"):
+        # The coordinates link survives: an area through XLAT is answered.
+        got = strata.open(tmp_path / "s").query("T2 > 300", sel={"XLAT": (25, 30)}, output="count")
+        with xr.open_dataset(DATA / name) as d:
+            assert got == int(((d.T2 > 300) & (d.XLAT >= 25) & (d.XLAT <= 30)).sum())
+
+
+def test_to_strata_keeps_dimension_order_and_text(tmp_path):
+    ds = xr.Dataset(
+        {
+            "v": (("x", "t"), np.arange(6.0).reshape(2, 3)),
+            "w": (("t", "x"), np.arange(6.0).reshape(3, 2)),
+            "name": (("x",), np.array(["Oslo", "Tromsø"], dtype=object)),
+        }
+    )
+    with pytest.raises(strata.InvalidArgumentError, match="must come first"):
+        strata.to_strata(ds, tmp_path / "a", record_dim="t")
+    assert strata.to_strata(ds, tmp_path / "b") == 1
+    xr.testing.assert_identical(strata.open(tmp_path / "b").to_xarray(), ds)
+    bad = xr.Dataset({"o": (("n",), np.array([{"a": 1}, "x"], dtype=object))})
+    with pytest.raises(strata.InvalidArgumentError, match="not all text"):
+        strata.to_strata(bad, tmp_path / "c")
+
+
 def test_to_strata_without_dask_chunks(tmp_path):
     ds = xr.Dataset({"v": (("t", "x"), np.arange(12.0).reshape(4, 3))}, coords={"x": [1, 2, 3]})
     assert strata.to_strata(ds, tmp_path / "s") == 1
