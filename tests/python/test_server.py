@@ -344,6 +344,7 @@ def test_ascii_response(served, source):
 
 WRF = "wrf_katrina_ci_test_file.nc"
 VMEC = "vmec_wout_n3are_R7.75B5.7.nc"
+NORDIC = "Nordic-4km_SLEVELS_avg_00_subset2Feb2016.nc"
 SCALARS = {"u1": 200, "i1": -5, "i2": -300, "u2": 60000, "i4": -70000, "u4": 4_000_000_000, "f4": 1.5, "f8": -2.25}
 
 
@@ -377,6 +378,7 @@ def texts(tmp_path_factory):
         nc["flag"]._Unsigned = "true"
     strata.import_file(root.parent / "scalars.nc", root / "scalars")
     strata.import_file(DATA / VMEC, root / "vmec")
+    strata.import_file(DATA / NORDIC, root / "nordic")
     proc, base = start_server(root, root.parent / "texts.log")
     with netCDF4.Dataset(DATA / WRF) as nc:
         times = netCDF4.chartostring(nc["Times"][:])
@@ -955,6 +957,21 @@ def test_quicklook_png_from_the_server_and_the_command_line(served, source, tmp_
     assert out.read_bytes() == body
     status, _, body = get(f"{base}/api/quicklook/ersst?var=sst")
     assert status == 400 and "two dimensions" in json.loads(body)["error"]["message"]
+
+
+def test_a_fill_the_variable_cannot_hold_is_left_out(texts):
+    # The ROMS file gives its shorts a float _FillValue of 1e37. Read locally, netCDF4
+    # ignores it; sent over DAP2, netCDF's client made it some short (-9998) and masked the
+    # valid values equal to that.
+    base = texts[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with netCDF4.Dataset(DATA / NORDIC) as want, netCDF4.Dataset(f"{base}/dap/nordic") as got:
+            for name in ("temp", "u", "swrad"):
+                np.testing.assert_array_equal(got[name][...].mask, want[name][...].mask, err_msg=name)
+                np.testing.assert_array_equal(got[name][...], want[name][...], err_msg=name)
+    das = get(f"{base}/dap/nordic.das")[2].decode()
+    assert "Float32 _FillValue" not in das.split("    temp {")[1].split("}")[0]
 
 
 def test_quicklook_of_a_curvilinear_grid_is_north_up(texts):

@@ -88,7 +88,16 @@ pub(crate) fn das(m: &Manifest, served: &[String]) -> String {
         let _ = writeln!(s, "    {} {{", ident(name));
         let bytes = DapType::of_variable(var) == DapType::Byte;
         for a in &var.attrs {
-            let _ = writeln!(s, "        {}", attribute(a, bytes && var.dtype == strata_core::DType::I8));
+            // A fill of another type that the variable's cannot hold (a ROMS file's float
+            // 1e37 on shorts): netCDF's client turns it into some short and masks the valid
+            // values equal to that; read locally it is ignored, so it is left out here.
+            let unfit = a.name == "_FillValue"
+                && !var.dtype.is_float()
+                && var.dtype.num_type().is_some()
+                && a.value.as_f64s().iter().any(|&v| super::types::element(var.dtype, v).is_none());
+            if !unfit {
+                let _ = writeln!(s, "        {}", attribute(a, bytes && var.dtype == strata_core::DType::I8));
+            }
         }
         // DAP2's Byte, UInt16 and UInt32 are unsigned, but netCDF's client reads them as
         // signed (the classic model's byte, short and int) unless told, as THREDDS tells it:
