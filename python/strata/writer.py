@@ -39,9 +39,12 @@ def write_arrays(
     """Creates a store from arrays: ``{"sst": (("time", "lat", "lon"), array, {"units": "degC"})}``.
 
     Variables whose first dimension is ``record_dim`` are cut into slabs along it; the rest
-    are written whole. ``codec`` is a chain for every variable (default ``shuffle+zstd:3``)
-    or ``"auto"``: the engine plans each variable as :func:`strata.import_file` does, for
-    ``objective`` and ``error_bound``, so the same arrays get the same plans. ``layout`` and
+    are written whole. Python strings are stored as strings; fixed-width bytes (``|S19``, as
+    xarray reads a char array) as characters along one more dimension, ``stringN``.
+
+    ``codec`` is a chain for every variable (default ``shuffle+zstd:3``) or ``"auto"``: the
+    engine plans each variable as :func:`strata.import_file` does, for ``objective`` and
+    ``error_bound``, so the same arrays get the same plans. ``layout`` and
     ``byte_groups`` are as for :func:`strata.import_file` (under level M, float byte-group
     segments get ``zstd:3`` unless a chain is given). ``shape_rule`` cuts the automatic
     chunk and sub-chunk shapes: ``"auto"`` (the default), ``"cube"``, ``"proportional"`` or
@@ -59,6 +62,12 @@ def write_arrays(
         arr = np.asarray(data)
         if arr.ndim != len(dims):
             raise InvalidArgumentError(f"variable '{name}' has {arr.ndim} dimensions but names {len(dims)}")
+        if arr.dtype.kind == "S" and arr.dtype.itemsize > 1:
+            # Fixed-width bytes (xarray's reading of a char array, such as WRF's Times) as the
+            # characters along one more dimension, as xarray writes them and reads them back.
+            width = arr.dtype.itemsize
+            arr = arr.view("S1").reshape(*arr.shape, width)
+            dims = (*dims, f"string{width}")
         for d, n in zip(dims, arr.shape, strict=True):
             if sizes.setdefault(d, n) != n:
                 raise InvalidArgumentError(f"dimension '{d}' has length {sizes[d]} and {n}")

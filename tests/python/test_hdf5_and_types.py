@@ -88,6 +88,14 @@ def test_write_arrays_round_trips(tmp_path):
     assert len(ds.manifest["slabs"]) == 1 + 4
     with pytest.raises(strata.InvalidArgumentError, match="dimension 'lat' has length 11 and 3"):
         strata.write_arrays(tmp_path / "x.strata", {"a": (("lat",), lat), "b": (("lat",), lat[:3])})
+    # Fixed-width bytes, as xarray reads WRF's char Times: characters along one more
+    # dimension, read back as the same bytes, along the record dimension too.
+    times = np.array([b"2005-08-28_12:00:00", b"2005-08-28_15", b""], dtype="S19")
+    strata.write_arrays(
+        tmp_path / "t.strata", {"Times": (("Time",), times), "v": (("Time",), np.arange(3.0))}, record_dim="Time"
+    )
+    got = strata.open(tmp_path / "t.strata").to_xarray()["Times"]
+    assert got.dims == ("Time",) and got.dtype == times.dtype and (got.values == times).all()
 
 
 @pytest.mark.parametrize(
