@@ -192,6 +192,14 @@ class Variable(_Attributes):
     def set_always_mask(self, on: bool) -> None:
         pass
 
+    def assignValue(self, value) -> None:
+        """Sets a scalar variable's value (netCDF4's form of ``v[...] = value``)."""
+        self[...] = value
+
+    def getValue(self):
+        """A scalar variable's value (netCDF4's form of ``v[...]``)."""
+        return self[...]
+
     def chunking(self):
         return "contiguous"
 
@@ -415,6 +423,13 @@ class Dataset(_Attributes):
     @property
     def isopen(self):
         return lambda: not self._closed
+
+    def __getitem__(self, name: str) -> Variable:
+        """The variable ``name`` (``ds["sst"]``, as netCDF4 allows; a store has no groups)."""
+        try:
+            return self.variables[name]
+        except KeyError:
+            raise IndexError(f"{name} not found in /") from None
 
     def set_auto_maskandscale(self, on: bool) -> None:
         for v in self.variables.values():

@@ -116,6 +116,26 @@ def test_what_a_store_cannot_do_is_said(tmp_path):
         strata.open(tmp_path / "f")
 
 
+def test_dataset_indexing_scalars_and_chars_as_netcdf4_has_them(tmp_path):
+    # The same program against netCDF4 and the shim: ds["v"], assignValue/getValue on
+    # a scalar, a char array along the record dimension (WRF's Times).
+    times = netCDF4.stringtochar(np.array([f"2005-08-28_0{i}:00:00" for i in range(3)], "S19"))
+    got = {}
+    for mod, path in ((netCDF4, tmp_path / "a.nc"), (snc, tmp_path / "a.strata")):
+        with mod.Dataset(path, "w") as ds:
+            ds.createDimension("Time", None)
+            ds.createDimension("DateStrLen", 19)
+            ds.createVariable("Times", "S1", ("Time", "DateStrLen"))
+            ds.createVariable("scalar", "f8").assignValue(3.5)
+            for i in range(3):
+                ds["Times"][i] = times[i]
+        with mod.Dataset(path) as ds:
+            with pytest.raises(IndexError, match="nope not found"):
+                ds["nope"]
+            got[mod.__name__] = (netCDF4.chartostring(ds["Times"][:]).tolist(), float(ds["scalar"].getValue()))
+    assert got["netCDF4"] == got["strata.netcdf"] == (netCDF4.chartostring(times).tolist(), 3.5)
+
+
 def test_a_netcdf_file_opened_for_reading_is_netcdf4s(tmp_path):
     path = tmp_path / "f.nc"
     with netCDF4.Dataset(path, "w") as nc:
