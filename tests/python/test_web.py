@@ -24,6 +24,7 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 def page_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("web")
     strata.import_file(DATA / ERSST, root / "ersst", layout="V-S", bins=8)
+    strata.import_file(DATA / "pop.nc", root / "pop")
     proc, base = start_server(root, root.parent / "web-server.log")
     yield base
     proc.terminate()
@@ -55,7 +56,13 @@ def test_web_page_runs_a_query(page_server, browser):
     wait = WebDriverWait(browser, 30)
     browser.get(f"{page_server}/#ersst")
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "svg[data-variable='sst']")))
-    assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "nav a")] == ["ersst"]
+    assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "nav a")] == ["ersst", "pop"]
+    # The address names the dataset: a link shows it, Back shows the one before.
+    browser.find_element(By.CSS_SELECTOR, "nav a[data-name='pop']").click()
+    wait.until(lambda d: d.find_element(By.ID, "title").text == "pop")
+    browser.back()
+    wait.until(lambda d: d.find_element(By.ID, "title").text == "ersst")
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "svg[data-variable='sst']")))
     wait.until(
         lambda d: d.execute_script(
             "const i = document.getElementById('quicklook'); return i.complete && i.naturalWidth"
