@@ -155,7 +155,9 @@ pub struct AuxCoord {
     /// The stored values as f64, missing values as NaN.
     values: Vec<f64>,
     decoding: std::result::Result<Decoding, String>,
-    longitude: bool,
+    /// A longitude's turn in its units (360 degrees, or 2π radians); None for another
+    /// coordinate.
+    turn: Option<f64>,
 }
 
 impl AuxCoord {
@@ -187,9 +189,13 @@ impl AuxCoord {
                 *v = f64::NAN;
             }
         }
-        let units = var.string_attr("units").unwrap_or("").to_ascii_lowercase();
-        let longitude = var.string_attr("standard_name") == Some("longitude")
-            || matches!(units.as_str(), "degrees_east" | "degree_east" | "degrees_e" | "degree_e");
+        let units = var.string_attr("units").unwrap_or("").trim().to_ascii_lowercase();
+        let east = matches!(units.as_str(), "degrees_east" | "degree_east" | "degrees_e" | "degree_e");
+        let turn = match (east || var.string_attr("standard_name") == Some("longitude"), units.as_str()) {
+            (false, _) => None,
+            (true, "radian" | "radians" | "rad") => Some(std::f64::consts::TAU),
+            (true, _) => Some(360.0),
+        };
         Ok(AuxCoord {
             name: name.to_string(),
             axes,
@@ -197,7 +203,7 @@ impl AuxCoord {
             values,
             // A packing that cannot be applied fails the tests on physical values only.
             decoding: Decoding::of(manifest, name).map_err(|e| e.to_string()),
-            longitude,
+            turn,
         })
     }
 
@@ -224,15 +230,16 @@ impl AuxCoord {
                 let decoding = self.decoding.clone().map_err(Error::InvalidArgument)?;
                 let physical = |x: f64| decoding.physical(x);
                 match (lo, hi) {
-                    (Some(lo), Some(hi)) if self.longitude => {
+                    (Some(lo), Some(hi)) if self.turn.is_some() => {
                         // On the circle: a user's -170 is a 0..360 grid's 190, so comparing
                         // numbers alone selected half the globe for `170:-170` there.
-                        let arc = if hi - lo >= 360.0 { 360.0 } else { (hi - lo).rem_euclid(360.0) };
+                        let turn = self.turn.unwrap_or(360.0);
+                        let arc = if hi - lo >= turn { turn } else { (hi - lo).rem_euclid(turn) };
                         self.values
                             .iter()
                             .map(|&x| {
                                 let p = physical(x);
-                                p.is_finite() && (arc >= 360.0 || (p - lo).rem_euclid(360.0) <= arc)
+                                p.is_finite() && (arc >= turn || (p - lo).rem_euclid(turn) <= arc)
                             })
                             .collect()
                     }
@@ -401,7 +408,7 @@ mod tests {
             shape,
             values,
             decoding: Ok(Decoding { sign: None, packing: None }),
-            longitude: name.starts_with("lon"),
+            turn: name.starts_with("lon").then_some(360.0),
         }
     }
 
@@ -443,6 +450,12 @@ mod tests {
         // A whole turn or more holds every finite longitude.
         let all = Area::new(&shape, &[(&lon, r(Some(-180.0), Some(180.0)))]).unwrap();
         assert!(all.mask().bits().iter().all(|&b| b));
+        // In radians, the turn is 2π: the same western arc, from -π/2 (270°) to 275°.
+        let mut rad = lon.clone();
+        rad.values.iter_mut().for_each(|v| *v = v.to_radians());
+        rad.turn = Some(std::f64::consts::TAU);
+        let (lo, hi) = ((270f64).to_radians(), (275f64).to_radians());
+        assert_eq!(Area::new(&shape, &[(&rad, r(Some(lo), Some(hi)))]).unwrap().mask().bits(), brute(west));
         assert!(Area::new(&shape, &[(&lat, r(Some(30.0), Some(10.0)))]).is_err());
         // Stored values compared as SQL does; a mask over one axis.
         let stored = Area::new(&shape, &[(&lat, CoordTest::Stored(CmpOp::Lt, 21.0))]).unwrap();
