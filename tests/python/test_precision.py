@@ -73,6 +73,25 @@ def test_every_level_holds_its_bound_and_full_is_exact(tmp_path, layout, dtype):
     _check_level(v[...], a, 1e-4, "max_rel_error=1e-4")
 
 
+@needs_data
+def test_fill_values_read_exact_at_every_level(tmp_path):
+    # The ocean grid's land is _FillValue 1e20: kept to two bytes it read as 9.98e19, which
+    # no reader masks. Every level gives the fill back exact, and the ocean within its bound.
+    name = "tos_ocean_bipolar_grid.nc"
+    strata.import_file(DATA / name, tmp_path / "m.strata", layout="M-S")
+    with raw_source(DATA / name) as nc:
+        full = nc["tos"][...]
+    land = full == np.float32(1e20)
+    assert land.any()
+    var = strata.open(tmp_path / "m.strata")["tos"]
+    for level, _, bound in var.precision_levels:
+        got = var.at_precision(level)[...]
+        assert (got[land] == np.float32(1e20)).all(), level
+        assert (np.abs(got[~land] - full[~land]) <= bound * np.abs(full[~land])).all(), level
+        dense = strata.open(tmp_path / "m.strata").query("tos > 300", precision=level, output="dense")
+        assert np.isnan(dense[land]).all(), level
+
+
 def test_precision_reads_fetch_a_fraction_of_the_bytes(tmp_path):
     rng = np.random.default_rng(1)
     a = np.cumsum(rng.standard_normal((20, 64, 64)), axis=2)  # f64, noisy low bytes

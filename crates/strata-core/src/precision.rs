@@ -179,6 +179,31 @@ fn fill_all(out: &mut [u8], missing: usize, dtype: DType) {
     }
 }
 
+/// Puts back the exact fill and missing values (`missing`, physical values of a float
+/// `dtype`) in `out`, read at `level` of `groups`: an element that reads as a missing value
+/// read at that level is that missing value. A fill of 1e20 kept to two bytes read as
+/// 9.98e19, which no reader masks. A real value that shares the fill's kept bits lies within
+/// the level's bound of it, so every element still holds the bound.
+pub fn restore_missing(out: &mut [u8], dtype: DType, groups: &[usize], level: usize, missing: &[f64]) {
+    let es = dtype.size();
+    if level >= groups.len() || !dtype.is_float() {
+        return;
+    }
+    for &m in missing.iter().filter(|m| m.is_finite()) {
+        let exact = if dtype == DType::F32 { (m as f32).to_le_bytes().to_vec() } else { m.to_le_bytes().to_vec() };
+        let parts = split(&exact, es, groups);
+        let refs: Vec<&[u8]> = parts.iter().take(level).map(|p| &p[..]).collect();
+        let mut read = vec![0u8; es];
+        assemble(&refs, 1, dtype, groups, &mut read);
+        if read == exact {
+            continue;
+        }
+        for e in out.chunks_exact_mut(es).filter(|e| **e == read[..]) {
+            e.copy_from_slice(&exact);
+        }
+    }
+}
+
 /// The worst relative error of a read at `level` groups: `2^-(m+1)` with `m` the mantissa
 /// bits kept, for normal numbers (subnormals hold `2^-m` times the smallest normal);
 /// 0 when every group is read.
@@ -246,6 +271,23 @@ mod tests {
                         assert_eq!(fast, raw);
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn fills_read_at_a_level_come_back_exact() {
+        let groups = [2, 1, 1];
+        let values = [1e20f32, 288.5, -9999.0, 1.0001e20];
+        for level in 1..=3 {
+            let mut out: Vec<u8> = roundtrip32(&values, &groups, level).iter().flat_map(|v| v.to_le_bytes()).collect();
+            restore_missing(&mut out, DType::F32, &groups, level, &[1e20, -9999.0, f64::NAN]);
+            let got: Vec<f32> = out.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+            assert_eq!((got[0], got[2]), (1e20, -9999.0), "level {level}");
+            // Within the bound of what it stands for, whatever it became.
+            let bound = relative_error(DType::F32, &groups, level) as f32;
+            for (g, v) in got.iter().zip(values) {
+                assert!((g - v).abs() <= bound * v.abs(), "level {level}: {g} for {v}");
             }
         }
     }

@@ -561,7 +561,11 @@ impl StoreReader {
         }
         let tasks = self.tasks_for(var_idx, sel, &widths)?;
         let split = groups.map(|g| (g, widths.len()));
-        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)
+        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)?;
+        if let Some((groups, level)) = &split {
+            precision::restore_missing(out, var.dtype, groups, *level, &var.missing_values());
+        }
+        Ok(())
     }
 
     /// Reads the stored bytes a full-precision selection of `name` needs, without decoding
