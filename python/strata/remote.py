@@ -14,6 +14,7 @@ coordinates the server's schema lists, with the same rules as :meth:`strata.Data
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 import threading
@@ -156,6 +157,11 @@ class RemoteDataset:
             c = self.schema["logical"]["coordinates"].get(dim)
             if c is None or c["values"] is None:
                 raise errors.InvalidArgumentError(f"dimension '{dim}' has no 1-D coordinate to select by label")
+            if c.get("text"):
+                import pandas as pd
+
+                self._indexes[dim] = pd.Index(c["values"], dtype=object, name=dim)
+                return self._indexes[dim]
             values = np.array([np.nan if isinstance(x, str) else x for x in c["values"]], dtype="f8")
             self._indexes[dim] = coordinate_index(values, c["attrs"])
         return self._indexes[dim]
@@ -219,14 +225,44 @@ class RemoteDataset:
                 return _arrow(r)
 
         if streams == 1:
-            return part(0).to_pandas()
+            return self._labels(part(0).to_pandas())
         import concurrent.futures
 
         import pyarrow as pa
 
         with concurrent.futures.ThreadPoolExecutor(streams) as pool:
             tables = list(pool.map(part, range(streams)))
-        return pa.concat_tables(tables).to_pandas()
+        return self._labels(pa.concat_tables(tables).to_pandas())
+
+    def _labels(self, frame):
+        """The frame's coordinates as a local query gives them: nanosecond timestamps,
+        cftime dates for other calendars, and text labels (the server sends what its
+        tables hold: numbers for times a timestamp cannot hold, such as a noleap
+        calendar's, and positions along a text coordinate)."""
+        import pandas as pd
+
+        coords = self.schema["logical"]["coordinates"]
+        # Arrow's microseconds as a local query's nanoseconds, where they fit.
+        for dim in [c for c in frame.columns if c in coords and frame[c].dtype.kind == "M"]:
+            with contextlib.suppress(OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
+                frame[dim] = frame[dim].astype("datetime64[ns]")
+        for dim in [c for c in frame.columns if c in coords and frame[c].dtype.kind in "iuf"]:
+            c = coords[dim]
+            labels = c.get("values") or []
+            if c.get("text") and labels and frame[dim].dtype.kind in "iu":
+                # Text labels, which the server's tables give as positions.
+                frame[dim] = np.array(labels, dtype=object)[frame[dim].to_numpy()]
+                continue
+            if c.get("values") is None or " since " not in str(c["attrs"].get("units", "")):
+                continue
+            labels = np.asarray(self.coordinate_index(dim))
+            if labels.dtype.kind != "O":
+                continue
+            raw = np.array([np.nan if isinstance(x, str) else x for x in c["values"]], dtype="f8")
+            at = pd.Index(raw).get_indexer(frame[dim].to_numpy(dtype="f8"))
+            if (at >= 0).all():
+                frame[dim] = labels[at]
+        return frame
 
     def _query_body(self, where, isel, sel, variables, output="points", method="auto", raw=False) -> dict:
         """The query route's fields for a value query."""

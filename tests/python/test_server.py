@@ -379,10 +379,12 @@ def texts(tmp_path_factory):
     strata.import_file(root.parent / "scalars.nc", root / "scalars")
     strata.import_file(DATA / VMEC, root / "vmec")
     strata.import_file(DATA / NORDIC, root / "nordic")
+    strata.import_file(DATA / "ihesp14.TS.12mon.nc", root / "noleap")
+    strata.import_file(DATA / "trefht_B06_8member_ensemble_1890-1999.nc", root / "members")
     proc, base = start_server(root, root.parent / "texts.log")
     with netCDF4.Dataset(DATA / WRF) as nc:
         times = netCDF4.chartostring(nc["Times"][:])
-    yield base, times, names, codes
+    yield base, times, names, codes, root
     proc.terminate()
     proc.wait(timeout=30)
 
@@ -390,7 +392,7 @@ def texts(tmp_path_factory):
 def test_text_variables_over_dap_read_as_the_file_has_them(texts):
     from pydap.client import open_url
 
-    base, times, names, codes = texts
+    base, times, names, codes, _ = texts
     for dataset in ("wrf", "wrf_file.nc.strata"):
         url = f"{base}/dap/{dataset}"
         head = subprocess.run(["ncdump", "-h", url], capture_output=True, text=True, timeout=60)
@@ -957,6 +959,21 @@ def test_quicklook_png_from_the_server_and_the_command_line(served, source, tmp_
     assert out.read_bytes() == body
     status, _, body = get(f"{base}/api/quicklook/ersst?var=sst")
     assert status == 400 and "two dimensions" in json.loads(body)["error"]["message"]
+
+
+def test_remote_points_are_the_local_points(texts):
+    # The same frame, types included: a noleap calendar's cftime dates (the server sends
+    # day numbers), an ensemble's member names (the server sends positions), WRF's times.
+    import pandas as pd
+
+    base = texts[0]
+    root = texts[4]
+    for name, where in [("noleap", "TS > 310"), ("members", "TREFHT > 300"), ("wrf", "T2 > 303")]:
+        want = strata.open(root / name).query(where, output="points")
+        assert len(want) > 100, name
+        for streams in (1, 2):
+            got = strata.remote.open(f"{base}/{name}").query(where, output="points", streams=streams)
+            pd.testing.assert_frame_equal(got.reset_index(drop=True), want, obj=f"{name}, {streams} streams")
 
 
 def test_a_fill_the_variable_cannot_hold_is_left_out(texts):

@@ -70,6 +70,11 @@ pub(crate) fn describe(name: &str, reader: &StoreReader) -> strata_core::Result<
                 Value::Null
             };
             coordinates.insert(v.name.clone(), json!({"size": n, "values": values, "attrs": attrs_json(&v.attrs)}));
+        } else if let (true, Some(labels)) = (v.is_coordinate(), &v.inline_strings) {
+            // Text labels (a CCSM ensemble's members), which point tables give as positions.
+            let values = if labels.len() as u64 <= MAX_COORD_VALUES { json!(labels) } else { Value::Null };
+            let entry = json!({"size": labels.len(), "values": values, "attrs": attrs_json(&v.attrs), "text": true});
+            coordinates.insert(v.name.clone(), entry);
         }
     }
     let logical_vars: Vec<Value> = m
