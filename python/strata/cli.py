@@ -143,7 +143,8 @@ def cmd_info(args) -> int:
         print(f"\t{name} = {size_text}{tag}")
     print("variables:")
     for name, var in ds.variables.items():
-        print(f"\t{var.dtype_name} {name}({', '.join(var.dims)}) ;")
+        dims = f"({', '.join(var.dims)})" if var.dims else ""  # a scalar, as ncdump writes it
+        print(f"\t{var.dtype_name} {name}{dims} ;")
         for k, v in var.attrs.items():
             print(f"\t\t{name}:{k} = {_attr_repr(v)} ;")
     if ds.attrs:
