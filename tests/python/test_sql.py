@@ -185,6 +185,22 @@ def test_names_as_a_user_types_them(tmp_path):
         strata.sql(path, "SELECT T3 FROM katrina_wrf")
 
 
+def test_a_text_coordinate_is_a_column_of_its_labels(tmp_path):
+    # An ensemble's members are named: the column holds the names, as xarray's coordinate
+    # does (it held positions), and comparing them works.
+    v = np.arange(24.0).reshape(3, 8)
+    strata.write_arrays(
+        tmp_path / "ens.strata",
+        {"member": (("member",), np.array(["B06.57", "B06.59", "B06.60"], dtype=object)), "t": (("member", "x"), v)},
+    )
+    got = strata.sql(tmp_path / "ens.strata", "SELECT member, sum(t) AS s FROM ens GROUP BY member ORDER BY member")
+    assert got.to_pydict() == {"member": ["B06.57", "B06.59", "B06.60"], "s": [28.0, 92.0, 156.0]}
+    got = strata.sql(tmp_path / "ens.strata", "SELECT count(*) AS n FROM ens WHERE member = 'B06.59' AND t > 10")
+    assert got.to_pydict() == {"n": [5]}
+    points = strata.open(tmp_path / "ens.strata").query("t > 21", output="points")
+    assert list(points["member"]) == ["B06.60", "B06.60"]
+
+
 @pytest.mark.parametrize("method", ["auto", "index", "scan"])
 def test_coordinates_of_scattered_points(tmp_path, method):
     """Each point carries the coordinates of its grid position: a time coordinate, a

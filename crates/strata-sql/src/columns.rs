@@ -37,6 +37,8 @@ pub(crate) enum CoordValues {
     Numeric(Vec<f64>),
     /// CF time decoded to microseconds since the epoch.
     Time(Vec<i64>),
+    /// Text labels (an ensemble's member names), a string column.
+    Text,
 }
 
 #[derive(Debug)]

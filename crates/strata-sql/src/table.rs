@@ -9,7 +9,7 @@ use crate::exec::{ScanRequest, StrataScan};
 use crate::pushdown::{self, Pushdown};
 use crate::unpack::Unpack;
 use async_trait::async_trait;
-use datafusion::arrow::array::{ArrayRef, Int64Array, TimestampMicrosecondArray};
+use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray, TimestampMicrosecondArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::Result as DfResult;
@@ -77,14 +77,19 @@ pub fn arrow_type(dtype: DType) -> Option<DataType> {
 }
 
 /// The column of dimension `dim` (length `len`): its 1-D coordinate's values, CF times as
-/// timestamps (standard calendars), or the index when there is no coordinate. SQL's tables
-/// and the server's points both take their dimension columns from here.
+/// timestamps (standard calendars), text labels as strings, or the index when there is no
+/// coordinate. SQL's tables and the server's points both take their dimension columns from
+/// here.
 pub fn coordinate_column(reader: &StoreReader, dim: &str, len: u64) -> Result<ArrayRef> {
     Ok(read_coord(reader, dim, len)?.array)
 }
 
 fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     let m = reader.manifest();
+    if let Some(labels) = m.coordinate(dim).and_then(|v| v.inline_strings.as_ref()).filter(|l| l.len() as u64 == len) {
+        let array: ArrayRef = Arc::new(StringArray::from_iter_values(labels));
+        return Ok(Coord { values: CoordValues::Text, array });
+    }
     let Some(var) = m.coordinate(dim).filter(|v| v.chunking.is_some() && arrow_type(v.dtype).is_some()) else {
         let array: ArrayRef = Arc::new(Int64Array::from_iter_values(0..len as i64));
         return Ok(Coord { values: CoordValues::Index, array });
