@@ -225,20 +225,19 @@ class RemoteDataset:
                 return _arrow(r)
 
         if streams == 1:
-            return self._labels(part(0).to_pandas())
+            return self._dates(part(0).to_pandas())
         import concurrent.futures
 
         import pyarrow as pa
 
         with concurrent.futures.ThreadPoolExecutor(streams) as pool:
             tables = list(pool.map(part, range(streams)))
-        return self._labels(pa.concat_tables(tables).to_pandas())
+        return self._dates(pa.concat_tables(tables).to_pandas())
 
-    def _labels(self, frame):
-        """The frame's coordinates as a local query gives them: nanosecond timestamps,
-        cftime dates for other calendars, and text labels (the server sends what its
-        tables hold: numbers for times a timestamp cannot hold, such as a noleap
-        calendar's, and positions along a text coordinate)."""
+    def _dates(self, frame):
+        """The frame's CF times as a local query gives them: nanosecond timestamps, and
+        cftime dates for other calendars (the server sends what its tables hold, numbers,
+        for times a timestamp cannot hold, such as a noleap calendar's)."""
         import pandas as pd
 
         coords = self.schema["logical"]["coordinates"]
@@ -248,11 +247,6 @@ class RemoteDataset:
                 frame[dim] = frame[dim].astype("datetime64[ns]")
         for dim in [c for c in frame.columns if c in coords and frame[c].dtype.kind in "iuf"]:
             c = coords[dim]
-            labels = c.get("values") or []
-            if c.get("text") and labels and frame[dim].dtype.kind in "iu":
-                # Text labels, which the server's tables give as positions.
-                frame[dim] = np.array(labels, dtype=object)[frame[dim].to_numpy()]
-                continue
             if c.get("values") is None or " since " not in str(c["attrs"].get("units", "")):
                 continue
             labels = np.asarray(self.coordinate_index(dim))
