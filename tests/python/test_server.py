@@ -345,6 +345,7 @@ def test_ascii_response(served, source):
 WRF = "wrf_katrina_ci_test_file.nc"
 VMEC = "vmec_wout_n3are_R7.75B5.7.nc"
 NORDIC = "Nordic-4km_SLEVELS_avg_00_subset2Feb2016.nc"
+TREFHT = "trefht_B06_8member_ensemble_1890-1999.nc"
 SCALARS = {"u1": 200, "i1": -5, "i2": -300, "u2": 60000, "i4": -70000, "u4": 4_000_000_000, "f4": 1.5, "f8": -2.25}
 
 
@@ -380,7 +381,7 @@ def texts(tmp_path_factory):
     strata.import_file(DATA / VMEC, root / "vmec")
     strata.import_file(DATA / NORDIC, root / "nordic")
     strata.import_file(DATA / "ihesp14.TS.12mon.nc", root / "noleap")
-    strata.import_file(DATA / "trefht_B06_8member_ensemble_1890-1999.nc", root / "members")
+    strata.import_file(DATA / TREFHT, root / "members")
     proc, base = start_server(root, root.parent / "texts.log")
     with netCDF4.Dataset(DATA / WRF) as nc:
         times = netCDF4.chartostring(nc["Times"][:])
@@ -408,9 +409,9 @@ def test_text_variables_over_dap_read_as_the_file_has_them(texts):
         assert all(f'"{t}"' in dump.stdout for t in times), dump.stdout[-400:]
     url = f"{base}/dap/stations"
     with netCDF4.Dataset(url) as ds:
-        # NetCDF-4 strings come as chars over DAP2, the longest (in bytes) setting the width.
-        got = [s.encode("latin-1").decode() for s in netCDF4.chartostring(ds["name"][:], encoding="latin-1")]
-        assert got == list(names) and ds["name"].shape == (5, len("a much longer station name"))
+        # NetCDF-4 strings come as chars over DAP2, the longest (in bytes) setting the width,
+        # flagged _Encoding: netCDF4 gives the strings back, as from the file.
+        assert list(ds["name"][:]) == list(names) and ds["name"].shape == (5, len("a much longer station name"))
         np.testing.assert_array_equal(netCDF4.chartostring(ds["code"][2:]), codes[2:].astype(str))
         assert netCDF4.chartostring(ds["title"][:]) == "hello"
         np.testing.assert_array_equal(ds["temp"][:], np.arange(15).reshape(3, 5))
@@ -974,6 +975,13 @@ def test_remote_points_are_the_local_points(texts):
         for streams in (1, 2):
             got = strata.remote.open(f"{base}/{name}").query(where, output="points", streams=streams)
             pd.testing.assert_frame_equal(got.reset_index(drop=True), want, obj=f"{name}, {streams} streams")
+
+
+def test_xarray_over_dap_reads_strings_as_the_file_has_them(texts):
+    # The ensemble's member names are NetCDF-4 strings: over DAP2 they are characters, and
+    # _Encoding makes xarray give the names, not bytes, so the datasets are equal.
+    with xr.open_dataset(f"{texts[0]}/dap/members") as got, xr.open_dataset(DATA / TREFHT) as want:
+        xr.testing.assert_equal(got.load(), want.load())
 
 
 def test_a_fill_the_variable_cannot_hold_is_left_out(texts):

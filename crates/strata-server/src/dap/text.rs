@@ -115,6 +115,11 @@ pub(crate) fn das(m: &Manifest, served: &[String]) -> String {
             if let (Text::Chars { has_dim: true, .. }, Some(d)) = (text, var.dims.last()) {
                 let _ = writeln!(s, "        String DODS.dimName {};", quoted(d));
             }
+            // NetCDF-4 strings are text, which the client's characters stand for: netCDF4
+            // and xarray then give strings back, as from the file, not bytes.
+            if text == Text::Inline && !var.attrs.iter().any(|a| a.name == "_Encoding") {
+                s.push_str("        String _Encoding \"utf-8\";\n");
+            }
         }
         s.push_str("    }\n");
     }
