@@ -54,7 +54,10 @@ def _encoded(ds):
             if not kinds or not kinds <= {str, bytes} or len(kinds) > 1:
                 raise InvalidArgumentError(f"'{name}' holds Python objects that are not all text")
             var = xr.Variable(var.dims, values.astype(str if kinds == {str} else bytes), var.attrs, var.encoding)
-        if var.dtype.kind in "US" and not (var.dtype.kind == "S" and var.dtype.itemsize == 1):
+            variables[name] = var
+        if var.dtype.kind in "US":
+            # In a dataset xarray decoded, bytes are strings (a char array's last dimension
+            # joined), single bytes too: each gets its characters' dimension back.
             var = strings.EncodedStringCoder(allows_unicode=False).encode(var, name)
             variables[name] = strings.CharacterArrayCoder().encode(var, name)
     return variables, attrs

@@ -212,6 +212,10 @@ def test_to_strata_keeps_dimension_order_and_text(tmp_path):
         strata.to_strata(ds, tmp_path / "a", record_dim="t")
     assert strata.to_strata(ds, tmp_path / "b") == 1
     xr.testing.assert_identical(strata.open(tmp_path / "b").to_xarray(), ds)
+    # Single bytes as Python objects are characters, read back as such.
+    flags = xr.Dataset({"flag": (("x",), np.array([b"y", b"n"], dtype=object))})
+    assert strata.to_strata(flags, tmp_path / "f") == 1
+    assert strata.open(tmp_path / "f").to_xarray()["flag"].values.tolist() == [b"y", b"n"]
     bad = xr.Dataset({"o": (("n",), np.array([{"a": 1}, "x"], dtype=object))})
     with pytest.raises(strata.InvalidArgumentError, match="not all text"):
         strata.to_strata(bad, tmp_path / "c")
