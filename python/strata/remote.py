@@ -90,6 +90,11 @@ def open(url: str, token: str | None = None, timeout: float = 300.0) -> RemoteDa
     return RemoteDataset(url, token=token, timeout=timeout)
 
 
+def _numbers(values: list) -> np.ndarray:
+    """A numeric coordinate's values as the schema lists them (non-finite ones as text)."""
+    return np.array([np.nan if isinstance(x, str) else x for x in values], dtype="f8")
+
+
 class RemoteDataset:
     def __init__(self, url: str, token: str | None = None, timeout: float = 300.0):
         parts = urllib.parse.urlsplit(url)
@@ -162,8 +167,7 @@ class RemoteDataset:
 
                 self._indexes[dim] = pd.Index(c["values"], dtype=object, name=dim)
                 return self._indexes[dim]
-            values = np.array([np.nan if isinstance(x, str) else x for x in c["values"]], dtype="f8")
-            self._indexes[dim] = coordinate_index(values, c["attrs"])
+            self._indexes[dim] = coordinate_index(_numbers(c["values"]), c["attrs"])
         return self._indexes[dim]
 
     # -- selections -----------------------------------------------------------------------
@@ -252,8 +256,7 @@ class RemoteDataset:
             labels = np.asarray(self.coordinate_index(dim))
             if labels.dtype.kind != "O":
                 continue
-            raw = np.array([np.nan if isinstance(x, str) else x for x in c["values"]], dtype="f8")
-            at = pd.Index(raw).get_indexer(frame[dim].to_numpy(dtype="f8"))
+            at = pd.Index(_numbers(c["values"])).get_indexer(frame[dim].to_numpy(dtype="f8"))
             if (at >= 0).all():
                 frame[dim] = labels[at]
         return frame

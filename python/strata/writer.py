@@ -66,7 +66,7 @@ def write_arrays(
             # Fixed-width bytes (xarray's reading of a char array, such as WRF's Times) as the
             # characters along one more dimension, as xarray writes them and reads them back.
             width = arr.dtype.itemsize
-            arr = arr.view("S1").reshape(*arr.shape, width)
+            arr = np.ascontiguousarray(arr).view("S1").reshape(*arr.shape, width)
             dims = (*dims, f"string{width}")
         for d, n in zip(dims, arr.shape, strict=True):
             if sizes.setdefault(d, n) != n:

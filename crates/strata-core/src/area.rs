@@ -22,6 +22,28 @@ pub fn is_auxiliary(manifest: &Manifest, dims: &[String], name: &str) -> bool {
     manifest.variable(name).is_ok_and(|(_, v)| !v.dims.is_empty() && v.dims.iter().all(|d| dims.contains(d)))
 }
 
+fn units_of(var: &Variable) -> String {
+    var.string_attr("units").unwrap_or("").trim().to_ascii_lowercase()
+}
+
+/// Whether `var` is a latitude: CF's `standard_name`, or units of degrees north.
+pub fn is_latitude(var: &Variable) -> bool {
+    var.string_attr("standard_name") == Some("latitude")
+        || matches!(units_of(var).as_str(), "degrees_north" | "degree_north" | "degrees_n" | "degree_n")
+}
+
+/// A longitude's whole turn in its units (360 degrees, or 2π radians); None when `var` is
+/// no longitude (CF's `standard_name`, or units of degrees east).
+pub fn longitude_turn(var: &Variable) -> Option<f64> {
+    let units = units_of(var);
+    let east = matches!(units.as_str(), "degrees_east" | "degree_east" | "degrees_e" | "degree_e");
+    match (east || var.string_attr("standard_name") == Some("longitude"), units.as_str()) {
+        (false, _) => None,
+        (true, "radian" | "radians" | "rad") => Some(std::f64::consts::TAU),
+        (true, _) => Some(360.0),
+    }
+}
+
 /// The auxiliary coordinates (see [`is_auxiliary`]) a variable's CF `coordinates`
 /// attribute names, in its order: 2-D lat/lon, a mesh's coordinates.
 pub fn auxiliary_coordinates(manifest: &Manifest, var: &Variable) -> Vec<String> {
@@ -189,13 +211,7 @@ impl AuxCoord {
                 *v = f64::NAN;
             }
         }
-        let units = var.string_attr("units").unwrap_or("").trim().to_ascii_lowercase();
-        let east = matches!(units.as_str(), "degrees_east" | "degree_east" | "degrees_e" | "degree_e");
-        let turn = match (east || var.string_attr("standard_name") == Some("longitude"), units.as_str()) {
-            (false, _) => None,
-            (true, "radian" | "radians" | "rad") => Some(std::f64::consts::TAU),
-            (true, _) => Some(360.0),
-        };
+        let turn = longitude_turn(var);
         Ok(AuxCoord {
             name: name.to_string(),
             axes,
@@ -229,11 +245,10 @@ impl AuxCoord {
             CoordTest::Range { lo, hi } => {
                 let decoding = self.decoding.clone().map_err(Error::InvalidArgument)?;
                 let physical = |x: f64| decoding.physical(x);
-                match (lo, hi) {
-                    (Some(lo), Some(hi)) if self.turn.is_some() => {
+                match (lo, hi, self.turn) {
+                    (Some(lo), Some(hi), Some(turn)) => {
                         // On the circle: a user's -170 is a 0..360 grid's 190, so comparing
                         // numbers alone selected half the globe for `170:-170` there.
-                        let turn = self.turn.unwrap_or(360.0);
                         let arc = if hi - lo >= turn { turn } else { (hi - lo).rem_euclid(turn) };
                         self.values
                             .iter()
@@ -243,7 +258,7 @@ impl AuxCoord {
                             })
                             .collect()
                     }
-                    (Some(lo), Some(hi)) if lo > hi => {
+                    (Some(lo), Some(hi), None) if lo > hi => {
                         return Err(Error::InvalidArgument(format!(
                             "'{}' range ({lo}, {hi}) is empty: its lower bound is above the upper",
                             self.name

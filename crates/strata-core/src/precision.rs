@@ -179,7 +179,7 @@ fn fill_all(out: &mut [u8], missing: usize, dtype: DType) {
     }
 }
 
-/// Puts back the exact fill and missing values (`missing`, physical values of a float
+/// Puts back the exact fill and missing values (`missing`, stored values of a float
 /// `dtype`) in `out`, read at `level` of `groups`: an element that reads as a missing value
 /// read at that level is that missing value. A fill of 1e20 kept to two bytes read as
 /// 9.98e19, which no reader masks. A real value that shares the fill's kept bits lies within

@@ -296,18 +296,10 @@ impl Layout {
 /// The strings of `values` (row-major over `shape`) that `sel` picks, as characters, each
 /// NUL-padded to the longest of them (at least one byte), and that width.
 fn string_chars(values: &[String], shape: &[u64], sel: &[DimSelection]) -> (Vec<u8>, u64) {
-    let mut picked = Vec::new();
-    let strides: Vec<u64> = (0..shape.len()).map(|d| shape[d + 1..].iter().product()).collect();
-    let counts: Vec<u64> = sel.iter().map(|s| s.count()).collect();
-    let n: u64 = counts.iter().product();
-    for k in 0..n {
-        let (mut rest, mut flat) = (k, 0u64);
-        for d in (0..sel.len()).rev() {
-            flat += (sel[d].start + rest % counts[d] * sel[d].step) * strides[d];
-            rest /= counts[d];
-        }
-        picked.push(values.get(flat as usize).map_or(&b""[..], |s| s.as_bytes()));
-    }
+    let picked: Vec<&[u8]> = strata_core::grid::flat_indices(shape, sel)
+        .iter()
+        .map(|&f| values.get(f as usize).map_or(&b""[..], |s| s.as_bytes()))
+        .collect();
     let width = picked.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
     let mut out = vec![0u8; picked.len() * width];
     for (dst, s) in out.chunks_exact_mut(width).zip(&picked) {

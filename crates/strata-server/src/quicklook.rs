@@ -111,15 +111,10 @@ fn increasing(reader: &StoreReader, dim: &str) -> Option<bool> {
 /// of the slice `sel`: compared at the first and last row, in the middle column.
 fn latitude_increases(reader: &StoreReader, var: &Variable, sel: &[DimSelection], rows: usize, cols: usize) -> bool {
     let m = reader.manifest();
-    let latitude = |c: &Variable| {
-        let units = c.string_attr("units").unwrap_or("").to_ascii_lowercase();
-        c.string_attr("standard_name") == Some("latitude")
-            || matches!(units.as_str(), "degrees_north" | "degree_north" | "degrees_n" | "degree_n")
-    };
     let Some(lat) = strata_core::area::auxiliary_coordinates(m, var)
         .into_iter()
         .filter_map(|n| m.variable(&n).ok().map(|(_, c)| c))
-        .find(|c| latitude(c) && c.chunking.is_some() && c.dims.contains(&var.dims[rows]))
+        .find(|c| strata_core::area::is_latitude(c) && c.chunking.is_some() && c.dims.contains(&var.dims[rows]))
     else {
         return false;
     };

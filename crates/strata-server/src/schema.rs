@@ -71,7 +71,7 @@ pub(crate) fn describe(name: &str, reader: &StoreReader) -> strata_core::Result<
             };
             coordinates.insert(v.name.clone(), json!({"size": n, "values": values, "attrs": attrs_json(&v.attrs)}));
         } else if let (true, Some(labels)) = (v.is_coordinate(), &v.inline_strings) {
-            // Text labels (a CCSM ensemble's members), which point tables give as positions.
+            // Text labels (a CCSM ensemble's members), flagged: a client indexes them as text.
             let values = if labels.len() as u64 <= MAX_COORD_VALUES { json!(labels) } else { Value::Null };
             let entry = json!({"size": labels.len(), "values": values, "attrs": attrs_json(&v.attrs), "text": true});
             coordinates.insert(v.name.clone(), entry);

@@ -63,10 +63,9 @@ pub(crate) fn strings_in(
     text: Text,
     b: &[DimSelection],
 ) -> strata_core::Result<Vec<Vec<u8>>> {
-    let count: u64 = b.iter().map(|s| s.count()).product();
     match text {
         Text::Chars { strlen, has_dim } => {
-            let mut buf = vec![0u8; count as usize];
+            let mut buf = vec![0u8; b.iter().map(|s| s.count()).product::<u64>() as usize];
             reader.read_into(&var.name, b, &mut buf)?;
             let width = if has_dim { strlen.max(1) as usize } else { 1 };
             Ok(buf
@@ -76,37 +75,11 @@ pub(crate) fn strings_in(
         }
         Text::Inline => {
             let values = var.inline_strings.as_deref().unwrap_or_default();
-            let shape = reader.manifest().shape(var);
-            let mut out = Vec::with_capacity(count as usize);
-            for_each_position(b, &shape, |flat| {
-                out.push(values.get(flat as usize).map(|s| s.as_bytes().to_vec()).unwrap_or_default())
-            });
-            Ok(out)
-        }
-    }
-}
-
-/// Calls `f` with the flat (row-major) index in `shape` of every position of `b`, in order.
-fn for_each_position(b: &[DimSelection], shape: &[u64], mut f: impl FnMut(u64)) {
-    if b.iter().any(|s| s.count() == 0) {
-        return;
-    }
-    let strides: Vec<u64> = (0..shape.len()).map(|d| shape[d + 1..].iter().product()).collect();
-    let mut at: Vec<u64> = b.iter().map(|s| s.start).collect();
-    loop {
-        f(at.iter().zip(&strides).map(|(i, s)| i * s).sum());
-        // The next position, last dimension fastest.
-        let mut d = b.len();
-        loop {
-            if d == 0 {
-                return;
-            }
-            d -= 1;
-            at[d] += b[d].step;
-            if at[d] < b[d].stop {
-                break;
-            }
-            at[d] = b[d].start;
+            let flat = strata_core::grid::flat_indices(&reader.manifest().shape(var), b);
+            Ok(flat
+                .iter()
+                .map(|&f| values.get(f as usize).map(|s| s.as_bytes().to_vec()).unwrap_or_default())
+                .collect())
         }
     }
 }
@@ -135,19 +108,5 @@ mod tests {
         want.extend_from_slice(&4u32.to_be_bytes());
         want.extend_from_slice(b"abcd");
         assert_eq!(got, want);
-    }
-
-    #[test]
-    fn positions_walk_a_strided_box_in_row_major_order() {
-        let b = [DimSelection { start: 1, stop: 4, step: 2 }, DimSelection { start: 0, stop: 3, step: 1 }];
-        let mut seen = vec![];
-        for_each_position(&b, &[4, 3], |f| seen.push(f));
-        assert_eq!(seen, [3, 4, 5, 9, 10, 11]);
-        let mut none = vec![];
-        for_each_position(&[DimSelection { start: 2, stop: 2, step: 1 }], &[4], |f| none.push(f));
-        assert!(none.is_empty());
-        let mut scalar = vec![];
-        for_each_position(&[], &[], |f| scalar.push(f));
-        assert_eq!(scalar, [0]);
     }
 }
