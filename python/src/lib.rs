@@ -283,6 +283,25 @@ impl Writer {
         self.with(py, |w| w.put_static(name, bytes))
     }
 
+    /// A block of a static variable, `shape` elements from `origin` (whole chunks:
+    /// `static_piece` gives such a shape).
+    fn put_static_block(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+        data: PyReadonlyArray1<'_, u8>,
+    ) -> PyResult<()> {
+        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        self.with(py, |w| w.put_static_block(name, &origin, &shape, bytes))
+    }
+
+    /// The block shape to write static variable `name` in (empty: write it whole).
+    fn static_piece(&self, py: Python<'_>, name: &str) -> PyResult<Vec<u64>> {
+        self.with(py, |w| w.static_piece(name))
+    }
+
     fn begin_slab(&self, py: Python<'_>, records: u64) -> PyResult<()> {
         self.with(py, |w| w.direct()?.begin_slab(records))
     }

@@ -3,6 +3,7 @@ Shared by the importer and ``write_arrays``."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,28 @@ def write_record_slabs(writer, sources: dict[str, tuple[Any, str]], total: int, 
                 bar.update(data.nbytes)
         writer.finish_slab()
     return total
+
+
+def write_static(writer, name: str, source: Any, dtype: str, bar=None) -> None:
+    """Writes a variable without the record dimension: whole when small, else block by
+    block (``Writer.static_piece``: whole chunks, about a slab each), so that memory holds
+    one block of it, as a record variable's slab. ``source`` is anything sliceable: a NetCDF
+    variable or an array."""
+    shape = tuple(int(n) for n in source.shape)
+    piece = tuple(writer.static_piece(name))
+    if not piece or piece == shape or 0 in shape:
+        data = le_bytes(source[...], dtype)
+        writer.put_static(name, data)
+        if bar is not None:
+            bar.update(data.nbytes)
+        return
+    for corner in itertools.product(*(range(0, n, p) for n, p in zip(shape, piece, strict=True))):
+        box = tuple(slice(c, min(c + p, n)) for c, p, n in zip(corner, piece, shape, strict=True))
+        data = le_bytes(source[box], dtype)
+        writer.put_static_block(name, list(corner), [b.stop - b.start for b in box], data)
+        if bar is not None:
+            bar.update(data.nbytes)
+        del data  # before the next block is read: one block in memory
 
 
 def parse_dims(spec: dict[str, int] | str | None) -> dict[str, int]:

@@ -115,9 +115,8 @@ def _print_report(report, verb: str) -> None:
     stored = sum(r["stored_bytes"] for r in report.variables)
     raw = sum(r["raw_bytes"] for r in report.variables)
     print(f"{verb} {report.source} -> {report.store} (version {report.version})")
-    print(
-        f"  {report.records} records, {_human(report.raw_bytes)} in {report.seconds:.2f} s ({report.mb_per_s:.1f} MB/s)"
-    )
+    records = "" if report.records is None else f"{report.records} records, "
+    print(f"  {records}{_human(report.raw_bytes)} in {report.seconds:.2f} s ({report.mb_per_s:.1f} MB/s)")
     print(f"  {'variable':<24} {'shape':<18} {'chunk':<16} {'sub-chunk':<14} {'codec':<24} {'ratio':>7}")
     for r in report.variables:
         ratio = f"{r['raw_bytes'] / r['stored_bytes']:.2f}" if r["stored_bytes"] else "-"

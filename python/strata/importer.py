@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import _attrs, _core
-from ._slabs import le_bytes, write_record_slabs, writer_options
+from ._slabs import le_bytes, write_record_slabs, write_static, writer_options
 from ._sources import open_source, source_dtype
 from .dataset import is_store
 from .errors import CompatibilityError, ConflictError, InvalidArgumentError
@@ -30,7 +30,8 @@ class ImportReport:
     source: str
     store: str
     version: int
-    records: int
+    #: Records written along the record dimension (None: the store has none).
+    records: int | None
     raw_bytes: int
     seconds: float
     variables: list[dict] = field(default_factory=list)
@@ -189,10 +190,8 @@ def import_file(
         )
         with _progress(raw, f"import {os.path.basename(source)}", progress) as bar:
             for name in static_vars:
-                data = le_bytes(nc.variables[name][...], dtypes[name])
-                writer.put_static(name, data)
-                bar.update(data.nbytes)
-            records = _write_records(writer, nc, record_vars, dtypes, bar)
+                write_static(writer, name, nc.variables[name], dtypes[name], bar)
+            records = _write_records(writer, nc, record_vars, dtypes, bar) if rec is not None else None
         version = writer.commit(f"import {os.path.basename(source)}")
     finally:
         nc.close()
@@ -217,8 +216,8 @@ class PlannedVariable:
 def preview_import(source: str | os.PathLike, variables: list[str] | None = None, **options) -> list[PlannedVariable]:
     """What :func:`import_file` with the same options would store for each numeric variable
     of ``source`` (or of ``variables``): chunk and sub-chunk shapes, chain and plan, made by
-    the engine's writer from the data the import would plan from (a static variable whole,
-    a record variable's first slab), with nothing written anywhere. ``options`` are
+    the engine's writer from the data the import would plan from (a record variable's first
+    slab, a static variable's first piece), with nothing written anywhere. ``options`` are
     :func:`import_file`'s (``codec``, ``objective``, ``error_bound``, ``chunks``,
     ``record_dim``, ...), but for ``progress``."""
     source = os.fspath(source)
@@ -238,7 +237,8 @@ def preview_import(source: str | os.PathLike, variables: list[str] | None = None
             if var.size == 0:
                 continue
             on_records = rec is not None and v["dims"][:1] == [rec]
-            data = var[:first] if on_records else var[...]
+            piece = writer.static_piece(v["name"])
+            data = var[:first] if on_records else var[tuple(slice(0, n) for n in piece)] if piece else var[...]
             writer.preview(v["name"], le_bytes(data, v["dtype"]))
         planned = {v.name: v for v in writer.schema().variables}
     finally:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import _attrs, _core
-from ._slabs import LAYOUT_ARGS, le_bytes, write_record_slabs, writer_options
+from ._slabs import LAYOUT_ARGS, le_bytes, write_record_slabs, write_static, writer_options
 from ._sources import strata_dtype
 from .dataset import numpy_dtype
 from .errors import InvalidArgumentError
@@ -107,7 +107,7 @@ def write_arrays(
     records = {n: (a, t) for n, d, a, _, t in prepared if record_dim is not None and d[:1] == (record_dim,)}
     for name, _, arr, _, dtype in prepared:
         if dtype != "string" and name not in records:
-            writer.put_static(name, le_bytes(arr, dtype))
+            write_static(writer, name, arr, dtype)
     if records:
         write_record_slabs(writer, records, sizes[record_dim])
     return writer.commit("write_arrays")

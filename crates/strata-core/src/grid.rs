@@ -26,6 +26,21 @@ pub fn chunk_grid(extent: &[u64], chunk: &[u64]) -> Vec<u64> {
     extent.iter().zip(chunk).map(|(&e, &c)| ceil_div(e, c)).collect()
 }
 
+/// The linear ids, ascending, of the chunks (of shape `chunk`, in a grid of shape `grid`)
+/// that the box of `shape` at `origin` touches.
+pub fn chunks_touched(origin: &[u64], shape: &[u64], chunk: &[u64], grid: &[u64]) -> Vec<u64> {
+    let first: Vec<u64> = origin.iter().zip(chunk).map(|(&o, &c)| o / c.max(1)).collect();
+    let counts: Vec<u64> = (0..origin.len())
+        .map(|d| ceil_div(origin[d] + shape[d], chunk[d]).min(grid[d]).saturating_sub(first[d]))
+        .collect();
+    (0..counts.iter().product::<u64>())
+        .map(|i| {
+            let at: Vec<u64> = unravel(i, &counts).iter().zip(&first).map(|(i, f)| i + f).collect();
+            ravel(&at, grid)
+        })
+        .collect()
+}
+
 /// Sub-chunk grid of a full chunk; edge chunks use the same numbering and simply lack some ids.
 pub fn subchunk_grid(chunk: &[u64], sub: &[u64]) -> Vec<u64> {
     chunk.iter().zip(sub).map(|(&c, &s)| ceil_div(c, s)).collect()

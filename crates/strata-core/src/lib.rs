@@ -49,6 +49,7 @@ pub mod recycle;
 pub mod sampling;
 mod segment;
 pub mod session;
+mod spill;
 pub mod storage;
 pub mod store;
 pub mod stream;

@@ -300,6 +300,17 @@ impl StreamWriter {
         lock(&self.writer).put_static(name, data)
     }
 
+    /// Writes a block of a variable without the record dimension (see
+    /// [`StoreWriter::put_static_block`]).
+    pub fn put_static_block(&mut self, name: &str, origin: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
+        lock(&self.writer).put_static_block(name, origin, shape, data)
+    }
+
+    /// The block shape of [`put_static_block`](Self::put_static_block) (empty: write it whole).
+    pub fn static_piece(&self, name: &str) -> Result<Vec<u64>> {
+        lock(&self.writer).static_piece(name)
+    }
+
     /// Records committed so far plus those handed to slabs and those waiting (what the
     /// record dimension will have).
     pub fn record_count(&self) -> u64 {

@@ -9,7 +9,7 @@ use crate::chunking::{
 use crate::data_file;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::grid::{chunk_grid, copy_block, subchunk_grid, unravel};
+use crate::grid::{chunk_grid, chunks_touched, copy_block, subchunk_grid, unravel};
 use crate::hilbert;
 use crate::index_file::{self, BinPositions, SlabIndexData};
 use crate::manifest::{
@@ -18,11 +18,13 @@ use crate::manifest::{
 use crate::precision;
 use crate::sampling::{self, REFINE_SAMPLES};
 use crate::segment::{layout_key, SegmentEntry, SegmentKey};
+use crate::spill::{Spill, Spilled, SPILL_AT_BYTES};
+use crate::storage::Storage;
 use crate::store::{now_ms, random_suffix, Store};
 use crate::write_config::WriteConfig;
 use rayon::prelude::*;
 use serde::Deserialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use strata_codecs::analyzer::{Objective, Sample};
 use strata_codecs::plan::{self as codec_plan, CodecRequest, PLAN_MIN_BYTES};
 use strata_codecs::{registry, CodecChain, CodecSpec, ElementContext};
@@ -199,6 +201,15 @@ pub(crate) struct PendingSegment {
     pub(crate) count: u64,
     pub(crate) min: f64,
     pub(crate) max: f64,
+    /// Where the bytes went when the slab spilled (`bytes` is then empty).
+    pub(crate) spilled: Option<Spilled>,
+}
+
+impl PendingSegment {
+    /// The encoded length, in memory or spilled.
+    fn length(&self) -> u64 {
+        self.spilled.map_or(self.bytes.len() as u64, |p| p.length)
+    }
 }
 
 impl std::fmt::Debug for PendingSegment {
@@ -214,6 +225,9 @@ pub(crate) struct SlabBuilder {
     pub(crate) bitmaps: Vec<BinPositions>,
     pub(crate) bins: Vec<BinSummary>,
     done: BTreeSet<usize>,
+    /// Encoded bytes held in memory (the rest are in `spill`).
+    held: u64,
+    spill: Option<Spill>,
 }
 
 impl SlabBuilder {
@@ -222,13 +236,40 @@ impl SlabBuilder {
     }
 
     fn new(id: u64, records: Option<[u64; 2]>) -> Self {
-        Self { id, records, segments: vec![], bitmaps: vec![], bins: vec![], done: BTreeSet::new() }
+        Self {
+            id,
+            records,
+            segments: vec![],
+            bitmaps: vec![],
+            bins: vec![],
+            done: BTreeSet::new(),
+            held: 0,
+            spill: None,
+        }
     }
 
     fn add(&mut self, part: EncodedPart) {
+        self.held += part.segments.iter().map(|s| s.bytes.len() as u64).sum::<u64>();
         self.segments.extend(part.segments);
         self.bitmaps.extend(part.bitmaps);
-        self.bins.extend(part.bins);
+        // A variable written in pieces has one set of bins: its pieces' counts add up.
+        if let Some(b) = part.bins {
+            match self.bins.iter_mut().find(|a| a.var == b.var && a.boundaries == b.boundaries) {
+                Some(a) => a.counts.iter_mut().zip(&b.counts).for_each(|(x, y)| *x += y),
+                None => self.bins.push(b),
+            }
+        }
+    }
+
+    /// Moves the encoded bytes held in memory to the spill file once they pass `limit`.
+    fn spill_if_large(&mut self, storage: &dyn Storage, limit: u64) -> Result<()> {
+        if self.held < limit {
+            return Ok(());
+        }
+        let id = self.id;
+        self.spill.get_or_insert_with(|| Spill::new(id)).take(storage, &mut self.segments)?;
+        self.held = 0;
+        Ok(())
     }
 }
 
@@ -281,10 +322,22 @@ pub struct StoreWriter {
     /// Level V's rule, when the layout has it.
     bin_rule: Option<BinRule>,
     static_slab: Option<SlabBuilderBox>,
+    /// Static variables being written in blocks (`put_static_block`).
+    static_rows: HashMap<usize, StaticPieces>,
+    /// Encoded bytes the static slab holds in memory before it spills ([`SPILL_AT_BYTES`]).
+    pub(crate) spill_at: u64,
     open_slab: Option<SlabBuilderBox>,
     next_slab_id: u64,
     /// A parallel writer's block (None: the whole store).
     block: Option<Block>,
+}
+
+/// A static variable being written in blocks: the chunks written so far, and what its first
+/// block decided (one set of bins per variable and slab; None inside: no level V).
+#[derive(Debug, Default)]
+struct StaticPieces {
+    chunks: HashSet<u64>,
+    bins: Option<Option<Bins>>,
 }
 
 /// Boxed so that `StoreWriter` can derive `Debug` without exposing segment bytes.
@@ -692,6 +745,8 @@ impl StoreWriter {
             records_hint,
             bin_rule,
             static_slab,
+            static_rows: HashMap::new(),
+            spill_at: SPILL_AT_BYTES,
             open_slab: None,
             next_slab_id: 1,
             block: None,
@@ -774,6 +829,8 @@ impl StoreWriter {
             records_hint: None,
             bin_rule,
             static_slab: None,
+            static_rows: HashMap::new(),
+            spill_at: SPILL_AT_BYTES,
             open_slab: None,
             next_slab_id,
             block: None,
@@ -923,27 +980,142 @@ impl StoreWriter {
         if var.chunking.is_none() {
             return Err(Error::InvalidArgument(format!("'{name}' is a string variable, stored in the manifest")));
         }
+        if self.static_rows.contains_key(&idx) {
+            return Err(Error::InvalidArgument(format!("'{name}' is being written in blocks (put_static_block)")));
+        }
         let extent = self.draft.shape(var);
         let window = self.window(idx, &extent)?;
         if self.static_slab.as_ref().is_some_and(|s| !s.0.done.contains(&idx)) {
             self.resolve_plan(idx, &window.1, data)?;
         }
-        let part = self.encode_part(idx, &extent, &window, data)?;
-        let slab = self.static_slab.as_mut().ok_or_else(|| {
-            Error::InvalidArgument("static variables can only be written when creating a store".into())
-        })?;
-        if !slab.0.done.insert(idx) {
+        let part = self.encode_part(idx, &extent, &window, data, self.bins_of(idx, data))?;
+        let slab = self.static_slab_mut()?;
+        if !slab.done.insert(idx) {
             return Err(Error::InvalidArgument(format!("'{name}' was already written")));
         }
-        slab.0.add(part);
-        Ok(())
+        slab.add(part);
+        self.spill_static()
+    }
+
+    /// Writes a block of a variable without the record dimension: `shape` elements from
+    /// `origin` (C order, little-endian). A static variable larger than memory should hold is
+    /// written this way, block by block in any order, each block made of whole chunks (it
+    /// may stop at the variable's edge): [`static_piece`](Self::static_piece) gives such a
+    /// shape. Its plan and bins come from the first block, as a record variable's come from
+    /// its first slab. Only when creating a store.
+    pub fn put_static_block(&mut self, name: &str, origin: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
+        let (idx, var) = self.draft.variable(name)?;
+        let bad = |why: String| Err(Error::InvalidArgument(format!("'{name}' {why}")));
+        let Some(chunk) = var.chunking.as_ref().map(|c| c.chunk.clone()) else {
+            return bad("is a string variable, stored in the manifest".into());
+        };
+        if self.draft.is_record_var(var) {
+            return bad("has the record dimension: write it through slabs".into());
+        }
+        if self.block.is_some() {
+            return bad("is written whole by a parallel writer (its block, with put_static)".into());
+        }
+        let extent = self.draft.shape(var);
+        if extent.is_empty() {
+            return bad("is a scalar: write it with put_static".into());
+        }
+        if origin.len() != extent.len() || shape.len() != extent.len() {
+            return bad(format!("has {} dimensions: a block gives an origin and a shape of as many", extent.len()));
+        }
+        for d in 0..extent.len() {
+            let end = origin[d].saturating_add(shape[d]);
+            let aligned = origin[d].is_multiple_of(chunk[d]) && (end.is_multiple_of(chunk[d]) || end == extent[d]);
+            if shape[d] == 0 || end > extent[d] || !aligned {
+                return bad(format!(
+                    "is chunked by {chunk:?}: a block is whole chunks inside {extent:?}, not {shape:?} at {origin:?}"
+                ));
+            }
+        }
+        let expected = shape.iter().product::<u64>() * var.dtype.size() as u64;
+        if data.len() as u64 != expected {
+            return bad(format!("needs {expected} bytes for a block of shape {shape:?}, got {}", data.len()));
+        }
+        if self.static_slab_mut()?.done.contains(&idx) {
+            return bad("was already written".into());
+        }
+        // The chunks the block covers, none of them written before.
+        let grid = chunk_grid(&extent, &chunk);
+        let covered = chunks_touched(origin, shape, &chunk, &grid);
+        let state = self.static_rows.entry(idx).or_default();
+        if covered.iter().any(|c| state.chunks.contains(c)) {
+            return bad(format!("was already written in part of the block of shape {shape:?} at {origin:?}"));
+        }
+        let bins = match state.bins.clone() {
+            Some(b) => b,
+            None => {
+                self.resolve_plan(idx, shape, data)?;
+                let b = self.bins_of(idx, data);
+                self.static_rows.entry(idx).or_default().bins = Some(b.clone());
+                b
+            }
+        };
+        let part = self.encode_part(idx, &extent, &(origin.to_vec(), shape.to_vec()), data, bins)?;
+        let state = self.static_rows.entry(idx).or_default();
+        state.chunks.extend(covered);
+        let complete = state.chunks.len() as u64 == grid.iter().product::<u64>();
+        let slab = self.static_slab_mut()?;
+        slab.add(part);
+        if complete {
+            slab.done.insert(idx);
+            self.static_rows.remove(&idx);
+        }
+        self.spill_static()
+    }
+
+    /// The block shape of [`put_static_block`](Self::put_static_block) for static variable
+    /// `name`: whole chunks, about a slab's bytes, cut along the leading dimensions first
+    /// (empty for a scalar or a string variable, written whole).
+    pub fn static_piece(&self, name: &str) -> Result<Vec<u64>> {
+        let (_, var) = self.draft.variable(name)?;
+        let extent = self.draft.shape(var);
+        let Some(c) = &var.chunking else { return Ok(vec![]) };
+        let mut piece = extent.clone();
+        let mut bytes = extent.iter().product::<u64>() * var.dtype.size() as u64;
+        for (n, &chunk) in piece.iter_mut().zip(&c.chunk) {
+            if bytes <= DEFAULT_SLAB_BYTES || *n == 0 {
+                break;
+            }
+            let per = bytes / *n;
+            *n = (chunk * (DEFAULT_SLAB_BYTES / (per * chunk).max(1))).max(chunk).min(*n);
+            bytes = per * *n;
+        }
+        Ok(piece)
+    }
+
+    fn static_slab_mut(&mut self) -> Result<&mut SlabBuilder> {
+        self.static_slab
+            .as_mut()
+            .map(|s| &mut s.0)
+            .ok_or_else(|| Error::InvalidArgument("static variables can only be written when creating a store".into()))
+    }
+
+    /// Level V's bins for data of variable `idx` (None without level V).
+    fn bins_of(&self, idx: usize, data: &[u8]) -> Option<Bins> {
+        let var = &self.draft.variables[idx];
+        self.bin_rule.as_ref().map(|r| r.resolve(var.dtype, data, &var.missing_values()))
+    }
+
+    /// Spills the static slab's encoded bytes once they are many. A parallel writer does not:
+    /// its coordinator places its parts from memory.
+    fn spill_static(&mut self) -> Result<()> {
+        if self.block.is_some() {
+            return Ok(());
+        }
+        let (storage, limit) = (self.store.storage().clone(), self.spill_at);
+        self.static_slab_mut()?.spill_if_large(storage.as_ref(), limit)
     }
 
     /// Makes the plan variable `name` would get from `data` and writes nothing: `data` is
-    /// what the writer would plan it from (a static variable whole; a record variable's first
-    /// slab, 1 to `slab_records` whole records). The chain, the sub-chunk shape it settled on
-    /// and the plan record are then in [`manifest`](Self::manifest): what `strata analyze`
-    /// shows an import would store, made by the same code.
+    /// what the writer would plan it from (a record variable's first slab, 1 to
+    /// `slab_records` whole records; a static variable whole, or its first block of
+    /// [`static_piece`](Self::static_piece)'s shape). The chain, the sub-chunk shape it
+    /// settled on and the plan record are then in [`manifest`](Self::manifest): what
+    /// `strata analyze` shows an import would store, made by the same code.
     pub fn preview(&mut self, name: &str, data: &[u8]) -> Result<()> {
         let (idx, var) = self.draft.variable(name)?;
         if var.chunking.is_none() {
@@ -962,6 +1134,11 @@ impl StoreWriter {
                 )));
             }
             extent[0] = records;
+        } else {
+            let piece = self.static_piece(name)?;
+            if data.len() as u64 == piece.iter().product::<u64>() * es {
+                extent = piece;
+            }
         }
         let window = self.window(idx, &extent)?;
         let expected = window.1.iter().product::<u64>() * es;
@@ -1035,7 +1212,7 @@ impl StoreWriter {
         if data.len() as u64 == expected {
             self.resolve_plan(idx, &window.1, data)?;
         }
-        let part = self.encode_part(idx, &extent, &window, data)?;
+        let part = self.encode_part(idx, &extent, &window, data, self.bins_of(idx, data))?;
         if let Some(slab) = self.open_slab.as_mut() {
             slab.0.done.insert(idx);
             slab.0.add(part);
@@ -1111,6 +1288,7 @@ impl StoreWriter {
         extent: &[u64],
         window: &(Vec<u64>, Vec<u64>),
         data: &[u8],
+        bins: Option<Bins>,
     ) -> Result<EncodedPart> {
         let var = &self.draft.variables[idx];
         let es = var.dtype.size();
@@ -1129,14 +1307,14 @@ impl StoreWriter {
         };
         let grid = chunk_grid(extent, &chunking.chunk);
         let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
-        let n_chunks: u64 = grid.iter().product();
         let n_subs: u64 = sub_grid.iter().product();
         let ndim = extent.len();
-        let tasks: Vec<(u64, u64)> = (0..n_chunks).flat_map(|c| (0..n_subs).map(move |s| (c, s))).collect();
+        // Only the chunks the window touches: a block of a large variable is a small share
+        // of its grid, and idle tasks split among threads left them waiting on one another.
+        let chunks = chunks_touched(origin, held, &chunking.chunk, &grid);
+        let tasks: Vec<(u64, u64)> = chunks.iter().flat_map(|&c| (0..n_subs).map(move |s| (c, s))).collect();
         let missing = var.missing_values();
         let groups = precision::byte_groups(&self.draft.layout, var)?;
-        // Level V: this slab's bins, from this slab's values.
-        let bins: Option<Bins> = self.bin_rule.as_ref().map(|r| r.resolve(var.dtype, data, &missing));
         type SubchunkOut = (Vec<PendingSegment>, Vec<BinPositions>);
         let results: Vec<Option<Result<SubchunkOut>>> = tasks
             .par_iter()
@@ -1213,6 +1391,7 @@ impl StoreWriter {
                             count: if first { summary.count } else { 0 },
                             min: if first { summary.min } else { f64::NAN },
                             max: if first { summary.max } else { f64::NAN },
+                            spilled: None,
                         });
                     }
                     if let Some(positions) = positions {
@@ -1277,17 +1456,20 @@ impl StoreWriter {
     /// The static variables this writer holds, encoded (None when it holds none).
     pub(crate) fn take_static(&mut self) -> Result<Option<SlabBuilder>> {
         let Some(SlabBuilderBox(slab)) = self.static_slab.take() else { return Ok(None) };
-        let missing: Vec<&str> = self
+        let missing: Vec<String> = self
             .draft
             .variables
             .iter()
             .enumerate()
             .filter(|(i, v)| v.chunking.is_some() && !self.draft.is_record_var(v) && self.holds(*i))
             .filter(|(i, _)| !slab.done.contains(i))
-            .map(|(_, v)| v.name.as_str())
+            .map(|(i, v)| match self.static_rows.get(&i) {
+                Some(p) => format!("{} ({} chunks written)", v.name, p.chunks.len()),
+                None => v.name.clone(),
+            })
             .collect();
         if !missing.is_empty() {
-            return Err(Error::InvalidArgument(format!("variables never written: {}", missing.join(", "))));
+            return Err(Error::InvalidArgument(format!("variables never written whole: {}", missing.join(", "))));
         }
         Ok((!slab.done.is_empty()).then_some(slab))
     }
@@ -1331,16 +1513,18 @@ impl StoreWriter {
     }
 
     fn write_slab(&mut self, slab: SlabBuilder) -> Result<()> {
-        let SlabBuilder { id, records, mut segments, bitmaps, bins, .. } = slab;
+        let SlabBuilder { id, records, mut segments, mut bitmaps, bins, spill, .. } = slab;
         self.sort_segments(records, &mut segments);
+        // Blocks of a static variable come in any order; its index does not depend on it.
+        bitmaps.sort_by_key(|b| (b.var, b.chunk, b.subchunk, b.bin));
 
         let suffix = random_suffix();
         let data_path = format!("data/s{id:06}-{suffix}.sdat");
         let index_path = format!("index/s{id:06}-{suffix}.sidx");
         let header = data_file::header(id);
-        // Segment checksums in parallel; the segments go to the file as they are (no copy
-        // into one buffer).
-        let checksums: Vec<u32> = segments.par_iter().map(|s| crc32c::crc32c(&s.bytes)).collect();
+        // Segment checksums in parallel (a spilled segment's was taken as it spilled).
+        let checksums: Vec<u32> =
+            segments.par_iter().map(|s| s.spilled.map_or_else(|| crc32c::crc32c(&s.bytes), |p| p.checksum)).collect();
         let mut offset = header.len() as u64;
         let mut entries = Vec::with_capacity(segments.len());
         for (s, &checksum) in segments.iter().zip(&checksums) {
@@ -1348,27 +1532,31 @@ impl StoreWriter {
                 key: s.key,
                 codec: s.codec,
                 offset,
-                length: s.bytes.len() as u64,
+                length: s.length(),
                 raw_length: s.raw_length,
                 checksum,
                 count: s.count,
                 min: s.min,
                 max: s.max,
             });
-            offset += s.bytes.len() as u64;
+            offset += s.length();
         }
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(segments.len() + 1);
-        parts.push(&header);
-        parts.extend(segments.iter().map(|s| s.bytes.as_slice()));
         let storage = self.store.storage();
         // Both files are flushed to disk before the commit can name them; written side by
         // side, their flushes overlap (and the index is encoded while the data is written).
         let (d, i) = rayon::join(
-            || {
-                // One pass of the hardware CRC (combining per-segment CRCs costs more when
-                // segments are many and small).
-                let crc = parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p));
-                storage.write_atomic_parts(&data_path, &parts).map(|_| crc)
+            || match &spill {
+                Some(spill) => spill.write_data_file(storage.as_ref(), &data_path, &header, &segments).map(|(_, c)| c),
+                None => {
+                    // The segments go to the file as they are (no copy into one buffer), after
+                    // one pass of the hardware CRC (combining per-segment CRCs costs more
+                    // when segments are many and small).
+                    let mut parts: Vec<&[u8]> = Vec::with_capacity(segments.len() + 1);
+                    parts.push(&header);
+                    parts.extend(segments.iter().map(|s| s.bytes.as_slice()));
+                    let crc = parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p));
+                    storage.write_atomic_parts(&data_path, &parts).map(|_| crc)
+                }
             },
             || {
                 let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries, bitmaps, bins });
@@ -1377,7 +1565,6 @@ impl StoreWriter {
         );
         let file_crc = d?;
         let index = i?;
-        drop(parts);
         drop(segments);
         self.draft.files.push(FileEntry {
             path: data_path.clone(),

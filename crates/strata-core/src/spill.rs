@@ -1,0 +1,269 @@
+//! A slab larger than memory should hold: its encoded segments wait in a spill file, in the
+//! order they were encoded, until the slab is complete; the data file is then written from
+//! it in the layout's order, a batch at a time.
+//!
+//! Record slabs never need this (their length bounds them); the static slab holds every
+//! variable without the record dimension, whatever their size, and its layout order is
+//! known only once all of them are encoded.
+
+use crate::error::Result;
+use crate::storage::Storage;
+use crate::store::random_suffix;
+use crate::writer::PendingSegment;
+
+/// Encoded bytes a slab keeps in memory before they go to its spill file.
+pub(crate) const SPILL_AT_BYTES: u64 = 64 << 20;
+/// Bytes gathered before each write of the data file built from a spill.
+const WRITE_BATCH_BYTES: usize = 16 << 20;
+
+/// Where a spilled segment's bytes are.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spilled {
+    pub(crate) at: u64,
+    pub(crate) length: u64,
+    pub(crate) checksum: u32,
+}
+
+/// A slab's spill file, named as a write's temporary file (`.NAME.tmp-*`): one a writer
+/// leaves behind when it stops is a leftover `gc` removes.
+#[derive(Debug)]
+pub(crate) struct Spill {
+    path: String,
+    len: u64,
+}
+
+impl Spill {
+    pub(crate) fn new(slab_id: u64) -> Self {
+        Spill { path: format!("data/.s{slab_id:06}.spill.tmp-{}", random_suffix()), len: 0 }
+    }
+
+    /// Moves the bytes of every segment still in memory to the file.
+    pub(crate) fn take(&mut self, storage: &dyn Storage, segments: &mut [PendingSegment]) -> Result<()> {
+        let mut batch: Vec<u8> = Vec::new();
+        let mut batch_at = self.len;
+        for s in segments.iter_mut().filter(|s| s.spilled.is_none()) {
+            let bytes = std::mem::take(&mut s.bytes);
+            s.spilled = Some(Spilled { at: self.len, length: bytes.len() as u64, checksum: crc32c::crc32c(&bytes) });
+            self.len += bytes.len() as u64;
+            batch.extend_from_slice(&bytes);
+            if batch.len() >= WRITE_BATCH_BYTES {
+                storage.write_at(&self.path, batch_at, &batch)?;
+                batch_at += batch.len() as u64;
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            storage.write_at(&self.path, batch_at, &batch)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the data file at `path`: `header`, then `segments` in their order, the spilled
+    /// ones read back from the file. Returns the file's size and CRC-32C; the spill file is
+    /// removed.
+    pub(crate) fn write_data_file(
+        &self,
+        storage: &dyn Storage,
+        path: &str,
+        header: &[u8],
+        segments: &[PendingSegment],
+    ) -> Result<(u64, u32)> {
+        let mut batch: Vec<u8> = Vec::with_capacity(WRITE_BATCH_BYTES + header.len());
+        batch.extend_from_slice(header);
+        let (mut written, mut crc) = (0u64, 0u32);
+        for s in segments {
+            let read;
+            let bytes = match s.spilled {
+                Some(p) => {
+                    read = storage.read_range(&self.path, p.at, p.length)?;
+                    &read
+                }
+                None => &s.bytes,
+            };
+            batch.extend_from_slice(bytes);
+            if batch.len() >= WRITE_BATCH_BYTES {
+                crc = crc32c::crc32c_append(crc, &batch);
+                storage.write_at(path, written, &batch)?;
+                written += batch.len() as u64;
+                batch.clear();
+            }
+        }
+        crc = crc32c::crc32c_append(crc, &batch);
+        storage.write_at(path, written, &batch)?;
+        written += batch.len() as u64;
+        storage.sync(path, written)?;
+        // A spill left behind is only disk space, which `gc` gives back.
+        let _ = storage.delete(&self.path);
+        Ok((written, crc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use crate::error::ErrorKind;
+    use crate::manifest::Dim;
+    use crate::storage::MemoryStorage;
+    use crate::writer::{DatasetSchema, StoreWriter, VariableSchema, WriterOptions};
+    use crate::{DType, Store, StoreReader};
+    use std::sync::Arc;
+
+    const M: u64 = 7;
+
+    fn schema() -> DatasetSchema {
+        let dim = |name: &str, size| Dim { name: name.into(), size, unlimited: false };
+        let var = |name: &str, dtype, dims: &[&str]| VariableSchema {
+            name: name.into(),
+            dtype,
+            dims: dims.iter().map(|d| d.to_string()).collect(),
+            attrs: vec![],
+            inline_strings: None,
+        };
+        DatasetSchema {
+            dims: vec![dim("m", M), dim("y", 40), dim("x", 60)],
+            record_dim: None,
+            attrs: vec![],
+            variables: vec![
+                var("f", DType::F32, &["m", "y", "x"]),
+                var("lat", DType::F64, &["y"]),
+                var("s", DType::F64, &[]),
+            ],
+        }
+    }
+
+    fn field() -> Vec<u8> {
+        (0..M * 40 * 60).flat_map(|i| ((i as f32 * 0.37).sin() * 30.0 + (i % 7) as f32).to_le_bytes()).collect()
+    }
+
+    fn options(layout: &str) -> WriterOptions {
+        let mut o = WriterOptions {
+            codec: Some("shuffle+zstd:3".into()),
+            chunks: [("m".to_string(), 2), ("y".to_string(), 20), ("x".to_string(), 60)].into(),
+            subchunk_bytes: Some(2048),
+            layout: Some(layout.into()),
+            ..Default::default()
+        };
+        if layout.contains('V') {
+            o.binning = Some("-10,0,10,20".into());
+        }
+        o
+    }
+
+    /// The block of `f` at `origin` of `shape`, as bytes.
+    fn block(origin: [u64; 3], shape: [u64; 3]) -> Vec<u8> {
+        let f = field();
+        let mut out = Vec::new();
+        for m in origin[0]..origin[0] + shape[0] {
+            for y in origin[1]..origin[1] + shape[1] {
+                let at = ((m * 40 + y) * 60 * 4) as usize;
+                out.extend_from_slice(&f[at..at + 240]);
+            }
+        }
+        out
+    }
+
+    /// A store whose `f` is written whole, or in blocks of 2 x 20 x 60 from the last, every
+    /// block spilled.
+    fn write(layout: &str, blocks: bool) -> Store {
+        let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
+        let mut w = StoreWriter::create(store.clone(), schema(), &options(layout)).unwrap();
+        w.spill_at = 1;
+        if blocks {
+            for m in [6, 4, 2, 0] {
+                for y in [20, 0] {
+                    let shape = [2.min(M - m), 20, 60];
+                    w.put_static_block("f", &[m, y, 0], &shape, &block([m, y, 0], shape)).unwrap();
+                }
+            }
+        } else {
+            w.put_static("f", &field()).unwrap();
+        }
+        w.put_static("lat", &(0..40).flat_map(|i| (i as f64).to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        w.put_static("s", &1.5f64.to_le_bytes()).unwrap();
+        w.commit("test").unwrap();
+        store
+    }
+
+    #[test]
+    fn blocks_and_spills_write_the_files_a_whole_variable_would() {
+        for layout in ["S", "M-S", "V-S"] {
+            let whole = write(layout, false);
+            let blocks = write(layout, true);
+            let files = |s: &Store| {
+                let m = s.manifest(None).unwrap();
+                let slab = &m.slabs[0];
+                (s.storage().read(&slab.data).unwrap(), s.storage().read(&slab.index).unwrap())
+            };
+            let (a, b) = (files(&whole), files(&blocks));
+            assert!(a.0 == b.0, "{layout}: data files differ");
+            assert!(a.1 == b.1, "{layout}: index files differ");
+            let reader = StoreReader::open(blocks.clone(), None).unwrap();
+            assert!(reader.read_whole("f").unwrap() == field(), "{layout}");
+            assert!(crate::verify::verify(blocks.clone(), None, true).unwrap().problems.is_empty());
+            // The spill file is gone once the data file is written.
+            assert!(!blocks.storage().list("data/").unwrap().iter().any(|p| p.contains(".spill")));
+        }
+    }
+
+    #[test]
+    fn blocks_off_the_chunks_or_written_twice_are_refused() {
+        let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
+        let mut w = StoreWriter::create(store, schema(), &options("S")).unwrap();
+        assert_eq!(w.static_piece("f").unwrap(), vec![M, 40, 60]);
+        assert!(w.static_piece("s").unwrap().is_empty());
+        let refused = |e: crate::Error| assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        let put = |w: &mut StoreWriter, origin: [u64; 3], shape: [u64; 3]| {
+            w.put_static_block("f", &origin, &shape, &block(origin, shape))
+        };
+        refused(put(&mut w, [1, 0, 0], [2, 20, 60]).unwrap_err()); // not on a chunk boundary
+        refused(put(&mut w, [0, 0, 0], [3, 20, 60]).unwrap_err()); // ends inside a chunk
+        refused(put(&mut w, [0, 0, 0], [2, 20, 30]).unwrap_err());
+        refused(w.put_static_block("f", &[6, 0, 0], &[2, 20, 60], &[0; 19200]).unwrap_err()); // beyond the edge
+        put(&mut w, [6, 0, 0], [1, 40, 60]).unwrap(); // the ragged edge chunk
+        put(&mut w, [0, 0, 0], [2, 20, 60]).unwrap();
+        refused(put(&mut w, [0, 0, 0], [4, 20, 60]).unwrap_err()); // half written already
+        refused(w.put_static_block("f", &[0, 20, 0], &[2, 20, 60], &[0; 16]).unwrap_err()); // wrong length
+        refused(w.put_static_block("s", &[], &[], &[0; 8]).unwrap_err()); // a scalar
+        refused(w.put_static("f", &field()).unwrap_err()); // begun in blocks
+        w.put_static_block("f", &[0, 20, 0], &[6, 20, 60], &block([0, 20, 0], [6, 20, 60])).unwrap();
+        w.put_static_block("f", &[2, 0, 0], &[4, 20, 60], &block([2, 0, 0], [4, 20, 60])).unwrap();
+        refused(w.put_static_block("f", &[0, 0, 0], &[2, 20, 60], &block([0, 0, 0], [2, 20, 60])).unwrap_err());
+        w.put_static("lat", &[0; 320]).unwrap();
+        w.put_static("s", &[0; 8]).unwrap();
+        w.commit("test").unwrap();
+    }
+
+    #[test]
+    fn a_variable_left_unfinished_is_not_committed() {
+        let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
+        let mut w = StoreWriter::create(store.clone(), schema(), &options("S")).unwrap();
+        w.put_static_block("f", &[0, 0, 0], &[2, 20, 60], &block([0, 0, 0], [2, 20, 60])).unwrap();
+        w.put_static("lat", &[0; 320]).unwrap();
+        w.put_static("s", &[0; 8]).unwrap();
+        let e = w.commit("test").unwrap_err();
+        assert!(e.to_string().contains("f (1 chunks written)"), "{e}");
+        assert!(store.versions().unwrap_or_default().is_empty());
+    }
+
+    #[test]
+    fn large_variables_are_cut_into_blocks_of_about_a_slab() {
+        let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
+        let mut s = schema();
+        s.dims = vec![
+            Dim { name: "m".into(), size: 4, unlimited: false },
+            Dim { name: "y".into(), size: 4000, unlimited: false },
+            Dim { name: "x".into(), size: 3600, unlimited: false },
+        ];
+        let o = WriterOptions { chunks: [("m".to_string(), 1), ("y".to_string(), 250)].into(), ..options("S") };
+        let w = StoreWriter::create(store, s, &o).unwrap();
+        // One member is 57.6 MB; two would pass a slab's 64 MiB.
+        assert_eq!(w.static_piece("f").unwrap(), vec![1, 4000, 3600]);
+        let o = WriterOptions { chunks: [("m".to_string(), 1), ("y".to_string(), 250)].into(), ..options("S") };
+        let mut s = schema();
+        s.dims[1].size = 40_000;
+        s.dims[2].size = 3600;
+        let w = StoreWriter::create(Store::new(Arc::new(MemoryStorage::new()), "mem"), s, &o).unwrap();
+        // One member is 576 MB: cut along y too, in whole chunks of 250 rows (3.6 MB).
+        assert_eq!(w.static_piece("f").unwrap(), vec![1, 4500, 3600]);
+    }
+}
