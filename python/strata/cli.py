@@ -881,8 +881,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--sel",
         action="append",
         metavar="DIM=LO:HI",
-        help="selection by coordinate value, both ends included; dates may be partial (2000-01); with --where, "
-        "DIM may also be a 2-D (curvilinear) or mesh coordinate such as lat=60:90, selecting through a mask",
+        help="selection by coordinate value, both ends included, in the coordinate's order (lat=60:30 on a "
+        "decreasing latitude); dates may be partial (2000-01); with --where, DIM may also be a 2-D "
+        "(curvilinear) or mesh coordinate such as lat=60:90, selecting through a mask",
     )
     s.add_argument(
         "--method", choices=["nearest", "pad", "backfill"], help="how a single --sel value matches (default: exactly)"

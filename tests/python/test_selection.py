@@ -126,6 +126,27 @@ def test_sel_on_a_noleap_calendar_equals_xarray(imported):
     assert_bit_equal(got, want)
 
 
+@needs_data
+def test_a_range_written_against_the_coordinates_order_is_an_error_that_says_how(imported):
+    # ERA5's latitude decreases (58 to 50), as most GRIB-derived grids' do: xarray answers
+    # sel(latitude=slice(50, 55)) with nothing, which reads as "no data there".
+    name = "era5_t2m_uk_2019-03_from_grib.nc"
+    ds = strata.open(imported(name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = xr.open_dataset(DATA / name, mask_and_scale=False)
+    assert_bit_equal(ds["t2m"].sel(latitude=slice(55, 50)), ref["t2m"].sel(latitude=slice(55, 50)).values)
+    assert ref["t2m"].sel(latitude=slice(50, 55)).size == 0
+    with pytest.raises(strata.InvalidArgumentError, match=r"runs from 58 to 50: .* 50:55 selects nothing; write 55:50"):
+        ds["t2m"].sel(latitude=slice(50, 55))
+    # Beside the values, a range is empty either way round, as in xarray.
+    assert ds["t2m"].sel(latitude=slice(70, 60)).shape == (744, 0, 49)
+    # On a longitude the other order may mean the arc across the seam: the error says both.
+    sst = strata.open(imported("ersst_v3b_1960-2016_concat.nc"))["sst"]
+    with pytest.raises(strata.InvalidArgumentError, match=r"two selections, 350: and :10 \(or 10:350, the other arc"):
+        sst.sel(lon=slice(350, 10))
+
+
 def test_label_errors_are_clear(tmp_path):
     nc = make_nc(tmp_path / "s.nc")
     strata.import_file(nc, tmp_path / "s.strata")

@@ -4,7 +4,9 @@
 //!
 //! The rules are xarray's (pandas' and `CFTimeIndex`'s):
 //! - a range includes both ends and follows the coordinate's own order (on a decreasing
-//!   latitude, `60:30` is the band between them); it needs a monotonic coordinate;
+//!   latitude, `60:30` is the band between them); it needs a monotonic coordinate. Where
+//!   xarray answers a range written the other way round (`30:60` there) with nothing, this
+//!   is an error that says so;
 //! - a date may be partial (`2000`, `2000-01`, `2000-01-15T06`) and then covers its whole
 //!   period, in the coordinate's CF calendar (`2000-02-30` is a date of the 360-day one);
 //! - a single label must match a value exactly unless a [`Method`] is given; a date coarser
@@ -17,6 +19,15 @@ use crate::cftime::{self, TimeUnits, DAY_MICROS};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::reader::{DimSelection, StoreReader};
+
+/// A range's end as the user wrote it.
+fn label_text(label: Option<&Label>) -> String {
+    match label {
+        Some(Label::Number(x)) => x.to_string(),
+        Some(Label::Text(t)) => t.trim().to_string(),
+        None => String::new(),
+    }
+}
 
 /// A coordinate value as a user writes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,6 +133,8 @@ pub struct LabelIndex {
     dim: String,
     values: Values,
     order: Order,
+    /// A longitude (a range written the other way round may mean the arc across its ends).
+    longitude: bool,
 }
 
 /// A label's bounds on the coordinate's scale: the period it covers (one value for numbers).
@@ -154,13 +167,13 @@ impl LabelIndex {
             Values::Times { at, .. } if at.contains(&i128::MIN) => Order::Neither,
             Values::Times { at, .. } => order_of(at),
         };
-        Ok(LabelIndex { dim: dim.to_string(), values, order })
+        Ok(LabelIndex { dim: dim.to_string(), values, order, longitude: false })
     }
 
     /// A coordinate of text values (station names), compared as strings.
     pub fn texts(dim: &str, values: Vec<String>) -> LabelIndex {
         let order = order_of(&values);
-        LabelIndex { dim: dim.to_string(), values: Values::Texts(values), order }
+        LabelIndex { dim: dim.to_string(), values: Values::Texts(values), order, longitude: false }
     }
 
     /// The 1-D coordinate variable of `dim` (the variable named after it), read whole.
@@ -174,7 +187,10 @@ impl LabelIndex {
             return Ok(LabelIndex::texts(dim, var.inline_strings.clone().unwrap_or_default()));
         }
         let raw = reader.read_whole(dim)?;
-        LabelIndex::new(dim, var.dtype.to_f64s(&raw), var.string_attr("units"), var.string_attr("calendar"))
+        let mut index =
+            LabelIndex::new(dim, var.dtype.to_f64s(&raw), var.string_attr("units"), var.string_attr("calendar"))?;
+        index.longitude = crate::area::longitude_turn(var).is_some();
+        Ok(index)
     }
 
     pub fn len(&self) -> usize {
@@ -200,7 +216,30 @@ impl LabelIndex {
         if self.order == Order::Neither {
             return Err(self.error("is not monotonic: select a range by position (isel)"));
         }
-        let (a, b) = match &self.values {
+        let (a, b) = self.search_labels(start, stop)?;
+        if b <= a && start.is_some() && stop.is_some() {
+            // Empty only because its ends are the other way round (ERA5's latitude decreases:
+            // `50:55` selects nothing there, `55:50` the band): say so rather than answer
+            // nothing, where xarray answers nothing.
+            let (c, d) = self.search_labels(stop, start)?;
+            if d > c {
+                let (first, last) = (self.shown(0), self.shown(self.len() - 1));
+                let (lo, hi) = (label_text(start), label_text(stop));
+                let fix = if self.longitude {
+                    format!("the arc across its ends is two selections, {lo}: and :{hi} (or {hi}:{lo}, the other arc)")
+                } else {
+                    format!("write {hi}:{lo}")
+                };
+                return Err(self.error(&format!(
+                    "runs from {first} to {last}: a range follows its order, so {lo}:{hi} selects nothing; {fix}"
+                )));
+            }
+        }
+        Ok((a as u64, b.max(a) as u64))
+    }
+
+    fn search_labels(&self, start: Option<&Label>, stop: Option<&Label>) -> Result<(usize, usize)> {
+        Ok(match &self.values {
             Values::Numbers(v) => {
                 let (lo, hi) = (self.bounds_num(start)?, self.bounds_num(stop)?);
                 self.search(v, lo.as_ref(), hi.as_ref())
@@ -213,8 +252,7 @@ impl LabelIndex {
                 let (lo, hi) = (self.bounds_time(start)?, self.bounds_time(stop)?);
                 self.search(at, lo.as_ref(), hi.as_ref())
             }
-        };
-        Ok((a as u64, b.max(a) as u64))
+        })
     }
 
     /// The position(s) one label picks.
@@ -287,6 +325,19 @@ impl LabelIndex {
                 }
                 Values::Texts(_) => format!("'{text}' on '{}' is not a value or a range LO:HI", self.dim),
             })),
+        }
+    }
+
+    /// Value `i` as a person reads it (a time as its date).
+    fn shown(&self, i: usize) -> String {
+        match &self.values {
+            Values::Numbers(v) => v[i].to_string(),
+            Values::Texts(v) => format!("'{}'", v[i]),
+            Values::Times { units, at, .. } => {
+                let day = at[i].div_euclid(i128::from(DAY_MICROS)) as i64;
+                let (y, m, d) = cftime::date_of(units.calendar, day);
+                format!("{y:04}-{m:02}-{d:02}")
+            }
         }
     }
 
@@ -581,10 +632,22 @@ mod tests {
         let up = numbers(&[0.0, 10.0, 20.0, 30.0]);
         assert_eq!(up.range(Some(&Label::Number(10.0)), Some(&Label::Number(20.0))).unwrap(), (1, 3));
         assert_eq!(up.range(Some(&Label::Number(5.0)), None).unwrap(), (1, 4));
-        assert_eq!(up.range(Some(&Label::Number(25.0)), Some(&Label::Number(5.0))).unwrap(), (3, 3));
         let down = numbers(&[90.0, 60.0, 30.0, 0.0]);
         assert_eq!(down.range(Some(&Label::Number(60.0)), Some(&Label::Number(10.0))).unwrap(), (1, 3));
-        assert_eq!(down.range(Some(&Label::Number(10.0)), Some(&Label::Number(60.0))).unwrap(), (3, 3));
+        // Ends the other way round select nothing in xarray; here they are an error that
+        // says how to write the range.
+        let err = down.range(Some(&Label::Number(10.0)), Some(&Label::Number(60.0))).unwrap_err();
+        assert!(err.to_string().contains("runs from 90 to 0") && err.to_string().contains("write 60:10"), "{err}");
+        let err = up.range(Some(&text("25")), Some(&text("5"))).unwrap_err();
+        assert!(err.to_string().contains("write 5:25"), "{err}");
+        // A range beside the values is empty, whichever way it is written.
+        assert_eq!(up.range(Some(&Label::Number(40.0)), Some(&Label::Number(50.0))).unwrap(), (4, 4));
+        assert_eq!(up.range(Some(&Label::Number(50.0)), Some(&Label::Number(40.0))).unwrap(), (4, 4));
+        assert_eq!(down.range(Some(&Label::Number(100.0)), Some(&Label::Number(95.0))).unwrap(), (0, 0));
+        assert_eq!(down.range(Some(&Label::Number(95.0)), Some(&Label::Number(100.0))).unwrap(), (0, 0));
+        let t = days(&[30.0, 20.0, 10.0], "standard");
+        let err = t.range(Some(&text("2000-01-05")), Some(&text("2000-01-25"))).unwrap_err();
+        assert!(err.to_string().contains("runs from 2000-01-31 to 2000-01-11"), "{err}");
         let err = numbers(&[0.0, 2.0, 1.0]).range(None, Some(&Label::Number(1.0))).unwrap_err();
         assert!(err.to_string().contains("not monotonic"), "{err}");
     }
