@@ -98,6 +98,9 @@ pub struct SqlSession {
     runtime: Arc<tokio::runtime::Runtime>,
     planning: Arc<Planning>,
     tables: Vec<(String, String)>,
+    /// Every table's columns (dimensions and variables), for the error that names the
+    /// table a column is in.
+    table_columns: Vec<(String, Vec<String>)>,
     columns: names::Columns,
 }
 
@@ -125,7 +128,7 @@ impl SqlSession {
             .build()
             .map_err(|e| Error::io("tokio runtime", e))?;
         let planning = Arc::new(Planning::new(options.session, options.force));
-        let mut tables = Vec::new();
+        let (mut tables, mut table_columns) = (Vec::new(), Vec::new());
         let mut columns = names::Columns::default();
         for (path, name) in stores {
             let cache = options.cache_bytes.unwrap_or(strata_core::cache::DEFAULT_CACHE_BYTES);
@@ -140,9 +143,12 @@ impl SqlSession {
             let own = (name == default_table_name(path)).then(|| store_stem(path)).filter(|s| *s != name);
             for (i, g) in groups.into_iter().enumerate() {
                 let provider = Arc::new(StrataTable::new(reader.clone(), g.clone(), planning.clone())?);
-                for field in datafusion::catalog::TableProvider::schema(provider.as_ref()).fields() {
-                    columns.add(field.name());
-                }
+                let fields: Vec<String> = datafusion::catalog::TableProvider::schema(provider.as_ref())
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect();
+                fields.iter().for_each(|f| columns.add(f));
                 let mut names = vec![format!("{name}_{}", g.name())];
                 if i == 0 {
                     names.insert(0, name.clone());
@@ -155,11 +161,12 @@ impl SqlSession {
                     // A name as it is, not parsed (quotes, dots and case kept).
                     let reference = datafusion::common::TableReference::bare(n.as_str());
                     ctx.register_table(reference, provider.clone()).map_err(from_df)?;
+                    table_columns.push((n.clone(), fields.clone()));
                     tables.push((n, g.variables.join(",")));
                 }
             }
         }
-        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables, columns })
+        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables, table_columns, columns })
     }
 
     /// Registered tables: (name, its variables comma-separated).
@@ -195,9 +202,9 @@ impl SqlSession {
         let name = name.trim_end_matches('.');
         let column = name.rsplit('.').next().unwrap_or(name).trim_matches('"');
         let homes: Vec<&str> = self
-            .tables
+            .table_columns
             .iter()
-            .filter(|(_, cols)| cols.split(',').any(|c| c == column))
+            .filter(|(_, cols)| cols.iter().any(|c| c == column))
             .map(|(t, _)| t.as_str())
             .collect();
         if homes.is_empty() {

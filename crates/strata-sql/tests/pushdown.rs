@@ -134,6 +134,9 @@ fn tables_are_named_by_their_data_and_a_wrong_table_is_named_in_the_error() {
     assert_eq!(names, ["grid", "grid_time_y_x", "grid_y_x"]);
     let e = session.execute("SELECT count(*) FROM grid WHERE w > 1").unwrap_err();
     assert!(e.to_string().contains("'w' is a column of table grid_y_x"), "{e}");
+    // A dimension's column too (NCEP's `lev1`, a dimension of OMEGA's table alone).
+    let e = session.execute("SELECT count(*) FROM grid_y_x WHERE time > 0").unwrap_err();
+    assert!(e.to_string().contains("'time' is a column of table grid, grid_time_y_x"), "{e}");
 }
 
 const CY: u64 = 9;
