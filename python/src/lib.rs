@@ -606,6 +606,15 @@ fn auto_shape(shape: Vec<u64>, element_size: u64, target_bytes: u64) -> Vec<u64>
     strata_core::chunking::auto_shape(&shape, element_size, target_bytes)
 }
 
+/// The block shape a large array is moved in (`strata_core::chunking::piece_shape`).
+#[pyfunction]
+fn piece_shape(shape: Vec<u64>, chunk: Vec<u64>, element_size: u64, target_bytes: u64) -> PyResult<Vec<u64>> {
+    if chunk.len() != shape.len() {
+        return Err(exception(ErrorKind::InvalidArgument, format!("chunk {chunk:?} does not fit shape {shape:?}")));
+    }
+    Ok(strata_core::chunking::piece_shape(&shape, &chunk, element_size, target_bytes))
+}
+
 /// Serves every store under `root` over HTTP and DAP2 until Ctrl-C / SIGTERM or the
 /// bounds (see `strata_server`); prints the address it listens on to stderr first. `config`
 /// is a server.toml read first: the other arguments, when given, win over it.
@@ -711,6 +720,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<analysis::SampleAnalysis>()?;
     m.add_function(wrap_pyfunction!(analysis::analyze_samples, m)?)?;
     m.add_function(wrap_pyfunction!(auto_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(piece_shape, m)?)?;
     m.add_function(wrap_pyfunction!(analysis::candidates, m)?)?;
     m.add_function(wrap_pyfunction!(sample_starts, m)?)?;
     m.add_function(wrap_pyfunction!(points_at, m)?)?;

@@ -4,6 +4,7 @@ Shared by the importer and ``write_arrays``."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,13 @@ def write_record_slabs(writer, sources: dict[str, tuple[Any, str]], total: int, 
     return total
 
 
+def boxes(shape: tuple[int, ...], piece) -> Iterator[tuple[slice, ...]]:
+    """The blocks of ``piece``'s shape (``_core.piece_shape``) that tile an array of
+    ``shape``, in C order, as slices (edge blocks cut short)."""
+    for corner in itertools.product(*(range(0, n, p) for n, p in zip(shape, piece, strict=True))):
+        yield tuple(slice(c, min(c + p, n)) for c, p, n in zip(corner, piece, shape, strict=True))
+
+
 def write_static(writer, name: str, source: Any, dtype: str, bar=None) -> None:
     """Writes a variable without the record dimension: whole when small, else block by
     block (``Writer.static_piece``: whole chunks, about a slab each), so that memory holds
@@ -62,10 +70,9 @@ def write_static(writer, name: str, source: Any, dtype: str, bar=None) -> None:
         if bar is not None:
             bar.update(data.nbytes)
         return
-    for corner in itertools.product(*(range(0, n, p) for n, p in zip(shape, piece, strict=True))):
-        box = tuple(slice(c, min(c + p, n)) for c, p, n in zip(corner, piece, shape, strict=True))
+    for box in boxes(shape, piece):
         data = le_bytes(source[box], dtype)
-        writer.put_static_block(name, list(corner), [b.stop - b.start for b in box], data)
+        writer.put_static_block(name, [b.start for b in box], [b.stop - b.start for b in box], data)
         if bar is not None:
             bar.update(data.nbytes)
         del data  # before the next block is read: one block in memory

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core
+from ._slabs import boxes
 from .dataset import Dataset, numpy_dtype
 from .errors import InvalidArgumentError
 
@@ -152,11 +153,13 @@ def _write_variable(
         v.assignValue(var[...])
         bar.update(var.dtype.itemsize)
         return var.dtype.itemsize
-    row = int(np.prod(var.shape[1:], dtype=np.int64)) * var.dtype.itemsize
-    step = max(1, BLOCK_BYTES // max(row, 1))
-    for start in range(0, var.shape[0], step):
-        stop = min(var.shape[0], start + step)
-        block = var[start:stop]
-        v[start:stop] = block
+    # Whole chunks, about BLOCK_BYTES at a time: one member of a large ensemble is itself
+    # too large to hold.
+    chunk = list(meta.chunk or [1] * var.ndim)
+    piece = _core.piece_shape(list(var.shape), chunk, var.dtype.itemsize, BLOCK_BYTES)
+    for box in boxes(tuple(var.shape), piece):
+        block = var[box]
+        v[box] = block
         bar.update(block.nbytes)
+        del block
     return var.size * var.dtype.itemsize

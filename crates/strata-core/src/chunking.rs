@@ -114,6 +114,25 @@ fn keeps_short_axes(cube: &[u64], shape: &[u64]) -> bool {
     cube.iter().zip(shape).any(|(&c, &w)| c == w && w > 1 && 2 * w <= longest)
 }
 
+/// The box a large array is moved in, block by block, with about `target_bytes` in memory:
+/// whole chunks of `chunk`, the whole array where it fits, else cut along the leading
+/// dimensions first (one member of an ensemble, then some of its times). Writing a static
+/// variable and exporting one take blocks of this shape.
+pub fn piece_shape(extent: &[u64], chunk: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
+    let mut piece = extent.to_vec();
+    let mut bytes = extent.iter().product::<u64>() * elem_size;
+    for (n, &c) in piece.iter_mut().zip(chunk) {
+        if bytes <= target_bytes || *n == 0 {
+            break;
+        }
+        let per = bytes / *n;
+        let c = c.max(1);
+        *n = (c * (target_bytes / (per * c).max(1))).max(c).min(*n);
+        bytes = per * *n;
+    }
+    piece
+}
+
 /// The default rule's shape ([`ShapeRule::Auto`]).
 pub fn auto_shape(shape: &[u64], elem_size: u64, target_bytes: u64) -> Vec<u64> {
     ShapeRule::Auto.shape(shape, elem_size, target_bytes)

@@ -3,7 +3,7 @@
 
 use crate::bins::{BinRule, BinSummary, Bins};
 use crate::chunking::{
-    auto_alternative, subchunk_target, ShapeRule, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES,
+    auto_alternative, piece_shape, subchunk_target, ShapeRule, DEFAULT_BINNED_SUBCHUNK_BYTES, DEFAULT_CHUNK_BYTES,
     DEFAULT_SLAB_BYTES, DEFAULT_SUBCHUNK_BYTES,
 };
 use crate::data_file;
@@ -1072,19 +1072,8 @@ impl StoreWriter {
     /// (empty for a scalar or a string variable, written whole).
     pub fn static_piece(&self, name: &str) -> Result<Vec<u64>> {
         let (_, var) = self.draft.variable(name)?;
-        let extent = self.draft.shape(var);
         let Some(c) = &var.chunking else { return Ok(vec![]) };
-        let mut piece = extent.clone();
-        let mut bytes = extent.iter().product::<u64>() * var.dtype.size() as u64;
-        for (n, &chunk) in piece.iter_mut().zip(&c.chunk) {
-            if bytes <= DEFAULT_SLAB_BYTES || *n == 0 {
-                break;
-            }
-            let per = bytes / *n;
-            *n = (chunk * (DEFAULT_SLAB_BYTES / (per * chunk).max(1))).max(chunk).min(*n);
-            bytes = per * *n;
-        }
-        Ok(piece)
+        Ok(piece_shape(&self.draft.shape(var), &c.chunk, var.dtype.size() as u64, DEFAULT_SLAB_BYTES))
     }
 
     fn static_slab_mut(&mut self) -> Result<&mut SlabBuilder> {
