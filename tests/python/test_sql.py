@@ -183,6 +183,11 @@ def test_names_as_a_user_types_them(tmp_path):
     assert strata.sql(tmp_path / "uv.strata", 'SELECT sum("U") AS s FROM uv').to_pydict() == {"s": [3.0]}
     with pytest.raises(strata.InvalidArgumentError, match="t3"):
         strata.sql(path, "SELECT T3 FROM katrina_wrf")
+    # The store's name unquoted does not parse: the error says how to write it.
+    with pytest.raises(
+        strata.InvalidArgumentError, match='written in double quotes, "Katrina-WRF"; or use katrina_wrf'
+    ):
+        strata.sql(path, "SELECT count(*) FROM Katrina-WRF WHERE T2 > 300")
 
 
 def test_a_text_coordinate_is_a_column_of_its_labels(tmp_path):

@@ -182,12 +182,33 @@ impl SqlSession {
         let ctx = self.ctx.clone();
         let sql = self.columns.resolve(sql);
         let read_only = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
+        let text = sql.clone();
         let stream = self.runtime.block_on(async move {
-            let df = ctx.sql_with_options(&sql, read_only).await?;
+            let df = ctx.sql_with_options(&text, read_only).await?;
             df.execute_stream().await
         });
-        let stream = stream.map_err(|e| self.with_table_hint(from_df(e)))?;
+        let stream = stream.map_err(|e| self.with_quote_hint(self.with_table_hint(from_df(e)), &sql))?;
         Ok(BatchStream { schema: stream.schema(), stream, runtime: self.runtime.clone() })
+    }
+
+    /// A statement that does not parse and names a table unquoted whose name needs quotes
+    /// (a store named `Nordic-4km_...`): the error says how to write it.
+    fn with_quote_hint(&self, e: Error, sql: &str) -> Error {
+        let Error::InvalidArgument(message) = &e else { return e };
+        if !message.contains("ParserError") {
+            return e;
+        }
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let unquoted = self
+            .tables
+            .iter()
+            .map(|(t, _)| t.as_str())
+            .find(|t| !t.chars().all(plain) && sql.match_indices(t).any(|(i, _)| !sql[..i].ends_with('"')));
+        let Some(table) = unquoted else { return e };
+        let safe = self.tables.iter().map(|(t, _)| t.as_str()).find(|t| t.chars().all(plain)).unwrap_or("");
+        Error::InvalidArgument(format!(
+            "{message} (a table name such as {table} is written in double quotes, \"{table}\"; or use {safe})"
+        ))
     }
 
     /// An unknown column that is a column of another table: the error names that table.
