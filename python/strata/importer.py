@@ -330,7 +330,10 @@ def _append_once(nc, source: str, store: str, recheck, objective, allow_unordere
             raise CompatibilityError(
                 f"'{v.name}' has dims {src.dimensions} in '{source}', {tuple(v.dims)} in the store"
             )
-        if source_dtype(src) != v.dtype:
+        # The record coordinate is converted to the store's type and units where its values
+        # allow (xarray writes times as int64 or float64, as they need): see _record_coordinate.
+        converts = v.name == rec and v.dims == [rec] and src.dtype.kind in "iuf" and v.dtype != "char"
+        if source_dtype(src) != v.dtype and not converts:
             raise CompatibilityError(f"'{v.name}' is {source_dtype(src)} in '{source}', {v.dtype} in the store")
         for d, n in zip(v.dims[1:], src.shape[1:], strict=True):
             if dims[d] != n:
@@ -399,6 +402,14 @@ def _record_coordinate(ds, rec: str, src, source: str, allow_unordered: bool):
             raise CompatibilityError(
                 f"'{rec}' in '{source}' ('{_units(theirs)}') does not fall on whole values of the store's "
                 f"'{_units(ours)}' ({var.dtype}): convert the file first"
+            )
+        converted = values = cast
+    elif values.dtype != var.dtype:
+        cast = values.astype(var.dtype)
+        if not np.array_equal(cast.astype("f8"), values.astype("f8"), equal_nan=True):
+            raise CompatibilityError(
+                f"'{rec}' in '{source}' is {values.dtype}, in the store {var.dtype}: its values do not all fit "
+                "(convert the file first)"
             )
         converted = values = cast
     if not allow_unordered and len(values):
