@@ -308,7 +308,8 @@ class Writer:
         shape = tuple(self._sizes[d] for d in var.dims)
         if arr.shape != shape:
             raise InvalidArgumentError(f"'{name}' has shape {shape}, got {arr.shape}")
-        self._w.put_static(name, le_bytes(arr, var.dtype))
+        # Block by block when large: a block's bytes converted at a time, not a copy of all.
+        write_static(self._w, name, arr, var.dtype)
 
     def append(self, arrays: Mapping[str, Any] | None = None, /, **more) -> None:
         """One record (an array without the record axis) or several (with it, first) of each

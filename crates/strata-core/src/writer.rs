@@ -323,7 +323,7 @@ pub struct StoreWriter {
     bin_rule: Option<BinRule>,
     static_slab: Option<SlabBuilderBox>,
     /// Static variables being written in blocks (`put_static_block`).
-    static_rows: HashMap<usize, StaticPieces>,
+    static_blocks: HashMap<usize, StaticBlocks>,
     /// Encoded bytes the static slab holds in memory before it spills ([`SPILL_AT_BYTES`]).
     pub(crate) spill_at: u64,
     open_slab: Option<SlabBuilderBox>,
@@ -332,12 +332,12 @@ pub struct StoreWriter {
     block: Option<Block>,
 }
 
-/// A static variable being written in blocks: the chunks written so far, and what its first
-/// block decided (one set of bins per variable and slab; None inside: no level V).
-#[derive(Debug, Default)]
-struct StaticPieces {
+/// A static variable being written in blocks: the chunks written so far, and the bins its
+/// first block resolved (one set of bins per variable and slab; None without level V).
+#[derive(Debug)]
+struct StaticBlocks {
     chunks: HashSet<u64>,
-    bins: Option<Option<Bins>>,
+    bins: Option<Bins>,
 }
 
 /// Boxed so that `StoreWriter` can derive `Debug` without exposing segment bytes.
@@ -745,7 +745,7 @@ impl StoreWriter {
             records_hint,
             bin_rule,
             static_slab,
-            static_rows: HashMap::new(),
+            static_blocks: HashMap::new(),
             spill_at: SPILL_AT_BYTES,
             open_slab: None,
             next_slab_id: 1,
@@ -829,7 +829,7 @@ impl StoreWriter {
             records_hint: None,
             bin_rule,
             static_slab: None,
-            static_rows: HashMap::new(),
+            static_blocks: HashMap::new(),
             spill_at: SPILL_AT_BYTES,
             open_slab: None,
             next_slab_id,
@@ -980,7 +980,7 @@ impl StoreWriter {
         if var.chunking.is_none() {
             return Err(Error::InvalidArgument(format!("'{name}' is a string variable, stored in the manifest")));
         }
-        if self.static_rows.contains_key(&idx) {
+        if self.static_blocks.contains_key(&idx) {
             return Err(Error::InvalidArgument(format!("'{name}' is being written in blocks (put_static_block)")));
         }
         let extent = self.draft.shape(var);
@@ -1041,28 +1041,27 @@ impl StoreWriter {
         // The chunks the block covers, none of them written before.
         let grid = chunk_grid(&extent, &chunk);
         let covered = chunks_touched(origin, shape, &chunk, &grid);
-        let state = self.static_rows.entry(idx).or_default();
-        if covered.iter().any(|c| state.chunks.contains(c)) {
+        let state = self.static_blocks.get(&idx);
+        if covered.iter().any(|c| state.is_some_and(|s| s.chunks.contains(c))) {
             return bad(format!("was already written in part of the block of shape {shape:?} at {origin:?}"));
         }
-        let bins = match state.bins.clone() {
-            Some(b) => b,
+        let bins = match state {
+            Some(s) => s.bins.clone(),
             None => {
                 self.resolve_plan(idx, shape, data)?;
-                let b = self.bins_of(idx, data);
-                self.static_rows.entry(idx).or_default().bins = Some(b.clone());
-                b
+                self.bins_of(idx, data)
             }
         };
-        let part = self.encode_part(idx, &extent, &(origin.to_vec(), shape.to_vec()), data, bins)?;
-        let state = self.static_rows.entry(idx).or_default();
+        let part = self.encode_part(idx, &extent, &(origin.to_vec(), shape.to_vec()), data, bins.clone())?;
+        // Recorded once the block is encoded: a block refused leaves the variable as it was.
+        let state = self.static_blocks.entry(idx).or_insert_with(|| StaticBlocks { chunks: HashSet::new(), bins });
         state.chunks.extend(covered);
         let complete = state.chunks.len() as u64 == grid.iter().product::<u64>();
         let slab = self.static_slab_mut()?;
         slab.add(part);
         if complete {
             slab.done.insert(idx);
-            self.static_rows.remove(&idx);
+            self.static_blocks.remove(&idx);
         }
         self.spill_static()
     }
@@ -1452,7 +1451,7 @@ impl StoreWriter {
             .enumerate()
             .filter(|(i, v)| v.chunking.is_some() && !self.draft.is_record_var(v) && self.holds(*i))
             .filter(|(i, _)| !slab.done.contains(i))
-            .map(|(i, v)| match self.static_rows.get(&i) {
+            .map(|(i, v)| match self.static_blocks.get(&i) {
                 Some(p) => format!("{} ({} chunks written)", v.name, p.chunks.len()),
                 None => v.name.clone(),
             })
