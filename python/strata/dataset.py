@@ -257,7 +257,9 @@ class Dataset:
         raw: bool = False,
     ):
         """:meth:`query`, streamed: an iterator of results, one per run of sub-chunks along
-        the first dimension (at least ``records`` records; default one sub-chunk), in order. The
+        the first dimension (at least ``records`` records; default one sub-chunk, and where
+        one index of it is itself large, such as an ensemble member stored without a record
+        dimension, runs of sub-chunks along the next dimensions), in order. The
         next piece is read and decoded on a worker thread while you handle the current one,
         so memory holds at most two pieces and a result larger than memory can be written out
         piece by piece; closing the iterator (or leaving a loop) cancels the rest.

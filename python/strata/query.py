@@ -246,11 +246,10 @@ def iter_query(
     whole = (starts, stops, steps, selected)
     if not driver.shape or stops[0] <= starts[0]:
         return iter([run_query(ds, constraint, region=whole, **kw)])
-    # The engine cuts the pieces where the driver's sub-chunks start along the first
-    # dimension, so no sub-chunk is read by two pieces; `records` asks for longer pieces.
-    inner = int(np.prod([len(range(a, b, c)) for a, b, c in zip(starts[1:], stops[1:], steps[1:], strict=True)]))
-    spans = ds._reader.pieces(names[0], starts, stops, steps, (records or 1) * max(inner, 1))
-    regions = [([a, *starts[1:]], [b, *stops[1:]], steps, selected) for a, b in spans]
+    # The engine cuts the pieces where the driver's sub-chunks start, so no sub-chunk is
+    # read by two pieces; `records` asks for longer pieces.
+    spans = ds._reader.pieces(names[0], starts, stops, steps, records)
+    regions = [(a, b, steps, selected) for a, b in spans]
     # An empty selection along another dimension has no pieces: one empty answer.
     return _pieces(ds, constraint, regions or [whole], kw)
 

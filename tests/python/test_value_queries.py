@@ -395,3 +395,31 @@ def test_real_ersst_values_and_cli(tmp_path, capsys):
     assert main(["info", str(store)]) == 0
     assert "layout V-M-S, 12 equal-frequency bins" in capsys.readouterr().out
     assert main(["query", str(store), "sst", "--where", "sst >>> 3"]) == 2
+
+
+def test_query_batches_cut_a_large_member_along_its_next_dimension(tmp_path):
+    # An ensemble stored without a record dimension: one member (40 x 200 x 300 = 2.4M
+    # values) is more than twice the engine's piece (1M), so it is cut along time where
+    # sub-chunks start, keeping row-major order and reading each sub-chunk once.
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=(3, 40, 200, 300)).astype("f4")
+    path = tmp_path / "ens.strata"
+    members = np.array(["r1", "r2", "r3"], dtype=object)
+    strata.write_arrays(
+        path,
+        {"member": (("member",), members), "tas": (("member", "time", "y", "x"), v)},
+        chunks={"member": 1},
+    )
+    whole = strata.open(path, cache_bytes=0)
+    assert whole.manifest["record_dim"] is None
+    want = whole.query("tas > 2.5", method="scan")
+    pieced = strata.open(path, cache_bytes=0)
+    got = list(pieced.query_batches("tas > 2.5", method="scan"))
+    assert len(got) > 3 and all(f["member"].nunique() <= 1 for f in got), len(got)
+    pd.testing.assert_frame_equal(pd.concat(got, ignore_index=True), want)
+    assert pieced.read_stats()["segments_decoded"] == whole.read_stats()["segments_decoded"]
+    assert sum(pieced.query_batches("tas > 2.5", output="count")) == (v > 2.5).sum()
+    # Asked for whole members, a piece is a member.
+    assert len(list(pieced.query_batches("tas > 2.5", output="count", records=1))) == 3

@@ -539,14 +539,19 @@ impl Session {
     }
 
     /// `region` of a query on `driver`'s grid cut into pieces of about
-    /// [`piece_elements`](Self::piece_elements), at the sub-chunk starts of `driver`.
+    /// [`piece_elements`](Self::piece_elements), at the sub-chunk starts of `driver` (along
+    /// its first dimension, and the next where one index of it is too large a piece).
     pub fn pieces(
         &self,
         reader: &StoreReader,
         driver: &str,
         region: &[DimSelection],
     ) -> Result<Vec<Vec<DimSelection>>> {
-        Ok(crate::query::pieces::split(region, &crate::query::pieces::starts(reader, driver)?, self.piece_elements))
+        Ok(crate::query::pieces::split_nd(
+            region,
+            &crate::query::pieces::starts_nd(reader, driver)?,
+            self.piece_elements,
+        ))
     }
 
     /// Runs piece number `piece` of `run` by `body` (given the piece's region and the

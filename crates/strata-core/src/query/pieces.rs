@@ -66,6 +66,55 @@ pub fn split(region: &[DimSelection], starts: &[u64], piece_elements: u64) -> Ve
     out
 }
 
+/// [`split`] along the first dimension, and a piece that selects one index there but still
+/// holds more than twice `piece_elements` (one member of a large ensemble stored without a
+/// record dimension, one time step of a very large grid) cut again along the next dimension,
+/// at `starts[1]`, and so on: pieces stay in row-major order and no sub-chunk is read by
+/// two of them. `starts[d]` are the sub-chunk starts along dimension `d` ([`starts_nd`]).
+pub fn split_nd(region: &[DimSelection], starts: &[Vec<u64>], piece_elements: u64) -> Vec<Vec<DimSelection>> {
+    let mut out = Vec::new();
+    split_from(region, 0, starts, piece_elements, &mut out);
+    out
+}
+
+fn split_from(
+    region: &[DimSelection],
+    d: usize,
+    starts: &[Vec<u64>],
+    piece_elements: u64,
+    out: &mut Vec<Vec<DimSelection>>,
+) {
+    let cuts = starts.get(d).map_or(&[0u64][..], |s| s.as_slice());
+    let (head, tail) = region.split_at(d);
+    for piece in split(tail, cuts, piece_elements) {
+        let whole: Vec<DimSelection> = head.iter().copied().chain(piece).collect();
+        let elements: u64 = whole.iter().map(|s| s.count()).product();
+        if d + 1 < region.len() && whole[d].count() == 1 && elements > 2 * piece_elements.max(1) {
+            split_from(&whole, d + 1, starts, piece_elements, out);
+        } else {
+            out.push(whole);
+        }
+    }
+}
+
+/// [`starts`] along every dimension of `name`: the first's as [`starts`] gives them, the
+/// others' from its chunk and sub-chunk lengths (the same along the whole dimension).
+pub fn starts_nd(reader: &StoreReader, name: &str) -> Result<Vec<Vec<u64>>> {
+    let (_, v) = reader.manifest().variable(name)?;
+    let shape = reader.manifest().shape(v);
+    let mut out = vec![starts(reader, name)?];
+    let Some(c) = v.chunking.as_ref() else { return Ok(out) };
+    for (d, &n) in shape.iter().enumerate().skip(1) {
+        let (chunk, sub) = (c.chunk[d].max(1), c.subchunk[d].max(1));
+        let mut at = Vec::new();
+        for k in (0..n).step_by(chunk as usize) {
+            at.extend((k..(k + chunk).min(n)).step_by(sub as usize));
+        }
+        out.push(if at.is_empty() { vec![0] } else { at });
+    }
+    Ok(out)
+}
+
 /// Where the sub-chunks of `name` start along its first dimension, ascending: pieces of a
 /// query driven by it are cut there. Record slabs restart the chunk grid, and a chunk not a
 /// multiple of its sub-chunk ends with a shorter one, so these are not multiples of one
@@ -131,5 +180,35 @@ mod tests {
         assert_eq!(split(&[], &[0], 10), vec![Vec::<DimSelection>::new()]);
         // Huge pieces asked for: one piece.
         assert_eq!(split(&[sel(0, 10, 1)], &[0, 3, 6, 9], u64::MAX).len(), 1);
+    }
+
+    #[test]
+    fn a_single_row_too_large_is_cut_along_the_next_dimension() {
+        // 4 members x 100 times x 50 points, sub-chunks 1 x 10 x 50: a member is 5,000
+        // elements, pieces of 1,000 are asked for.
+        let starts = vec![vec![0, 1, 2, 3], (0..100).step_by(10).collect(), vec![0]];
+        let region = vec![sel(0, 4, 1), sel(5, 100, 1), sel(0, 50, 1)];
+        let pieces = split_nd(&region, &starts, 1000);
+        // Row-major order, every (member, time) once, cut at sub-chunk starts only.
+        let mut seen = Vec::new();
+        for p in &pieces {
+            assert_eq!(p[0].count(), 1, "{p:?}");
+            assert_eq!(p[2], region[2]);
+            assert!(p[1].start == 5 || p[1].start % 10 == 0, "{p:?}");
+            // At least the size asked for (the last of a member may hold fewer), at most
+            // one sub-chunk's 500 beyond it.
+            assert!(p.iter().map(|s| s.count()).product::<u64>() < 1500, "{p:?}");
+            for t in p[1].start..p[1].stop {
+                seen.push((p[0].start, t));
+            }
+        }
+        let want: Vec<(u64, u64)> = (0..4).flat_map(|m| (5..100).map(move |t| (m, t))).collect();
+        assert_eq!(seen, want);
+        // Rows small enough: the first dimension's cut alone, as split gives it.
+        assert_eq!(split_nd(&region, &starts, 100_000), split(&region, &starts[0], 100_000));
+        // Several indices of the first dimension in a piece: never cut further (the points
+        // would leave row-major order).
+        let coarse = vec![vec![0], (0..100).step_by(10).collect(), vec![0]];
+        assert_eq!(split_nd(&region, &coarse, 1000).len(), 1);
     }
 }
