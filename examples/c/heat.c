@@ -33,7 +33,11 @@ int main(int argc, char **argv) {
     int steps = argc > 2 ? atoi(argv[2]) : 40;
 
     StrataWriter *w = NULL;
-    check(strata_create(path, "codec = \"auto\"\nlayout = \"V-S\"\nbinning = \"280,285,290,295\"\n", &w), "create");
+    check(strata_create(path,
+                        "codec = \"auto\"\nlayout = \"V-S\"\nbinning = \"280,285,290,295\"\n"
+                        "[variables.depth]\nchunks = { lat = 32, lon = 192 }\n",
+                        &w),
+          "create");
     check(strata_def_dim(w, "time", 0), "def_dim time");
     check(strata_def_dim(w, "lat", NY), "def_dim lat");
     check(strata_def_dim(w, "lon", NX), "def_dim lon");
@@ -43,6 +47,8 @@ int main(int argc, char **argv) {
     check(strata_def_var(w, "time", STRATA_TYPE_F64, 1, t_dims), "def_var time");
     check(strata_def_var(w, "lat", STRATA_TYPE_F32, 1, lat_dims), "def_var lat");
     check(strata_def_var(w, "temp", STRATA_TYPE_F32, 3, field_dims), "def_var temp");
+    const char *map_dims[] = {"lat", "lon"};
+    check(strata_def_var(w, "depth", STRATA_TYPE_F32, 2, map_dims), "def_var depth");
     check(strata_put_att_text(w, "temp", "units", "K"), "put_att");
     check(strata_put_att_text(w, "time", "units", "hours since 2020-01-01"), "put_att");
     check(strata_put_att_text(w, NULL, "title", "2-D heat diffusion from C"), "put_att");
@@ -52,6 +58,19 @@ int main(int argc, char **argv) {
     float lat[NY];
     for (int j = 0; j < NY; j++) lat[j] = -89.0f + 178.0f * j / (NY - 1);
     check(strata_write(w, "lat", (const uint8_t *)lat, sizeof lat), "write lat");
+
+    /* A fixed field written a block of whole chunks at a time, as a program too large to
+       hold it would: strata_static_block says how much fits at once (here all of it). */
+    uint64_t most[2];
+    check(strata_static_block(w, "depth", 2, most), "static_block depth");
+    printf("depth fits in blocks of %llu x %llu\n", (unsigned long long)most[0], (unsigned long long)most[1]);
+    static float rows[32][NX];
+    for (int j0 = NY - 32; j0 >= 0; j0 -= 32) {  /* any order: here the last rows first */
+        for (int j = 0; j < 32; j++)
+            for (int i = 0; i < NX; i++) rows[j][i] = 1000.0f + 10.0f * (j0 + j) + i;
+        uint64_t start[2] = {(uint64_t)j0, 0}, count[2] = {32, NX};
+        check(strata_write_block(w, "depth", 2, start, count, (const uint8_t *)rows, sizeof rows), "write depth");
+    }
 
     static double field[NY][NX], next[NY][NX];
     static float out[NY][NX];

@@ -59,6 +59,11 @@ def test_c_program_writes_reads_and_queries(tmp_path, libstrata):
     assert ds.manifest["layout"]["order"] == ["V", "S"]  # from the config text the program passed
     assert ds["temp"].attrs["missing_value"] == -999.0 and ds.attrs["title"] == "2-D heat diffusion from C"
     np.testing.assert_array_equal(ds["time"][:], 6.0 * np.arange(25))
+    # The fixed field the program wrote in three blocks of its chunks, last first.
+    j, i = np.mgrid[0:96, 0:192]
+    np.testing.assert_array_equal(ds["depth"][:], (1000.0 + 10.0 * j + i).astype("f4"))
+    assert ds["depth"].chunks == (32, 192)
+    assert "depth fits in blocks of 96 x 192" in result.stdout
 
 
 @pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")

@@ -88,6 +88,28 @@ enum StrataStatus strata_write(struct StrataWriter *w,
                                const uint8_t *data,
                                size_t nbytes);
 
+// Writes a block of a variable without the record dimension (a serial writer): `count[d]`
+// elements from `start[d]` along each of its `ndims` dimensions, `nbytes` of C-order
+// values in the machine's byte order. Blocks are whole chunks (they may stop at the
+// variable's edge), in any order, each part of the variable once: a program writes a
+// static field larger than it can hold at once. `strata_static_block` gives a shape that
+// fits.
+enum StrataStatus strata_write_block(struct StrataWriter *w,
+                                     const char *var,
+                                     size_t ndims,
+                                     const uint64_t *start,
+                                     const uint64_t *count,
+                                     const uint8_t *data,
+                                     size_t nbytes);
+
+// The block shape `strata_write_block` takes for variable `var` (whole chunks, about
+// 64 MiB): its `ndims` lengths into `count` (a serial writer; all of them for a variable
+// that fits at once).
+enum StrataStatus strata_static_block(struct StrataWriter *w,
+                                      const char *var,
+                                      size_t ndims,
+                                      uint64_t *count);
+
 // Appends whole records of a record variable (a part writer: of its block). A slab is
 // laid out, compressed and written as soon as every record variable has filled it.
 enum StrataStatus strata_append(struct StrataWriter *w,

@@ -364,6 +364,67 @@ pub unsafe extern "C" fn strata_write(
     unsafe { put(w, var, data, nbytes, false) }
 }
 
+/// Writes a block of a variable without the record dimension (a serial writer): `count[d]`
+/// elements from `start[d]` along each of its `ndims` dimensions, `nbytes` of C-order
+/// values in the machine's byte order. Blocks are whole chunks (they may stop at the
+/// variable's edge), in any order, each part of the variable once: a program writes a
+/// static field larger than it can hold at once. `strata_static_block` gives a shape that
+/// fits.
+#[no_mangle]
+pub unsafe extern "C" fn strata_write_block(
+    w: *mut StrataWriter,
+    var: *const c_char,
+    ndims: usize,
+    start: *const u64,
+    count: *const u64,
+    data: *const u8,
+    nbytes: usize,
+) -> StrataStatus {
+    guard(|| {
+        let var = unsafe { text(var, "var") }?;
+        let origin = unsafe { words(start, ndims, "start") }?;
+        let shape = unsafe { words(count, ndims, "count") }?;
+        let data = unsafe { bytes(data, nbytes, "data") }?;
+        let w = unsafe { writer(w) }?;
+        let le = to_le(w, var, data)?;
+        w.serial()?.put_static_block(var, &origin, &shape, &le)
+    })
+}
+
+/// The block shape `strata_write_block` takes for variable `var` (whole chunks, about
+/// 64 MiB): its `ndims` lengths into `count` (a serial writer; all of them for a variable
+/// that fits at once).
+#[no_mangle]
+pub unsafe extern "C" fn strata_static_block(
+    w: *mut StrataWriter,
+    var: *const c_char,
+    ndims: usize,
+    count: *mut u64,
+) -> StrataStatus {
+    guard(|| {
+        let var = unsafe { text(var, "var") }?;
+        let w = unsafe { writer(w) }?;
+        let piece = w.serial()?.static_piece(var)?;
+        if piece.len() != ndims {
+            return Err(bad(format!("'{var}' has {} dimensions, not {ndims}", piece.len())));
+        }
+        if ndims > 0 && count.is_null() {
+            return Err(bad("count is NULL"));
+        }
+        // SAFETY: the caller passes `ndims` writable u64 at `count`.
+        let out = if ndims == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(count, ndims) } };
+        out.copy_from_slice(&piece);
+        Ok(())
+    })
+}
+
+/// `n` machine-order u64 at `p`.
+unsafe fn words(p: *const u64, n: usize, what: &str) -> strata_core::Result<Vec<u64>> {
+    let len = n.checked_mul(8).ok_or_else(|| bad(format!("{what}: {n} dimensions")))?;
+    let raw = unsafe { bytes(p.cast(), len, what) }?;
+    Ok(raw.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect())
+}
+
 /// Appends whole records of a record variable (a part writer: of its block). A slab is
 /// laid out, compressed and written as soon as every record variable has filled it.
 #[no_mangle]
