@@ -126,12 +126,8 @@ impl Reader {
         py.detach(|| strata_core::query::Executor::new(&self.inner).gather(name, flat, level, buf)).map_err(to_py)
     }
 
-    /// The region `starts:stops:steps` of a query driven by `name` cut into pieces where
-    /// `name`'s sub-chunks start (the engine's rule, `strata_core::query::pieces::split_nd`):
-    /// each piece's (starts, stops). A piece holds at least `records` indices of the first
-    /// dimension; by default at least one, and a single index holding more than the engine's
-    /// piece is cut along the next dimensions (one member of an ensemble stored without a
-    /// record dimension).
+    /// The region `starts:stops:steps` of a query driven by `name` cut into pieces
+    /// (`strata_core::query::pieces::split_records`): each piece's (starts, stops).
     #[pyo3(signature = (name, starts, stops, steps, records=None))]
     fn pieces(
         &self,
@@ -141,15 +137,9 @@ impl Reader {
         steps: Vec<u64>,
         records: Option<u64>,
     ) -> PyResult<Vec<(Vec<u64>, Vec<u64>)>> {
-        use strata_core::query::pieces;
         let sel = selection(&starts, &stops, &steps)?;
-        let inner: u64 = sel.iter().skip(1).map(|s| s.count()).product::<u64>().max(1);
-        let piece = match records {
-            Some(r) => r.max(1).saturating_mul(inner),
-            None => inner.min(pieces::PIECE_ELEMENTS),
-        };
-        let cuts = pieces::starts_nd(&self.inner, name).map_err(to_py)?;
-        Ok(pieces::split_nd(&sel, &cuts, piece)
+        Ok(strata_core::query::pieces::split_records(&self.inner, name, &sel, records)
+            .map_err(to_py)?
             .iter()
             .map(|p| (p.iter().map(|d| d.start).collect(), p.iter().map(|d| d.stop).collect()))
             .collect())

@@ -59,15 +59,14 @@ impl Spill {
     }
 
     /// Writes the data file at `path`: `header`, then `segments` in their order, the spilled
-    /// ones read back from the file. Returns the file's size and CRC-32C; the spill file is
-    /// removed.
+    /// ones read back from the file. Returns the file's CRC-32C; the spill file is removed.
     pub(crate) fn write_data_file(
         &self,
         storage: &dyn Storage,
         path: &str,
         header: &[u8],
         segments: &[PendingSegment],
-    ) -> Result<(u64, u32)> {
+    ) -> Result<u32> {
         let mut batch: Vec<u8> = Vec::with_capacity(WRITE_BATCH_BYTES + header.len());
         batch.extend_from_slice(header);
         let (mut written, mut crc) = (0u64, 0u32);
@@ -94,7 +93,7 @@ impl Spill {
         storage.sync(path, written)?;
         // A spill left behind is only disk space, which `gc` gives back.
         let _ = storage.delete(&self.path);
-        Ok((written, crc))
+        Ok(crc)
     }
 }
 

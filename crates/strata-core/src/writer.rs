@@ -1534,7 +1534,7 @@ impl StoreWriter {
         // side, their flushes overlap (and the index is encoded while the data is written).
         let (d, i) = rayon::join(
             || match &spill {
-                Some(spill) => spill.write_data_file(storage.as_ref(), &data_path, &header, &segments).map(|(_, c)| c),
+                Some(spill) => spill.write_data_file(storage.as_ref(), &data_path, &header, &segments),
                 None => {
                     // The segments go to the file as they are (no copy into one buffer), after
                     // one pass of the hardware CRC (combining per-segment CRCs costs more

@@ -105,14 +105,28 @@ pub fn starts_nd(reader: &StoreReader, name: &str) -> Result<Vec<Vec<u64>>> {
     let mut out = vec![starts(reader, name)?];
     let Some(c) = v.chunking.as_ref() else { return Ok(out) };
     for (d, &n) in shape.iter().enumerate().skip(1) {
-        let (chunk, sub) = (c.chunk[d].max(1), c.subchunk[d].max(1));
         let mut at = Vec::new();
-        for k in (0..n).step_by(chunk as usize) {
-            at.extend((k..(k + chunk).min(n)).step_by(sub as usize));
-        }
+        push_subchunk_starts(&mut at, 0, n, c.chunk[d].max(1), c.subchunk[d].max(1));
         out.push(if at.is_empty() { vec![0] } else { at });
     }
     Ok(out)
+}
+
+/// `region` of a query on `name` cut as [`split_nd`] cuts it, each piece at least
+/// `records` indices of the first dimension long; without `records`, at least one and
+/// about [`PIECE_ELEMENTS`] (`query_batches`' pieces).
+pub fn split_records(
+    reader: &StoreReader,
+    name: &str,
+    region: &[DimSelection],
+    records: Option<u64>,
+) -> Result<Vec<Vec<DimSelection>>> {
+    let inner: u64 = region.iter().skip(1).map(|s| s.count()).product::<u64>().max(1);
+    let piece = match records {
+        Some(r) => r.max(1).saturating_mul(inner),
+        None => inner.min(PIECE_ELEMENTS),
+    };
+    Ok(split_nd(region, &starts_nd(reader, name)?, piece))
 }
 
 /// Where the sub-chunks of `name` start along its first dimension, ascending: pieces of a
@@ -129,19 +143,19 @@ pub fn starts(reader: &StoreReader, name: &str) -> Result<Vec<u64>> {
     let mut starts = Vec::new();
     for (_, offset, count) in reader.parts_of(v) {
         let (offset, count) = if reader.manifest().is_record_var(v) { (offset, count) } else { (0, extent) };
-        let mut k = 0;
-        while k < count {
-            let mut s = 0;
-            while s < chunk && k + s < count {
-                starts.push(offset + k + s);
-                s += sub;
-            }
-            k += chunk;
-        }
+        push_subchunk_starts(&mut starts, offset, count, chunk, sub);
     }
     starts.sort_unstable();
     starts.dedup();
     Ok(starts)
+}
+
+/// The sub-chunk starts along one axis of a part `count` long at `offset`: each chunk's,
+/// then every `sub` into it.
+fn push_subchunk_starts(out: &mut Vec<u64>, offset: u64, count: u64, chunk: u64, sub: u64) {
+    for k in (0..count).step_by(chunk as usize) {
+        out.extend((k..(k + chunk).min(count)).step_by(sub as usize).map(|s| offset + s));
+    }
 }
 
 #[cfg(test)]
