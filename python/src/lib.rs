@@ -384,7 +384,7 @@ impl SqlSession {
 
     /// (table name, its variables comma-separated) for every registered table.
     fn tables(&self) -> Vec<(String, String)> {
-        self.inner.tables().to_vec()
+        self.inner.tables()
     }
 
     /// Plans and starts a query; its result streams from the returned object.

@@ -296,10 +296,7 @@ impl Layout {
 /// The strings of `values` (row-major over `shape`) that `sel` picks, as characters, each
 /// NUL-padded to the longest of them (at least one byte), and that width.
 fn string_chars(values: &[String], shape: &[u64], sel: &[DimSelection]) -> (Vec<u8>, u64) {
-    let picked: Vec<&[u8]> = strata_core::grid::flat_indices(shape, sel)
-        .iter()
-        .map(|&f| values.get(f as usize).map_or(&b""[..], |s| s.as_bytes()))
-        .collect();
+    let picked = crate::dap::strings::inline_picked(values, shape, sel);
     let width = picked.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
     let mut out = vec![0u8; picked.len() * width];
     for (dst, s) in out.chunks_exact_mut(width).zip(&picked) {

@@ -136,10 +136,10 @@ fn latitude_increases(reader: &StoreReader, var: &Variable, sel: &[DimSelection]
             .collect()
     };
     let last = sel[rows].start + (sel[rows].count() - 1) * sel[rows].step;
+    let Ok(decoding) = strata_core::decoding::Decoding::of(m, &lat.name) else { return false };
     let value = |row: u64| -> Option<f64> {
         let mut buf = vec![0u8; lat.dtype.size()];
         reader.read_into(&lat.name, &at(row), &mut buf).ok()?;
-        let decoding = strata_core::decoding::Decoding::of(m, &lat.name).ok()?;
         lat.dtype.to_f64s(&buf).first().map(|&v| decoding.physical(v))
     };
     matches!((value(sel[rows].start), value(last)), (Some(a), Some(b)) if b > a)

@@ -97,10 +97,9 @@ pub struct SqlSession {
     ctx: SessionContext,
     runtime: Arc<tokio::runtime::Runtime>,
     planning: Arc<Planning>,
-    tables: Vec<(String, String)>,
-    /// Every table's columns (dimensions and variables), for the error that names the
-    /// table a column is in.
-    table_columns: Vec<(String, Vec<String>)>,
+    /// Registered tables: (name, its variables comma-separated, all its columns: the
+    /// dimensions' too, for the error that names the table a column is in).
+    tables: Vec<(String, String, Vec<String>)>,
     columns: names::Columns,
 }
 
@@ -128,7 +127,7 @@ impl SqlSession {
             .build()
             .map_err(|e| Error::io("tokio runtime", e))?;
         let planning = Arc::new(Planning::new(options.session, options.force));
-        let (mut tables, mut table_columns) = (Vec::new(), Vec::new());
+        let mut tables: Vec<(String, String, Vec<String>)> = Vec::new();
         let mut columns = names::Columns::default();
         for (path, name) in stores {
             let cache = options.cache_bytes.unwrap_or(strata_core::cache::DEFAULT_CACHE_BYTES);
@@ -155,23 +154,22 @@ impl SqlSession {
                     names.extend(own.clone());
                 }
                 for n in names {
-                    if tables.iter().any(|(t, _): &(String, String)| *t == n) {
+                    if tables.iter().any(|(t, ..)| *t == n) {
                         return Err(Error::InvalidArgument(format!("two tables would be named '{n}'")));
                     }
                     // A name as it is, not parsed (quotes, dots and case kept).
                     let reference = datafusion::common::TableReference::bare(n.as_str());
                     ctx.register_table(reference, provider.clone()).map_err(from_df)?;
-                    table_columns.push((n.clone(), fields.clone()));
-                    tables.push((n, g.variables.join(",")));
+                    tables.push((n, g.variables.join(","), fields.clone()));
                 }
             }
         }
-        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables, table_columns, columns })
+        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables, columns })
     }
 
     /// Registered tables: (name, its variables comma-separated).
-    pub fn tables(&self) -> &[(String, String)] {
-        &self.tables
+    pub fn tables(&self) -> Vec<(String, String)> {
+        self.tables.iter().map(|(n, v, _)| (n.clone(), v.clone())).collect()
     }
 
     /// Runs a query; its batches stream from the returned reader. Only queries run: DDL
@@ -202,10 +200,10 @@ impl SqlSession {
         let unquoted = self
             .tables
             .iter()
-            .map(|(t, _)| t.as_str())
+            .map(|(t, ..)| t.as_str())
             .find(|t| !t.chars().all(plain) && sql.match_indices(t).any(|(i, _)| !sql[..i].ends_with('"')));
         let Some(table) = unquoted else { return e };
-        let safe = self.tables.iter().map(|(t, _)| t.as_str()).find(|t| t.chars().all(plain)).unwrap_or("");
+        let safe = self.tables.iter().map(|(t, ..)| t.as_str()).find(|t| t.chars().all(plain)).unwrap_or("");
         Error::InvalidArgument(format!(
             "{message} (a table name such as {table} is written in double quotes, \"{table}\"; or use {safe})"
         ))
@@ -223,10 +221,10 @@ impl SqlSession {
         let name = name.trim_end_matches('.');
         let column = name.rsplit('.').next().unwrap_or(name).trim_matches('"');
         let homes: Vec<&str> = self
-            .table_columns
+            .tables
             .iter()
-            .filter(|(_, cols)| cols.iter().any(|c| c == column))
-            .map(|(t, _)| t.as_str())
+            .filter(|(.., cols)| cols.iter().any(|c| c == column))
+            .map(|(t, ..)| t.as_str())
             .collect();
         if homes.is_empty() {
             return e;

@@ -130,7 +130,8 @@ fn tables_are_named_by_their_data_and_a_wrong_table_is_named_in_the_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = store(dir.path());
     let session = SqlSession::open(&[(path, None)], SqlOptions::default()).unwrap();
-    let names: Vec<&str> = session.tables().iter().map(|(n, _)| n.as_str()).collect();
+    let tables = session.tables();
+    let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["grid", "grid_time_y_x", "grid_y_x"]);
     let e = session.execute("SELECT count(*) FROM grid WHERE w > 1").unwrap_err();
     assert!(e.to_string().contains("'w' is a column of table grid_y_x"), "{e}");

@@ -19,7 +19,7 @@
 //! projected array that coordinate spans some dimensions of — the engine's area mask, as
 //! `area=` at the query API and `sel` locally — and to the coordinate itself.
 
-mod strings;
+pub(crate) mod strings;
 mod text;
 mod types;
 

@@ -75,13 +75,18 @@ pub(crate) fn strings_in(
         }
         Text::Inline => {
             let values = var.inline_strings.as_deref().unwrap_or_default();
-            let flat = strata_core::grid::flat_indices(&reader.manifest().shape(var), b);
-            Ok(flat
-                .iter()
-                .map(|&f| values.get(f as usize).map(|s| s.as_bytes().to_vec()).unwrap_or_default())
-                .collect())
+            Ok(inline_picked(values, &reader.manifest().shape(var), b).into_iter().map(<[u8]>::to_vec).collect())
         }
     }
+}
+
+/// The strings of `values` (a string variable's, row-major over `shape`) that `sel`
+/// picks, in row-major order.
+pub(crate) fn inline_picked<'a>(values: &'a [String], shape: &[u64], sel: &[DimSelection]) -> Vec<&'a [u8]> {
+    strata_core::grid::flat_indices(shape, sel)
+        .iter()
+        .map(|&f| values.get(f as usize).map_or(&b""[..], |s| s.as_bytes()))
+        .collect()
 }
 
 /// Each string as XDR: its length, its bytes, zeros to a multiple of four.
