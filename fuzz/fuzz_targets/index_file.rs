@@ -1,10 +1,26 @@
 #![no_main]
-//! Index-file decoding must return an error, never panic, on any bytes.
+//! Index-file decoding must return an error, never panic, on any bytes: read whole, or
+//! opened without its position frames and then a frame at a time.
 
 use libfuzzer_sys::fuzz_target;
 use strata_core::index_file::{decode, encode, TRAILER_MAGIC};
+use strata_core::index_frames::{load_frame, open};
+use strata_core::storage::{MemoryStorage, Storage};
+
+fn check_lazy(bytes: &[u8]) {
+    let s = MemoryStorage::new();
+    if s.write_atomic("index/f.sidx", bytes).is_err() {
+        return;
+    }
+    if let Ok(Some(o)) = open(&s, "index/f.sidx", bytes.len() as u64, "fuzz") {
+        for i in 0..o.frames.frames.len() {
+            let _ = load_frame(&s, "index/f.sidx", &o.frames, i, "fuzz");
+        }
+    }
+}
 
 fn check(bytes: &[u8]) {
+    check_lazy(bytes);
     if let Ok(index) = decode(bytes, "fuzz") {
         // Whatever decodes must encode to a file that decodes to the same index. (Not to
         // the same bytes: readers skip unknown optional sections, as docs/format.md says,

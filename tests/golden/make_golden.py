@@ -69,6 +69,9 @@ FEATURES = {
     "layout-V-M-S-equal-frequency.strata": {"layout": "V-M-S", "bins": 4, "binning": "equal-frequency"},
     "layout-S-V-equal-width.strata": {"layout": "S-V", "bins": 5, "binning": "equal-width"},
     "layout-V-S-given-bins.strata": {"layout": "V-S", "binning": "0,5,10"},
+    # Level V's positions in frames read on demand (index sections 4 and 5), as large slabs
+    # are written: here frames of about 200 bytes, through a layout file.
+    "layout-V-S-position-frames.strata": {"layout": "V-S", "bins": 3, "config": "index_frame_bytes = 200\n"},
     "codec-pco.strata": {"codec": "pco:8"},
     "codec-fpc.strata": {"codec": "fpc"},
     "codec-bytecols.strata": {"codec": "bytecols:3"},
@@ -96,6 +99,10 @@ def write_features(tmp: pathlib.Path):
             print(f"keeping existing {out}")
             continue
         staging = tmp / name
+        options = dict(options)
+        if "config" in options:
+            (tmp / "config.toml").write_text(options["config"])
+            options["config"] = tmp / "config.toml"
         strata.write_arrays(
             staging,
             {n: (("time", "lat", "lon"), a) for n, a in v.items()},

@@ -18,11 +18,19 @@ pub const TRAILER_LEN: usize = 8;
 pub const SECTION_SEGMENT_TABLE: u32 = 1;
 pub const SECTION_BIN_POSITIONS: u32 = 2;
 pub const SECTION_BIN_SUMMARY: u32 = 3;
-const FLAG_REQUIRED: u32 = 1;
+/// Level V's positions cut into frames, each its own zstd frame, so that a reader loads
+/// only the frames a query touches (a slab's positions run to a quarter of its values).
+pub const SECTION_BIN_POSITION_FRAMES: u32 = 4;
+/// Where each frame of section 4 is and which sub-chunks it holds.
+pub const SECTION_BIN_POSITION_DIRECTORY: u32 = 5;
+/// Raw bytes of positions a writer gathers in a frame before it closes it at the end of a
+/// sub-chunk: large enough for zstd, small enough that a small query reads little.
+pub const FRAME_RAW_BYTES: usize = 1 << 20;
+pub(crate) const FLAG_REQUIRED: u32 = 1;
 /// The section body is `u64 raw length` + one zstd frame of the raw body.
-const FLAG_ZSTD: u32 = 2;
+pub(crate) const FLAG_ZSTD: u32 = 2;
 /// Decompressed bitmap sections larger than this are refused as corrupt.
-const MAX_SECTION_BYTES: u64 = 1 << 32;
+pub(crate) const MAX_SECTION_BYTES: u64 = 1 << 32;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SlabIndexData {
@@ -44,7 +52,7 @@ pub struct BinPositions {
     pub positions: RoaringBitmap,
 }
 
-fn encode_bitmaps(bitmaps: &[BinPositions]) -> Vec<u8> {
+pub(crate) fn encode_bitmaps(bitmaps: &[BinPositions]) -> Vec<u8> {
     let mut raw = Vec::new();
     raw.extend_from_slice(&(bitmaps.len() as u64).to_le_bytes());
     for b in bitmaps {
@@ -59,7 +67,7 @@ fn encode_bitmaps(bitmaps: &[BinPositions]) -> Vec<u8> {
     raw
 }
 
-fn compress_section(raw: &[u8]) -> Vec<u8> {
+pub(crate) fn compress_section(raw: &[u8]) -> Vec<u8> {
     let mut body = (raw.len() as u64).to_le_bytes().to_vec();
     body.extend_from_slice(&zstd::bulk::compress(raw, 3).unwrap_or_default());
     body
@@ -84,7 +92,7 @@ fn decompress_section(buf: &[u8], kind: u32, what: &str) -> Result<Vec<u8>> {
     Ok(raw)
 }
 
-fn encode_bin_summaries(bins: &[BinSummary]) -> Vec<u8> {
+pub(crate) fn encode_bin_summaries(bins: &[BinSummary]) -> Vec<u8> {
     let mut out = (bins.len() as u64).to_le_bytes().to_vec();
     for b in bins {
         out.extend_from_slice(&b.var.to_le_bytes());
@@ -99,10 +107,11 @@ fn encode_bin_summaries(bins: &[BinSummary]) -> Vec<u8> {
     out
 }
 
-pub fn encode(data: &SlabIndexData) -> Vec<u8> {
-    let mut table = Vec::with_capacity(8 + data.segments.len() * SEGMENT_ENTRY_LEN);
-    table.extend_from_slice(&(data.segments.len() as u64).to_le_bytes());
-    for s in &data.segments {
+/// The segment table's raw body (section kind 1).
+pub(crate) fn encode_segment_table(segments: &[SegmentEntry]) -> Vec<u8> {
+    let mut table = Vec::with_capacity(8 + segments.len() * SEGMENT_ENTRY_LEN);
+    table.extend_from_slice(&(segments.len() as u64).to_le_bytes());
+    for s in segments {
         table.extend_from_slice(&s.key.var.to_le_bytes());
         table.extend_from_slice(&s.key.subchunk.to_le_bytes());
         table.extend_from_slice(&s.key.chunk.to_le_bytes());
@@ -119,6 +128,31 @@ pub fn encode(data: &SlabIndexData) -> Vec<u8> {
         table.extend_from_slice(&s.min.to_le_bytes());
         table.extend_from_slice(&s.max.to_le_bytes());
     }
+    table
+}
+
+/// The header and section directory of a file with `sections` (kind, flags, length), the
+/// bodies following the directory in that order; `head_crc` goes at offset 24.
+pub(crate) fn encode_head(slab_id: u64, head_crc: u64, sections: &[(u32, u32, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(Head::len_for(sections.len()));
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
+    out.extend_from_slice(&slab_id.to_le_bytes());
+    out.extend_from_slice(&head_crc.to_le_bytes());
+    let mut offset = Head::len_for(sections.len()) as u64;
+    for &(kind, flags, len) in sections {
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        offset += len;
+    }
+    out
+}
+
+pub fn encode(data: &SlabIndexData) -> Vec<u8> {
+    let table = encode_segment_table(&data.segments);
     let mut sections = Vec::new();
     if data.bitmaps.is_empty() {
         sections.push((SECTION_SEGMENT_TABLE, FLAG_REQUIRED, table));
@@ -134,20 +168,8 @@ pub fn encode(data: &SlabIndexData) -> Vec<u8> {
     if !data.bins.is_empty() {
         sections.push((SECTION_BIN_SUMMARY, 0, encode_bin_summaries(&data.bins)));
     }
-    let mut out = Vec::new();
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
-    out.extend_from_slice(&data.slab_id.to_le_bytes());
-    out.extend_from_slice(&0u64.to_le_bytes());
-    let mut offset = (HEADER_LEN + sections.len() * SECTION_ENTRY_LEN) as u64;
-    for (kind, flags, body) in &sections {
-        out.extend_from_slice(&kind.to_le_bytes());
-        out.extend_from_slice(&flags.to_le_bytes());
-        out.extend_from_slice(&offset.to_le_bytes());
-        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        offset += body.len() as u64;
-    }
+    let lens: Vec<(u32, u32, u64)> = sections.iter().map(|(k, f, b)| (*k, *f, b.len() as u64)).collect();
+    let mut out = encode_head(data.slab_id, 0, &lens);
     for (_, _, body) in &sections {
         out.extend_from_slice(body);
     }
@@ -158,10 +180,10 @@ pub fn encode(data: &SlabIndexData) -> Vec<u8> {
 }
 
 /// Little-endian cursor that reports truncation as corruption instead of panicking.
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    what: &'a str,
+pub(crate) struct Cursor<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) pos: usize,
+    pub(crate) what: &'a str,
 }
 
 impl<'a> Cursor<'a> {
@@ -182,10 +204,10 @@ impl<'a> Cursor<'a> {
     fn u16(&mut self) -> Result<u16> {
         Ok(u16::from_le_bytes(self.take()?))
     }
-    fn u32(&mut self) -> Result<u32> {
+    pub(crate) fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.take()?))
     }
-    fn u64(&mut self) -> Result<u64> {
+    pub(crate) fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.take()?))
     }
     fn f64(&mut self) -> Result<f64> {
@@ -206,55 +228,161 @@ pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
     if crc32c::crc32c(&buf[..body_len]) != stored_crc {
         return Err(corrupt("checksum mismatch".into()));
     }
-    let body = &buf[..body_len];
-    let mut c = Cursor { buf: body, pos: 8, what };
-    let version = c.u32()?;
-    if version != INDEX_FORMAT_VERSION {
-        return Err(Error::Compatibility(format!("{what}: index format version {version} is not supported")));
-    }
-    let n_sections = c.u32()? as usize;
-    let slab_id = c.u64()?;
-    let _reserved = c.u64()?;
-    let mut segments = None;
-    let (mut bitmaps, mut bins) = (vec![], vec![]);
-    for _ in 0..n_sections {
-        let kind = c.u32()?;
-        let flags = c.u32()?;
-        let offset = c.u64()? as usize;
-        let len = c.u64()? as usize;
-        let end = offset.checked_add(len).filter(|&e| e <= body.len() && offset >= HEADER_LEN);
-        let Some(end) = end else {
-            return Err(corrupt(format!("section {kind} lies outside the file")));
-        };
-        let known = matches!(kind, SECTION_SEGMENT_TABLE | SECTION_BIN_POSITIONS | SECTION_BIN_SUMMARY);
-        if flags & !(FLAG_REQUIRED | FLAG_ZSTD) != 0 && known {
-            return Err(Error::Compatibility(format!("{what}: section {kind} has unknown flags {flags:#x}")));
-        }
-        let stored = &body[offset..end];
-        let decompressed;
-        let section = if flags & FLAG_ZSTD != 0 && known {
-            decompressed = decompress_section(stored, kind, what)?;
-            &decompressed[..]
-        } else {
-            stored
-        };
-        match kind {
-            SECTION_SEGMENT_TABLE => segments = Some(decode_segments(section, what)?),
-            SECTION_BIN_POSITIONS => bitmaps = decode_bitmaps(section, what)?,
-            SECTION_BIN_SUMMARY => bins = decode_bin_summaries(section, what)?,
-            _ if flags & FLAG_REQUIRED != 0 => {
-                return Err(Error::Compatibility(format!(
-                    "{what}: required index section kind {kind} is not supported by this build"
-                )))
-            }
-            _ => {}
+    let head = Head::parse(&buf[..body_len], body_len, what)?;
+    let body = |s: &SectionEntry| Ok(std::borrow::Cow::Borrowed(&buf[s.offset..s.offset + s.len]));
+    let (mut data, frames) = head.read_sections(body, what)?;
+    if let Some(f) = frames {
+        for info in &f.frames {
+            let at = f.at as usize + info.offset as usize;
+            let stored = &buf[at..at + info.length as usize];
+            data.bitmaps.extend(crate::index_frames::decode_frame(stored, info, what)?);
         }
     }
-    let segments = segments.ok_or_else(|| corrupt("no segment table".into()))?;
-    Ok(SlabIndexData { slab_id, segments, bitmaps, bins })
+    Ok(data)
 }
 
-fn decode_bitmaps(buf: &[u8], what: &str) -> Result<Vec<BinPositions>> {
+/// A section's place in its file, as the section directory gives it (checked to lie
+/// between the directory and the trailer).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SectionEntry {
+    pub(crate) kind: u32,
+    pub(crate) flags: u32,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+}
+
+/// An index file's header and section directory.
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub(crate) slab_id: u64,
+    /// The header's `u64` at offset 24: with position frames, the CRC-32C of every byte
+    /// but the frames (see [`Head::read_sections`]); else 0.
+    pub(crate) head_crc: u64,
+    pub(crate) sections: Vec<SectionEntry>,
+    /// The header's first 24 bytes and the directory, as stored.
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// Sections a file can list: far more than any writer makes, few enough that a damaged
+/// count cannot ask for a large read.
+pub(crate) const MAX_SECTIONS: usize = 64;
+
+impl Head {
+    /// The header and directory from `buf` (at least the header, then as much as the
+    /// directory needs), for a file of `body_len` bytes before its trailer.
+    pub(crate) fn parse(buf: &[u8], body_len: usize, what: &str) -> Result<Head> {
+        let corrupt = |m: String| Error::Corruption(format!("{what}: {m}"));
+        let mut c = Cursor { buf, pos: 8, what };
+        let version = c.u32()?;
+        if version != INDEX_FORMAT_VERSION {
+            return Err(Error::Compatibility(format!("{what}: index format version {version} is not supported")));
+        }
+        let n_sections = c.u32()? as usize;
+        if n_sections > MAX_SECTIONS {
+            return Err(corrupt(format!("{n_sections} sections")));
+        }
+        let slab_id = c.u64()?;
+        let head_crc = c.u64()?;
+        let table_end = HEADER_LEN + n_sections * SECTION_ENTRY_LEN;
+        let mut sections = Vec::with_capacity(n_sections);
+        for _ in 0..n_sections {
+            let kind = c.u32()?;
+            let flags = c.u32()?;
+            let offset = c.u64()? as usize;
+            let len = c.u64()? as usize;
+            let end = offset.checked_add(len).filter(|&e| e <= body_len && offset >= table_end);
+            if end.is_none() {
+                return Err(corrupt(format!("section {kind} lies outside the file")));
+            }
+            sections.push(SectionEntry { kind, flags, offset, len });
+        }
+        let mut bytes = buf[..24].to_vec();
+        bytes.extend_from_slice(&buf[HEADER_LEN..table_end]);
+        Ok(Head { slab_id, head_crc, sections, bytes })
+    }
+
+    /// The directory's length in bytes for `n_sections` sections, header included.
+    pub(crate) fn len_for(n_sections: usize) -> usize {
+        HEADER_LEN + n_sections * SECTION_ENTRY_LEN
+    }
+
+    /// Reads every section but the position frames (`body` gives a section's stored
+    /// bytes) into the index, positions aside; with frames, where they are. A file with
+    /// frames must also match its head checksum: the header's first 24 bytes, the
+    /// directory, then every section but the frames, in directory order, so that it can
+    /// be checked without reading the frames (each frame has its own checksum).
+    pub(crate) fn read_sections<'b>(
+        &self,
+        body: impl Fn(&SectionEntry) -> Result<std::borrow::Cow<'b, [u8]>>,
+        what: &str,
+    ) -> Result<(SlabIndexData, Option<crate::index_frames::Frames>)> {
+        let corrupt = |m: String| Error::Corruption(format!("{what}: {m}"));
+        let mut segments = None;
+        let (mut bitmaps, mut bins) = (vec![], vec![]);
+        let (mut frames_at, mut directory) = (None, None);
+        let mut crc = crc32c::crc32c(&self.bytes);
+        for s in &self.sections {
+            let kind = s.kind;
+            let known = matches!(
+                kind,
+                SECTION_SEGMENT_TABLE
+                    | SECTION_BIN_POSITIONS
+                    | SECTION_BIN_SUMMARY
+                    | SECTION_BIN_POSITION_FRAMES
+                    | SECTION_BIN_POSITION_DIRECTORY
+            );
+            if s.flags & !(FLAG_REQUIRED | FLAG_ZSTD) != 0 && known {
+                return Err(Error::Compatibility(format!("{what}: section {kind} has unknown flags {:#x}", s.flags)));
+            }
+            if kind == SECTION_BIN_POSITION_FRAMES {
+                if s.flags & FLAG_ZSTD != 0 || frames_at.replace((s.offset as u64, s.len as u64)).is_some() {
+                    return Err(corrupt("a second or compressed frames section".into()));
+                }
+                continue;
+            }
+            if !known && s.flags & FLAG_REQUIRED != 0 {
+                return Err(Error::Compatibility(format!(
+                    "{what}: required index section kind {kind} is not supported by this build"
+                )));
+            }
+            if !known {
+                continue;
+            }
+            let stored = body(s)?;
+            crc = crc32c::crc32c_append(crc, &stored);
+            let decompressed;
+            let section = if s.flags & FLAG_ZSTD != 0 {
+                decompressed = decompress_section(&stored, kind, what)?;
+                &decompressed[..]
+            } else {
+                &stored[..]
+            };
+            match kind {
+                SECTION_SEGMENT_TABLE => segments = Some(decode_segments(section, what)?),
+                SECTION_BIN_POSITIONS => bitmaps = decode_bitmaps(section, what)?,
+                SECTION_BIN_SUMMARY => bins = decode_bin_summaries(section, what)?,
+                _ => directory = Some(crate::index_frames::decode_directory(section, what)?),
+            }
+        }
+        let segments = segments.ok_or_else(|| corrupt("no segment table".into()))?;
+        let frames = match (frames_at, directory) {
+            (None, None) => None,
+            (Some((at, len)), Some(frames)) => {
+                if u64::from(crc) != self.head_crc {
+                    return Err(corrupt("head checksum mismatch".into()));
+                }
+                if !bitmaps.is_empty() {
+                    return Err(corrupt("positions both whole and in frames".into()));
+                }
+                Some(crate::index_frames::Frames::new(at, len, frames, what)?)
+            }
+            _ => return Err(corrupt("position frames without their directory, or the reverse".into())),
+        };
+        Ok((SlabIndexData { slab_id: self.slab_id, segments, bitmaps, bins }, frames))
+    }
+}
+
+pub(crate) fn decode_bitmaps(buf: &[u8], what: &str) -> Result<Vec<BinPositions>> {
     let corrupt = |m: &str| Error::Corruption(format!("{what}: bin positions: {m}"));
     let raw = buf;
     let mut c = Cursor { buf: raw, pos: 0, what };

@@ -33,6 +33,7 @@ mod hilbert;
 mod histogram;
 pub mod in_place;
 pub mod index_file;
+pub mod index_frames;
 pub mod joined;
 pub mod labels;
 mod large;

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;
 use crate::grid::{axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection};
 use crate::index_file;
+use crate::index_frames::Frames;
 use crate::manifest::{Manifest, Slab, Variable};
 use crate::precision;
 use crate::segment::{SegmentEntry, SegmentKey};
@@ -15,7 +16,7 @@ use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use strata_codecs::{registry, CodecChain, ElementContext};
 
 /// Reads separated by less than this are merged into one (fewer requests, a little waste).
@@ -142,7 +143,7 @@ pub type SubchunkId = (u32, u64, u32);
 pub struct SlabIndex {
     pub segments: FxHashMap<SegmentKey, SegmentEntry>,
     /// Level V: the bins of each sub-chunk, ascending, with positions and summaries.
-    pub positions: FxHashMap<SubchunkId, Vec<BinEntry>>,
+    positions: Positions,
     /// Level V: per variable, the slab's bin boundaries and counts.
     pub bins: FxHashMap<u32, BinSummary>,
     /// Per sub-chunk, its stored bytes and segments by byte group (all bins together):
@@ -150,10 +151,51 @@ pub struct SlabIndex {
     pub totals: FxHashMap<SubchunkId, Vec<(u64, u32)>>,
 }
 
+/// Level V's positions of a slab: read with its index, or in frames loaded when a query
+/// first needs one of their sub-chunks (and kept with the index from then on).
+enum Positions {
+    Whole(FxHashMap<SubchunkId, Vec<BinEntry>>),
+    Framed { storage: Arc<dyn crate::storage::Storage>, path: String, frames: Frames, loaded: Vec<OnceLock<BinMap>> },
+}
+
+type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
+
+impl std::fmt::Debug for Positions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Positions::Whole(m) => write!(f, "Positions::Whole({} sub-chunks)", m.len()),
+            Positions::Framed { path, frames, .. } => {
+                write!(f, "Positions::Framed({path}, {} frames)", frames.frames.len())
+            }
+        }
+    }
+}
+
+/// Index files up to this size are read whole; larger ones without their position frames.
+/// (None in this crate's unit tests, so that every store they write is read as a large one.)
+const WHOLE_INDEX_BYTES: u64 = if cfg!(test) { 0 } else { 1 << 20 };
+
 impl SlabIndex {
     /// The bins present in a sub-chunk, ascending, with their positions (None without V).
-    pub fn bins_of(&self, id: SubchunkId) -> Option<&[BinEntry]> {
-        self.positions.get(&id).map(|v| &v[..])
+    /// A framed index reads the frame holding them the first time.
+    pub fn bins_of(&self, id: SubchunkId) -> Result<Option<&[BinEntry]>> {
+        match &self.positions {
+            Positions::Whole(m) => Ok(m.get(&id).map(|v| &v[..])),
+            Positions::Framed { storage, path, frames, loaded } => {
+                let Some(i) = frames.frame_of(id) else { return Ok(None) };
+                let map = match loaded[i].get() {
+                    Some(m) => m,
+                    None => {
+                        let what = format!("index file {path}");
+                        let bitmaps = crate::index_frames::load_frame(storage.as_ref(), path, frames, i, &what)?;
+                        // Two threads may load the same frame; the first one kept is used.
+                        let _ = loaded[i].set(bin_entries(bitmaps, &self.segments, path)?);
+                        loaded[i].get().ok_or_else(|| Error::Corruption(format!("{what}: frame {i} not kept")))?
+                    }
+                };
+                Ok(map.get(&id).map(|v| &v[..]))
+            }
+        }
     }
 
     /// Stored bytes and segments of a sub-chunk's first `groups` byte groups, all bins.
@@ -162,6 +204,32 @@ impl SlabIndex {
             .get(&id)
             .map_or((0, 0), |t| t.iter().take(groups as usize).fold((0, 0), |(b, n), &(gb, gn)| (b + gb, n + gn)))
     }
+}
+
+/// Level V's positions by sub-chunk, each bin with its group-0 segment's summary, checked:
+/// every bitmap names a segment, no bin twice.
+fn bin_entries(
+    bitmaps: Vec<index_file::BinPositions>,
+    segments: &FxHashMap<SegmentKey, SegmentEntry>,
+    path: &str,
+) -> Result<BinMap> {
+    let mut positions: BinMap = FxHashMap::default();
+    for b in bitmaps {
+        let key = SegmentKey { var: b.var, chunk: b.chunk, subchunk: b.subchunk, bin: b.bin, group: 0 };
+        let e = segments
+            .get(&key)
+            .ok_or_else(|| Error::Corruption(format!("index file {path}: bin positions without a segment {key:?}")))?;
+        let len = b.positions.len();
+        let entry = BinEntry { bin: b.bin, positions: b.positions, len, count: e.count, min: e.min, max: e.max };
+        positions.entry((b.var, b.chunk, b.subchunk)).or_default().push(entry);
+    }
+    for list in positions.values_mut() {
+        list.sort_unstable_by_key(|e| e.bin);
+        if list.windows(2).any(|w| w[0].bin == w[1].bin) {
+            return Err(Error::Corruption(format!("index file {path} lists a bin's positions twice")));
+        }
+    }
+    Ok(positions)
 }
 
 /// One bin of one sub-chunk (level V): its element positions and the summary of its
@@ -405,19 +473,31 @@ impl StoreReader {
         if let Some(ix) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&slab.id) {
             return Ok(ix.clone());
         }
-        let bytes = self.store.storage().read(&slab.index).map_err(|e| missing_is_corruption(e, &slab.index))?;
+        let storage = self.store.storage();
+        let what = format!("index file {}", slab.index);
+        let size = self.manifest.files.iter().find(|f| f.path == slab.index).map(|f| f.size);
         self.counters.index_loads.fetch_add(1, Ordering::Relaxed);
-        if let Some(f) = self.manifest.files.iter().find(|f| f.path == slab.index) {
-            if f.size != bytes.len() as u64 {
-                return Err(Error::Corruption(format!(
-                    "index file {} has {} bytes, the manifest says {}",
-                    slab.index,
-                    bytes.len(),
-                    f.size
-                )));
+        let mut opened = None;
+        if let Some(size) = size.filter(|&n| n > WHOLE_INDEX_BYTES) {
+            let on_disk = storage.size(&slab.index).map_err(|e| missing_is_corruption(e, &slab.index))?;
+            if on_disk != size {
+                return Err(Error::Corruption(format!("{what} has {on_disk} bytes, the manifest says {size}")));
             }
+            opened = crate::index_frames::open(storage.as_ref(), &slab.index, size, &what)?;
         }
-        let data = index_file::decode(&bytes, &format!("index file {}", slab.index))?;
+        let (data, frames) = match opened {
+            Some(o) => (o.data, Some(o.frames)),
+            None => {
+                let bytes = storage.read(&slab.index).map_err(|e| missing_is_corruption(e, &slab.index))?;
+                if let Some(size) = size.filter(|&n| n != bytes.len() as u64) {
+                    return Err(Error::Corruption(format!(
+                        "{what} has {} bytes, the manifest says {size}",
+                        bytes.len()
+                    )));
+                }
+                (index_file::decode(&bytes, &what)?, None)
+            }
+        };
         if data.slab_id != slab.id {
             return Err(Error::Corruption(format!(
                 "index file {} belongs to slab {}, not {}",
@@ -445,22 +525,6 @@ impl StoreReader {
                 return Err(Error::Corruption(format!("index file {} lists segment {:?} twice", slab.index, s.key)));
             }
         }
-        let mut positions: FxHashMap<SubchunkId, Vec<BinEntry>> = FxHashMap::default();
-        for b in data.bitmaps {
-            let key = SegmentKey { var: b.var, chunk: b.chunk, subchunk: b.subchunk, bin: b.bin, group: 0 };
-            let e = segments.get(&key).ok_or_else(|| {
-                Error::Corruption(format!("index file {}: bin positions without a segment {key:?}", slab.index))
-            })?;
-            let len = b.positions.len();
-            let entry = BinEntry { bin: b.bin, positions: b.positions, len, count: e.count, min: e.min, max: e.max };
-            positions.entry((b.var, b.chunk, b.subchunk)).or_default().push(entry);
-        }
-        for list in positions.values_mut() {
-            list.sort_unstable_by_key(|e| e.bin);
-            if list.windows(2).any(|w| w[0].bin == w[1].bin) {
-                return Err(Error::Corruption(format!("index file {} lists a bin's positions twice", slab.index)));
-            }
-        }
         let bins = data.bins.into_iter().map(|b| (b.var, b)).collect();
         let mut totals: FxHashMap<SubchunkId, Vec<(u64, u32)>> = FxHashMap::default();
         for s in segments.values() {
@@ -472,6 +536,13 @@ impl StoreReader {
             t[g].0 += s.length;
             t[g].1 += 1;
         }
+        let positions = match frames {
+            None => Positions::Whole(bin_entries(data.bitmaps, &segments, &slab.index)?),
+            Some(frames) => {
+                let loaded = (0..frames.frames.len()).map(|_| OnceLock::new()).collect();
+                Positions::Framed { storage: storage.clone(), path: slab.index.clone(), frames, loaded }
+            }
+        };
         let ix = Arc::new(SlabIndex { segments, positions, bins, totals });
         self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
         Ok(ix)
@@ -680,7 +751,7 @@ impl StoreReader {
         let binned = self.manifest.layout.order.contains(&crate::manifest::Level::V);
         let bins: Vec<(u32, u64)> = if binned {
             let list = index
-                .bins_of(id)
+                .bins_of(id)?
                 .ok_or_else(|| Error::Corruption(format!("slab {}: no bin positions for segment {id:?}", slab.id)))?;
             if list.iter().map(|e| e.len).sum::<u64>() != elements
                 || list.iter().any(|e| e.positions.max().is_some_and(|m| m as u64 >= elements))
@@ -922,7 +993,7 @@ impl StoreReader {
         split: Option<&(Vec<usize>, usize)>,
         fetched: &Fetched,
     ) -> Result<Vec<u8>> {
-        if index.bins_of(id).is_none() || self.is_in_place(&self.manifest.slabs[slab]) {
+        if index.bins_of(id)?.is_none() || self.is_in_place(&self.manifest.slabs[slab]) {
             // One segment holds the whole sub-chunk (in place: every bin names it).
             if let Some(r) = reads.first() {
                 return self.decode_bin((slab, id), r, shape, split, fetched);
@@ -947,7 +1018,7 @@ impl StoreReader {
         id: SubchunkId,
         bin: u32,
     ) -> Result<Option<&'i RoaringBitmap>> {
-        let Some(list) = index.bins_of(id) else { return Ok(None) };
+        let Some(list) = index.bins_of(id)? else { return Ok(None) };
         list.binary_search_by_key(&bin, |e| e.bin)
             .map(|i| Some(&list[i].positions))
             .map_err(|_| Error::Corruption(format!("no positions for bin {bin} of {id:?}")))

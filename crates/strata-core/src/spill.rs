@@ -204,6 +204,57 @@ mod tests {
         }
     }
 
+    /// Level V's positions in frames (`index_frame_bytes`) answer every query as positions
+    /// read whole: the same values, counts, points, by index or by scan.
+    #[test]
+    fn positions_in_frames_answer_as_positions_read_whole() {
+        use crate::query::{CmpOp, Method, Predicate};
+        use crate::{DimSelection, Output, Query, Session};
+        let write = |frame: Option<u64>| {
+            let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
+            let o = WriterOptions { index_frame_bytes: frame, ..options("V-S") };
+            let mut w = StoreWriter::create(store.clone(), schema(), &o).unwrap();
+            w.put_static("f", &field()).unwrap();
+            w.put_static("lat", &[0; 320]).unwrap();
+            w.put_static("s", &[0; 8]).unwrap();
+            w.commit("test").unwrap();
+            store
+        };
+        let (whole, framed) = (write(None), write(Some(512)));
+        let framed_of = |s: &Store| {
+            let m = s.manifest(None).unwrap();
+            let (slab, size) = (&m.slabs[0], m.files.iter().find(|f| f.path == m.slabs[0].index).unwrap().size);
+            crate::index_frames::open(s.storage().as_ref(), &slab.index, size, "t").unwrap().map(|o| o.frames)
+        };
+        assert!(framed_of(&whole).is_none());
+        assert!(framed_of(&framed).is_some_and(|f| f.frames.len() > 10));
+        let problems = crate::verify::verify(framed.clone(), None, true).unwrap().problems;
+        assert!(problems.is_empty(), "{problems:?}");
+        let readers = [whole, framed].map(|s| StoreReader::open(s, None).unwrap());
+        assert!(readers[1].read_whole("f").unwrap() == field());
+        for (value, method, output) in [
+            (5.0, Method::Index, Output::Points),
+            (5.0, Method::Scan, Output::Points),
+            (-20.0, Method::Index, Output::Count),
+            (25.0, Method::Index, Output::Positions),
+        ] {
+            let query = Query {
+                predicate: Predicate::Cmp { var: "f".into(), op: CmpOp::Gt, value },
+                region: [(1, 6), (3, 37), (0, 60)].map(|(start, stop)| DimSelection { start, stop, step: 1 }).to_vec(),
+                output,
+                variables: vec!["f".into()],
+                level: None,
+                method: Some(method),
+                mask: None,
+                raw: false,
+            };
+            let [a, b] = readers.each_ref().map(|r| Session::default().run(r, &query).unwrap());
+            assert!(a.count > 0 && a.count == b.count, "{value} {method:?}");
+            assert_eq!(a.selection, b.selection);
+            assert!(a.columns == b.columns);
+        }
+    }
+
     #[test]
     fn blocks_off_the_chunks_or_written_twice_are_refused() {
         let store = Store::new(Arc::new(MemoryStorage::new()), "mem");

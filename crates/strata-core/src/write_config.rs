@@ -13,6 +13,7 @@
 //! chunks = { lat = 90, lon = 180 }
 //! shape_rule = "proportional" # automatic shapes: auto (default), cube, proportional or slices
 //! slab_records = 24
+//! index_frame_bytes = 1048576 # level V: positions beyond this go in frames read on demand
 //!
 //! [variables.sst]
 //! codec = "auto"
@@ -70,6 +71,7 @@ pub struct WriteConfig {
     pub subchunk_bytes: Option<u64>,
     pub slab_bytes: Option<u64>,
     pub slab_records: Option<u64>,
+    pub index_frame_bytes: Option<u64>,
     #[serde(default)]
     pub variables: BTreeMap<String, VariableConfig>,
 }
@@ -155,6 +157,7 @@ impl WriteConfig {
         fill(&mut options.subchunk_bytes, &self.subchunk_bytes);
         fill(&mut options.slab_bytes, &self.slab_bytes);
         fill(&mut options.slab_records, &self.slab_records);
+        fill(&mut options.index_frame_bytes, &self.index_frame_bytes);
         for (k, v) in &self.byte_groups {
             options.byte_groups.entry(k.clone()).or_insert_with(|| v.clone());
         }

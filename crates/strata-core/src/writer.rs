@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::grid::{chunk_grid, chunks_touched, copy_block, subchunk_grid, unravel};
 use crate::hilbert;
 use crate::index_file::{self, BinPositions, SlabIndexData};
+use crate::index_frames::{self, FRAME_RAW_BYTES};
 use crate::manifest::{
     Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, RawJson, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
 };
@@ -75,6 +76,10 @@ pub struct WriterOptions {
     pub slab_bytes: Option<u64>,
     #[serde(default)]
     pub slab_records: Option<u64>,
+    /// Level V: a slab's positions larger than this (raw bytes) are written in frames of
+    /// about this size that readers load on demand (default [`FRAME_RAW_BYTES`]).
+    #[serde(default)]
+    pub index_frame_bytes: Option<u64>,
     #[serde(default)]
     pub layout: Option<String>,
     /// Level V binning: `equal-width`, `equal-frequency` or comma-separated boundaries.
@@ -153,6 +158,10 @@ fn default_subchunk_bytes(layout: &Layout) -> u64 {
     } else {
         DEFAULT_SUBCHUNK_BYTES
     }
+}
+
+fn frame_bytes(options: &WriterOptions) -> usize {
+    options.index_frame_bytes.map_or(FRAME_RAW_BYTES, |b| b.clamp(1, 1 << 32) as usize)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -326,6 +335,9 @@ pub struct StoreWriter {
     static_blocks: HashMap<usize, StaticBlocks>,
     /// Encoded bytes the static slab holds in memory before it spills ([`SPILL_AT_BYTES`]).
     pub(crate) spill_at: u64,
+    /// Level V: positions of a slab beyond this many raw bytes go in frames of about this
+    /// size (`WriterOptions::index_frame_bytes`).
+    frame_bytes: usize,
     open_slab: Option<SlabBuilderBox>,
     next_slab_id: u64,
     /// A parallel writer's block (None: the whole store).
@@ -747,6 +759,7 @@ impl StoreWriter {
             static_slab,
             static_blocks: HashMap::new(),
             spill_at: SPILL_AT_BYTES,
+            frame_bytes: frame_bytes(options),
             open_slab: None,
             next_slab_id: 1,
             block: None,
@@ -831,6 +844,7 @@ impl StoreWriter {
             static_slab: None,
             static_blocks: HashMap::new(),
             spill_at: SPILL_AT_BYTES,
+            frame_bytes: frame_bytes(options),
             open_slab: None,
             next_slab_id,
             block: None,
@@ -1530,6 +1544,7 @@ impl StoreWriter {
             offset += s.length();
         }
         let storage = self.store.storage();
+        let frame_bytes = self.frame_bytes;
         // Both files are flushed to disk before the commit can name them; written side by
         // side, their flushes overlap (and the index is encoded while the data is written).
         let (d, i) = rayon::join(
@@ -1547,8 +1562,21 @@ impl StoreWriter {
                 }
             },
             || {
+                // Positions larger than a frame go in frames, written one at a time.
+                let raw = 8 + bitmaps.iter().map(|b| 24 + b.positions.serialized_size()).sum::<usize>();
+                if raw > frame_bytes {
+                    let (size, crc32c) =
+                        index_frames::write(storage.as_ref(), &index_path, id, &entries, bitmaps, &bins, frame_bytes)?;
+                    return Ok(FileEntry {
+                        path: index_path.clone(),
+                        size,
+                        crc32c,
+                        external: false,
+                        modified_ns: None,
+                    });
+                }
                 let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries, bitmaps, bins });
-                storage.write_atomic(&index_path, &index).map(|_| index)
+                storage.write_atomic(&index_path, &index).map(|_| FileEntry::new(index_path.clone(), &index))
             },
         );
         let file_crc = d?;
@@ -1561,7 +1589,7 @@ impl StoreWriter {
             external: false,
             modified_ns: None,
         });
-        self.draft.files.push(FileEntry::new(index_path.clone(), &index));
+        self.draft.files.push(index);
         self.draft.slabs.push(Slab { id, records, data: data_path, index: index_path });
         Ok(())
     }

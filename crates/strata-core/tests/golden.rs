@@ -88,5 +88,5 @@ fn golden_v1_feature_stores_decode() {
             }
         }
     }
-    assert_eq!(seen, 12, "every feature store is read");
+    assert_eq!(seen, 13, "every feature store is read");
 }

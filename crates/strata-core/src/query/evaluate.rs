@@ -240,7 +240,7 @@ impl Executor<'_> {
         let binned = self.reader.manifest().layout.order.contains(&Level::V);
         let mut boundary = Vec::new();
         if binned {
-            let Some(list) = index.bins_of(id) else {
+            let Some(list) = index.bins_of(id)? else {
                 return Err(Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id)));
             };
             for e in list {

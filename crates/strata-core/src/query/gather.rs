@@ -58,7 +58,7 @@ impl Executor<'_> {
         let may_hold = |e: &crate::reader::BinEntry| {
             required.iter().all(|&(op, v)| op.coverage(e.count, e.min, e.max, e.count == e.len, v) != Coverage::Empty)
         };
-        let needed: Vec<u32> = match index.bins_of(id) {
+        let needed: Vec<u32> = match index.bins_of(id)? {
             Some(list) => {
                 list.iter().filter(|e| may_hold(e) && !e.positions.is_disjoint(hits)).map(|e| e.bin).collect()
             }
@@ -159,7 +159,7 @@ impl Executor<'_> {
             let index = self.reader.slab_index(slab)?;
             let id = (var_idx as u32, *chunk, *sub);
             let n = len.iter().product::<u64>();
-            let needed: Vec<u32> = match index.bins_of(id) {
+            let needed: Vec<u32> = match index.bins_of(id)? {
                 Some(list) => {
                     let mut locals: Vec<u32> = picks.iter().map(|p| p.0).collect();
                     locals.sort_unstable();
