@@ -52,15 +52,23 @@ pub struct BinPositions {
     pub positions: RoaringBitmap,
 }
 
+/// The head of one entry of a positions body (section 2, or a frame of section 4): the
+/// bin's key and the length of the serialized bitmap that follows it.
+pub(crate) fn bitmap_entry_head(var: u32, chunk: u64, subchunk: u32, bin: u32, len: usize) -> [u8; 24] {
+    let mut head = [0u8; 24];
+    head[..4].copy_from_slice(&var.to_le_bytes());
+    head[4..8].copy_from_slice(&subchunk.to_le_bytes());
+    head[8..16].copy_from_slice(&chunk.to_le_bytes());
+    head[16..20].copy_from_slice(&bin.to_le_bytes());
+    head[20..].copy_from_slice(&(len as u32).to_le_bytes());
+    head
+}
+
 pub(crate) fn encode_bitmaps(bitmaps: &[BinPositions]) -> Vec<u8> {
     let mut raw = Vec::new();
     raw.extend_from_slice(&(bitmaps.len() as u64).to_le_bytes());
     for b in bitmaps {
-        raw.extend_from_slice(&b.var.to_le_bytes());
-        raw.extend_from_slice(&b.subchunk.to_le_bytes());
-        raw.extend_from_slice(&b.chunk.to_le_bytes());
-        raw.extend_from_slice(&b.bin.to_le_bytes());
-        raw.extend_from_slice(&(b.positions.serialized_size() as u32).to_le_bytes());
+        raw.extend_from_slice(&bitmap_entry_head(b.var, b.chunk, b.subchunk, b.bin, b.positions.serialized_size()));
         // Writing into a Vec cannot fail.
         let _ = b.positions.serialize_into(&mut raw);
     }

@@ -7,7 +7,7 @@
 use crate::bins::BinSummary;
 use crate::error::{Error, Result};
 use crate::index_file::{
-    compress_section, encode_bin_summaries, encode_bitmaps, encode_head, encode_segment_table, BinPositions, Cursor,
+    bitmap_entry_head, compress_section, encode_bin_summaries, encode_head, encode_segment_table, BinPositions, Cursor,
     Head, FLAG_REQUIRED, FLAG_ZSTD, MAX_SECTION_BYTES, SECTION_BIN_POSITION_DIRECTORY, SECTION_BIN_POSITION_FRAMES,
     SECTION_BIN_SUMMARY, SECTION_SEGMENT_TABLE, TRAILER_LEN, TRAILER_MAGIC,
 };
@@ -21,6 +21,38 @@ type SubchunkKey = (u32, u64, u32);
 
 /// Bytes of a frame's directory entry.
 const FRAME_ENTRY_LEN: usize = 64;
+
+/// A bin's positions serialized as the index stores them (a portable Roaring bitmap): what
+/// a writer keeps, and spills, while a slab is being written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackedPositions {
+    pub var: u32,
+    pub chunk: u64,
+    pub subchunk: u32,
+    pub bin: u32,
+    pub bytes: Vec<u8>,
+}
+
+impl PackedPositions {
+    pub fn pack(b: &BinPositions) -> PackedPositions {
+        let mut bytes = Vec::with_capacity(b.positions.serialized_size());
+        // Writing into a Vec cannot fail.
+        let _ = b.positions.serialize_into(&mut bytes);
+        PackedPositions { var: b.var, chunk: b.chunk, subchunk: b.subchunk, bin: b.bin, bytes }
+    }
+
+    pub fn unpack(&self) -> Result<BinPositions> {
+        let positions = roaring::RoaringBitmap::deserialize_from(&self.bytes[..]).map_err(|e| {
+            Error::Corruption(format!("bin positions of {:?}: {e}", (self.var, self.chunk, self.subchunk)))
+        })?;
+        Ok(BinPositions { var: self.var, chunk: self.chunk, subchunk: self.subchunk, bin: self.bin, positions })
+    }
+
+    /// Bytes of its entry in a positions body.
+    pub fn entry_len(&self) -> usize {
+        24 + self.bytes.len()
+    }
+}
 
 /// One frame of positions: where it is in section 4, its sizes and checksum, and the
 /// first and last sub-chunk it holds (frames hold whole sub-chunks, in key order).
@@ -193,7 +225,7 @@ pub fn open(storage: &dyn Storage, path: &str, size: u64, what: &str) -> Result<
 
 /// Writes an index file whose positions are in frames, at `path` (a name no manifest
 /// gives yet), a frame at a time: `bitmaps` in key order (variable, chunk, sub-chunk,
-/// bin). The file's sections: frames, their directory, the segment table and, if any,
+/// bin), each taken when its frame is gathered (a writer's may come from its spill). The file's sections: frames, their directory, the segment table and, if any,
 /// the bin summaries. Returns the file's size and CRC-32C (of all of it, as the manifest
 /// lists files).
 pub(crate) fn write(
@@ -201,46 +233,55 @@ pub(crate) fn write(
     path: &str,
     slab_id: u64,
     segments: &[SegmentEntry],
-    bitmaps: impl IntoIterator<Item = BinPositions>,
+    bitmaps: impl IntoIterator<Item = Result<PackedPositions>>,
     bins: &[BinSummary],
     frame_raw_bytes: usize,
 ) -> Result<(u64, u32)> {
     let n_sections = if bins.is_empty() { 3 } else { 4 };
     let start = Head::len_for(n_sections) as u64;
     let mut frames: Vec<FrameInfo> = Vec::new();
-    let mut pending: Vec<BinPositions> = Vec::new();
-    let (mut pending_raw, mut at, mut rest_crc) = (8usize, 0u64, 0u32);
-    let mut flush = |pending: &mut Vec<BinPositions>, frames: &mut Vec<FrameInfo>| -> Result<()> {
-        let (Some(first), Some(last)) = (pending.first(), pending.last()) else { return Ok(()) };
-        let raw = encode_bitmaps(pending);
-        let stored = zstd::bulk::compress(&raw, 3).map_err(|e| Error::io(path, e))?;
+    // The frame being gathered: its raw body, entry count, first and last sub-chunk.
+    let mut raw: Vec<u8> = Vec::new();
+    let (mut count, mut first, mut last) = (0u32, (0, 0, 0), (0, 0, 0));
+    let (mut at, mut rest_crc) = (0u64, 0u32);
+    let mut flush = |raw: &mut Vec<u8>, count: u32, first, last, frames: &mut Vec<FrameInfo>| -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        raw[..8].copy_from_slice(&u64::from(count).to_le_bytes());
+        let stored = zstd::bulk::compress(raw, 3).map_err(|e| Error::io(path, e))?;
         let checksum = crc32c::crc32c(&stored);
         frames.push(FrameInfo {
             offset: at,
             length: stored.len() as u64,
             raw_length: raw.len() as u64,
             checksum,
-            count: pending.len() as u32,
-            first: (first.var, first.chunk, first.subchunk),
-            last: (last.var, last.chunk, last.subchunk),
+            count,
+            first,
+            last,
         });
         storage.write_at(path, start + at, &stored)?;
         rest_crc = crc32c::crc32c_combine(rest_crc, checksum, stored.len());
         at += stored.len() as u64;
-        pending.clear();
         Ok(())
     };
     for b in bitmaps {
+        let b = b?;
         let key = (b.var, b.chunk, b.subchunk);
-        let new_subchunk = pending.last().is_none_or(|p| (p.var, p.chunk, p.subchunk) != key);
-        if new_subchunk && pending_raw >= frame_raw_bytes {
-            flush(&mut pending, &mut frames)?;
-            pending_raw = 8;
+        if count > 0 && key != last && raw.len() >= frame_raw_bytes {
+            flush(&mut raw, count, first, last, &mut frames)?;
+            count = 0;
         }
-        pending_raw += 24 + b.positions.serialized_size();
-        pending.push(b);
+        if count == 0 {
+            raw.clear();
+            raw.extend_from_slice(&0u64.to_le_bytes());
+            first = key;
+        }
+        raw.extend_from_slice(&bitmap_entry_head(b.var, b.chunk, b.subchunk, b.bin, b.bytes.len()));
+        raw.extend_from_slice(&b.bytes);
+        (count, last) = (count + 1, key);
     }
-    flush(&mut pending, &mut frames)?;
+    flush(&mut raw, count, first, last, &mut frames)?;
     let zstd = FLAG_REQUIRED | FLAG_ZSTD;
     let mut others = vec![
         (SECTION_BIN_POSITION_DIRECTORY, zstd, compress_section(&encode_directory(&frames))),
@@ -322,8 +363,16 @@ mod tests {
     fn written(frame_bytes: usize) -> (MemoryStorage, Vec<u8>) {
         let d = sample();
         let storage = MemoryStorage::new();
-        let (size, crc) =
-            write(&storage, "index/x.sidx", 3, &d.segments, d.bitmaps.clone(), &d.bins, frame_bytes).unwrap();
+        let (size, crc) = write(
+            &storage,
+            "index/x.sidx",
+            3,
+            &d.segments,
+            d.bitmaps.iter().map(|b| Ok(PackedPositions::pack(b))),
+            &d.bins,
+            frame_bytes,
+        )
+        .unwrap();
         let bytes = storage.read("index/x.sidx").unwrap();
         assert_eq!((size, crc), (bytes.len() as u64, crc32c::crc32c(&bytes)));
         (storage, bytes)

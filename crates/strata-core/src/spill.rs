@@ -1,6 +1,7 @@
-//! A slab larger than memory should hold: its encoded segments wait in a spill file, in the
-//! order they were encoded, until the slab is complete; the data file is then written from
-//! it in the layout's order, a batch at a time.
+//! A slab larger than memory should hold: its encoded segments (and level V's positions)
+//! wait in a spill file, in the order they were encoded, until the slab is complete; the
+//! data file is then written from it in the layout's order, a batch at a time, and the
+//! index's positions a frame at a time.
 //!
 //! Record slabs never need this (their length bounds them); the static slab holds every
 //! variable without the record dimension, whatever their size, and its layout order is
@@ -9,7 +10,24 @@
 use crate::error::Result;
 use crate::storage::Storage;
 use crate::store::random_suffix;
-use crate::writer::PendingSegment;
+use crate::writer::{PendingBitmap, PendingSegment};
+
+/// What a spill takes out of memory: encoded bytes, and where they went.
+pub(crate) trait Spillable {
+    fn parts(&mut self) -> (&mut Vec<u8>, &mut Option<Spilled>);
+}
+
+impl Spillable for PendingSegment {
+    fn parts(&mut self) -> (&mut Vec<u8>, &mut Option<Spilled>) {
+        (&mut self.bytes, &mut self.spilled)
+    }
+}
+
+impl Spillable for PendingBitmap {
+    fn parts(&mut self) -> (&mut Vec<u8>, &mut Option<Spilled>) {
+        (&mut self.packed.bytes, &mut self.spilled)
+    }
+}
 
 /// Encoded bytes a slab keeps in memory before they go to its spill file.
 pub(crate) const SPILL_AT_BYTES: u64 = 64 << 20;
@@ -37,13 +55,17 @@ impl Spill {
         Spill { path: format!("data/.s{slab_id:06}.spill.tmp-{}", random_suffix()), len: 0 }
     }
 
-    /// Moves the bytes of every segment still in memory to the file.
-    pub(crate) fn take(&mut self, storage: &dyn Storage, segments: &mut [PendingSegment]) -> Result<()> {
+    /// Moves the bytes of every item (segment or positions) still in memory to the file.
+    pub(crate) fn take<T: Spillable>(&mut self, storage: &dyn Storage, items: &mut [T]) -> Result<()> {
         let mut batch: Vec<u8> = Vec::new();
         let mut batch_at = self.len;
-        for s in segments.iter_mut().filter(|s| s.spilled.is_none()) {
-            let bytes = std::mem::take(&mut s.bytes);
-            s.spilled = Some(Spilled { at: self.len, length: bytes.len() as u64, checksum: crc32c::crc32c(&bytes) });
+        for item in items.iter_mut() {
+            let (bytes, spilled) = item.parts();
+            if spilled.is_some() {
+                continue;
+            }
+            let bytes = std::mem::take(bytes);
+            *spilled = Some(Spilled { at: self.len, length: bytes.len() as u64, checksum: crc32c::crc32c(&bytes) });
             self.len += bytes.len() as u64;
             batch.extend_from_slice(&bytes);
             if batch.len() >= WRITE_BATCH_BYTES {
@@ -58,8 +80,17 @@ impl Spill {
         Ok(())
     }
 
+    /// The bytes of one spilled item, checked against the CRC taken as it spilled.
+    pub(crate) fn read(&self, storage: &dyn Storage, p: Spilled) -> Result<Vec<u8>> {
+        let bytes = storage.read_range(&self.path, p.at, p.length)?;
+        if crc32c::crc32c(&bytes) != p.checksum {
+            return Err(crate::Error::Corruption(format!("spill file {}: bytes at {} changed", self.path, p.at)));
+        }
+        Ok(bytes)
+    }
+
     /// Writes the data file at `path`: `header`, then `segments` in their order, the spilled
-    /// ones read back from the file. Returns the file's CRC-32C; the spill file is removed.
+    /// ones read back from the file. Returns the file's CRC-32C.
     pub(crate) fn write_data_file(
         &self,
         storage: &dyn Storage,
@@ -91,9 +122,13 @@ impl Spill {
         storage.write_at(path, written, &batch)?;
         written += batch.len() as u64;
         storage.sync(path, written)?;
-        // A spill left behind is only disk space, which `gc` gives back.
-        let _ = storage.delete(&self.path);
         Ok(crc)
+    }
+
+    /// Removes the file, once the data file and the index are written from it. (A spill
+    /// left behind is only disk space, which `gc` gives back.)
+    pub(crate) fn remove(&self, storage: &dyn Storage) {
+        let _ = storage.delete(&self.path);
     }
 }
 
@@ -162,10 +197,11 @@ mod tests {
     }
 
     /// A store whose `f` is written whole, or in blocks of 2 x 20 x 60 from the last, every
-    /// block spilled.
-    fn write(layout: &str, blocks: bool) -> Store {
+    /// block spilled; level V's positions in frames of `frames` bytes if given.
+    fn write(layout: &str, blocks: bool, frames: Option<u64>) -> Store {
         let store = Store::new(Arc::new(MemoryStorage::new()), "mem");
-        let mut w = StoreWriter::create(store.clone(), schema(), &options(layout)).unwrap();
+        let o = WriterOptions { index_frame_bytes: frames, ..options(layout) };
+        let mut w = StoreWriter::create(store.clone(), schema(), &o).unwrap();
         w.spill_at = 1;
         if blocks {
             for m in [6, 4, 2, 0] {
@@ -185,9 +221,9 @@ mod tests {
 
     #[test]
     fn blocks_and_spills_write_the_files_a_whole_variable_would() {
-        for layout in ["S", "M-S", "V-S"] {
-            let whole = write(layout, false);
-            let blocks = write(layout, true);
+        for (layout, frames) in [("S", None), ("M-S", None), ("V-S", None), ("V-S", Some(256))] {
+            let whole = write(layout, false, frames);
+            let blocks = write(layout, true, frames);
             let files = |s: &Store| {
                 let m = s.manifest(None).unwrap();
                 let slab = &m.slabs[0];

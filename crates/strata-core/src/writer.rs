@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::grid::{chunk_grid, chunks_touched, copy_block, subchunk_grid, unravel};
 use crate::hilbert;
 use crate::index_file::{self, BinPositions, SlabIndexData};
-use crate::index_frames::{self, FRAME_RAW_BYTES};
+use crate::index_frames::{self, PackedPositions, FRAME_RAW_BYTES};
 use crate::manifest::{
     Attribute, Chunking, Dim, FileEntry, Layout, Level, Manifest, RawJson, Slab, Variable, FORMAT_NAME, FORMAT_VERSION,
 };
@@ -227,11 +227,49 @@ impl std::fmt::Debug for PendingSegment {
     }
 }
 
+/// One bin's positions in a slab being written (level V), serialized: in memory, or in the
+/// slab's spill once it is large (a slab's positions are about a quarter of its values).
+pub(crate) struct PendingBitmap {
+    pub(crate) packed: PackedPositions,
+    /// Number of positions (for the slab's bin counts).
+    pub(crate) len: u64,
+    pub(crate) spilled: Option<Spilled>,
+}
+
+impl PendingBitmap {
+    fn key(&self) -> (u32, u64, u32, u32) {
+        let p = &self.packed;
+        (p.var, p.chunk, p.subchunk, p.bin)
+    }
+
+    /// Its serialized length, in memory or spilled.
+    fn length(&self) -> usize {
+        self.spilled.map_or(self.packed.bytes.len(), |p| p.length as usize)
+    }
+
+    /// The packed positions, read back from `spill` if they went there.
+    fn take(self, storage: &dyn Storage, spill: Option<&Spill>) -> Result<PackedPositions> {
+        match (self.spilled, spill) {
+            (None, _) => Ok(self.packed),
+            (Some(p), Some(spill)) => Ok(PackedPositions { bytes: spill.read(storage, p)?, ..self.packed }),
+            (Some(_), None) => Err(Error::InvalidArgument("positions spilled without a spill file".into())),
+        }
+    }
+
+    /// The positions as a bitmap (a part writer's, which never spills).
+    pub(crate) fn unpack(self) -> Result<BinPositions> {
+        if self.spilled.is_some() {
+            return Err(Error::InvalidArgument("a part writer's positions were spilled".into()));
+        }
+        self.packed.unpack()
+    }
+}
+
 pub(crate) struct SlabBuilder {
     pub(crate) id: u64,
     pub(crate) records: Option<[u64; 2]>,
     pub(crate) segments: Vec<PendingSegment>,
-    pub(crate) bitmaps: Vec<BinPositions>,
+    pub(crate) bitmaps: Vec<PendingBitmap>,
     pub(crate) bins: Vec<BinSummary>,
     done: BTreeSet<usize>,
     /// Encoded bytes held in memory (the rest are in `spill`).
@@ -259,6 +297,7 @@ impl SlabBuilder {
 
     fn add(&mut self, part: EncodedPart) {
         self.held += part.segments.iter().map(|s| s.bytes.len() as u64).sum::<u64>();
+        self.held += part.bitmaps.iter().map(|b| b.packed.bytes.len() as u64).sum::<u64>();
         self.segments.extend(part.segments);
         self.bitmaps.extend(part.bitmaps);
         // A variable written in pieces has one set of bins: its pieces' counts add up.
@@ -270,13 +309,16 @@ impl SlabBuilder {
         }
     }
 
-    /// Moves the encoded bytes held in memory to the spill file once they pass `limit`.
+    /// Moves the encoded bytes and positions held in memory to the spill file once they pass
+    /// `limit`.
     fn spill_if_large(&mut self, storage: &dyn Storage, limit: u64) -> Result<()> {
         if self.held < limit {
             return Ok(());
         }
         let id = self.id;
-        self.spill.get_or_insert_with(|| Spill::new(id)).take(storage, &mut self.segments)?;
+        let spill = self.spill.get_or_insert_with(|| Spill::new(id));
+        spill.take(storage, &mut self.segments)?;
+        spill.take(storage, &mut self.bitmaps)?;
         self.held = 0;
         Ok(())
     }
@@ -288,7 +330,7 @@ type BinnedPart = (u32, Option<roaring::RoaringBitmap>, Vec<u8>, Vec<usize>);
 /// One variable's share of a slab, encoded.
 struct EncodedPart {
     segments: Vec<PendingSegment>,
-    bitmaps: Vec<BinPositions>,
+    bitmaps: Vec<PendingBitmap>,
     bins: Option<BinSummary>,
 }
 
@@ -1317,7 +1359,7 @@ impl StoreWriter {
         let tasks: Vec<(u64, u64)> = chunks.iter().flat_map(|&c| (0..n_subs).map(move |s| (c, s))).collect();
         let missing = var.missing_values();
         let groups = precision::byte_groups(&self.draft.layout, var)?;
-        type SubchunkOut = (Vec<PendingSegment>, Vec<BinPositions>);
+        type SubchunkOut = (Vec<PendingSegment>, Vec<PendingBitmap>);
         let results: Vec<Option<Result<SubchunkOut>>> = tasks
             .par_iter()
             .map(|&(c, s)| {
@@ -1397,7 +1439,14 @@ impl StoreWriter {
                         });
                     }
                     if let Some(positions) = positions {
-                        bitmaps.push(BinPositions { var: idx as u32, chunk: c, subchunk: s as u32, bin, positions });
+                        // Serialized here, in parallel, and kept so: smaller than the bitmap,
+                        // and what a spill writes.
+                        let b = BinPositions { var: idx as u32, chunk: c, subchunk: s as u32, bin, positions };
+                        bitmaps.push(PendingBitmap {
+                            packed: PackedPositions::pack(&b),
+                            len: b.positions.len(),
+                            spilled: None,
+                        });
                     }
                 }
                 Some(Ok((segments, bitmaps)))
@@ -1412,7 +1461,7 @@ impl StoreWriter {
         if let Some(b) = bins {
             let mut counts = vec![0u64; b.missing_bin() as usize + 1];
             for p in &part.bitmaps {
-                counts[p.bin as usize] += p.positions.len();
+                counts[p.packed.bin as usize] += p.len;
             }
             part.bins = Some(BinSummary { var: idx as u32, boundaries: b.boundaries().to_vec(), counts });
         }
@@ -1518,7 +1567,7 @@ impl StoreWriter {
         let SlabBuilder { id, records, mut segments, mut bitmaps, bins, spill, .. } = slab;
         self.sort_segments(records, &mut segments);
         // Blocks of a static variable come in any order; its index does not depend on it.
-        bitmaps.sort_by_key(|b| (b.var, b.chunk, b.subchunk, b.bin));
+        bitmaps.sort_by_key(PendingBitmap::key);
 
         let suffix = random_suffix();
         let data_path = format!("data/s{id:06}-{suffix}.sdat");
@@ -1563,10 +1612,12 @@ impl StoreWriter {
             },
             || {
                 // Positions larger than a frame go in frames, written one at a time.
-                let raw = 8 + bitmaps.iter().map(|b| 24 + b.positions.serialized_size()).sum::<usize>();
+                let raw = 8 + bitmaps.iter().map(|b| 24 + b.length()).sum::<usize>();
+                let spill = spill.as_ref();
                 if raw > frame_bytes {
+                    let packed = bitmaps.into_iter().map(|b| b.take(storage.as_ref(), spill));
                     let (size, crc32c) =
-                        index_frames::write(storage.as_ref(), &index_path, id, &entries, bitmaps, &bins, frame_bytes)?;
+                        index_frames::write(storage.as_ref(), &index_path, id, &entries, packed, &bins, frame_bytes)?;
                     return Ok(FileEntry {
                         path: index_path.clone(),
                         size,
@@ -1575,10 +1626,17 @@ impl StoreWriter {
                         modified_ns: None,
                     });
                 }
+                let bitmaps = bitmaps
+                    .into_iter()
+                    .map(|b| b.take(storage.as_ref(), spill).and_then(|p| p.unpack()))
+                    .collect::<Result<Vec<_>>>()?;
                 let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries, bitmaps, bins });
                 storage.write_atomic(&index_path, &index).map(|_| FileEntry::new(index_path.clone(), &index))
             },
         );
+        if let Some(spill) = &spill {
+            spill.remove(storage.as_ref());
+        }
         let file_crc = d?;
         let index = i?;
         drop(segments);

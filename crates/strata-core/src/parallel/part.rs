@@ -194,7 +194,12 @@ impl PartWriter {
             plans: m.variables.iter().map(|v| v.plan.clone()).collect(),
             slot: None,
             own_file: None,
-            index: SlabIndexData { slab_id: id, segments: vec![], bitmaps, bins },
+            index: SlabIndexData {
+                slab_id: id,
+                segments: vec![],
+                bitmaps: bitmaps.into_iter().map(|b| b.unpack()).collect::<Result<_>>()?,
+                bins,
+            },
         };
         let storage = self.writer.store().storage();
         let mut offset = 0u64;
