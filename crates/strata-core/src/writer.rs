@@ -256,6 +256,10 @@ impl PendingBitmap {
         }
     }
 
+    pub(crate) fn new(b: &BinPositions) -> PendingBitmap {
+        PendingBitmap { packed: PackedPositions::pack(b), len: b.positions.len(), spilled: None }
+    }
+
     /// The positions as a bitmap (a part writer's, which never spills).
     pub(crate) fn unpack(self) -> Result<BinPositions> {
         if self.spilled.is_some() {
@@ -1442,11 +1446,7 @@ impl StoreWriter {
                         // Serialized here, in parallel, and kept so: smaller than the bitmap,
                         // and what a spill writes.
                         let b = BinPositions { var: idx as u32, chunk: c, subchunk: s as u32, bin, positions };
-                        bitmaps.push(PendingBitmap {
-                            packed: PackedPositions::pack(&b),
-                            len: b.positions.len(),
-                            spilled: None,
-                        });
+                        bitmaps.push(PendingBitmap::new(&b));
                     }
                 }
                 Some(Ok((segments, bitmaps)))
@@ -1563,11 +1563,39 @@ impl StoreWriter {
         Some(held.iter().product::<u64>() as usize * var.dtype.size())
     }
 
+    /// Writes a slab's index file at `path` (a name no manifest gives yet) and returns its
+    /// entry: level V's positions (any order; spilled ones read back from `spill`) in
+    /// frames once they pass `index_frame_bytes`, else whole.
+    pub(crate) fn write_index(
+        &self,
+        path: &str,
+        slab_id: u64,
+        segments: Vec<SegmentEntry>,
+        mut positions: Vec<PendingBitmap>,
+        bins: Vec<BinSummary>,
+        spill: Option<&Spill>,
+    ) -> Result<FileEntry> {
+        let storage = self.store.storage().as_ref();
+        positions.sort_by_key(PendingBitmap::key);
+        let raw = 8 + positions.iter().map(|b| 24 + b.length()).sum::<usize>();
+        if raw > self.frame_bytes {
+            let packed = positions.into_iter().map(|b| b.take(storage, spill));
+            let (size, crc32c) =
+                index_frames::write(storage, path, slab_id, &segments, packed, &bins, self.frame_bytes)?;
+            return Ok(FileEntry { path: path.to_string(), size, crc32c, external: false, modified_ns: None });
+        }
+        let bitmaps = positions
+            .into_iter()
+            .map(|b| b.take(storage, spill).and_then(|p| p.unpack()))
+            .collect::<Result<Vec<_>>>()?;
+        let index = index_file::encode(&SlabIndexData { slab_id, segments, bitmaps, bins });
+        storage.write_atomic(path, &index)?;
+        Ok(FileEntry::new(path, &index))
+    }
+
     fn write_slab(&mut self, slab: SlabBuilder) -> Result<()> {
-        let SlabBuilder { id, records, mut segments, mut bitmaps, bins, spill, .. } = slab;
+        let SlabBuilder { id, records, mut segments, bitmaps, bins, spill, .. } = slab;
         self.sort_segments(records, &mut segments);
-        // Blocks of a static variable come in any order; its index does not depend on it.
-        bitmaps.sort_by_key(PendingBitmap::key);
 
         let suffix = random_suffix();
         let data_path = format!("data/s{id:06}-{suffix}.sdat");
@@ -1593,7 +1621,6 @@ impl StoreWriter {
             offset += s.length();
         }
         let storage = self.store.storage();
-        let frame_bytes = self.frame_bytes;
         // Both files are flushed to disk before the commit can name them; written side by
         // side, their flushes overlap (and the index is encoded while the data is written).
         let (d, i) = rayon::join(
@@ -1610,29 +1637,7 @@ impl StoreWriter {
                     storage.write_atomic_parts(&data_path, &parts).map(|_| crc)
                 }
             },
-            || {
-                // Positions larger than a frame go in frames, written one at a time.
-                let raw = 8 + bitmaps.iter().map(|b| 24 + b.length()).sum::<usize>();
-                let spill = spill.as_ref();
-                if raw > frame_bytes {
-                    let packed = bitmaps.into_iter().map(|b| b.take(storage.as_ref(), spill));
-                    let (size, crc32c) =
-                        index_frames::write(storage.as_ref(), &index_path, id, &entries, packed, &bins, frame_bytes)?;
-                    return Ok(FileEntry {
-                        path: index_path.clone(),
-                        size,
-                        crc32c,
-                        external: false,
-                        modified_ns: None,
-                    });
-                }
-                let bitmaps = bitmaps
-                    .into_iter()
-                    .map(|b| b.take(storage.as_ref(), spill).and_then(|p| p.unpack()))
-                    .collect::<Result<Vec<_>>>()?;
-                let index = index_file::encode(&SlabIndexData { slab_id: id, segments: entries, bitmaps, bins });
-                storage.write_atomic(&index_path, &index).map(|_| FileEntry::new(index_path.clone(), &index))
-            },
+            || self.write_index(&index_path, id, entries, bitmaps, bins, spill.as_ref()),
         );
         if let Some(spill) = &spill {
             spill.remove(storage.as_ref());

@@ -4,11 +4,10 @@ use super::{paths, PartPlacement, PartTable, Placement, MESSAGE_VERSION};
 use crate::bins::BinSummary;
 use crate::data_file::{self, HEADER_LEN};
 use crate::error::{Error, Result};
-use crate::index_file::{self, SlabIndexData};
 use crate::manifest::{FileEntry, Slab};
 use crate::segment::{layout_key, SegmentEntry};
 use crate::store::{random_suffix, Store};
-use crate::writer::{DatasetSchema, StoreWriter, WriterOptions};
+use crate::writer::{DatasetSchema, PendingBitmap, StoreWriter, WriterOptions};
 use std::collections::BTreeMap;
 
 /// Gathers the writers' tables into one manifest.
@@ -95,7 +94,7 @@ impl Coordinator {
                 raw += e.raw_length;
                 all.push((w, i, SegmentEntry { codec, ..*e }));
             }
-            bitmaps.extend(t.index.bitmaps.iter().cloned());
+            bitmaps.extend(t.index.bitmaps.iter().map(PendingBitmap::new));
             for b in &t.index.bins {
                 let merged =
                     bins.entry(b.var).or_insert_with(|| BinSummary { counts: vec![0; b.counts.len()], ..b.clone() });
@@ -150,18 +149,10 @@ impl Coordinator {
         storage.sync(&data_path, size)?;
         let mut entries: Vec<SegmentEntry> = all.iter().map(|a| a.2).collect();
         entries.sort_by_key(|e| e.offset);
-        let index = index_file::encode(&SlabIndexData {
-            slab_id: id,
-            segments: entries,
-            bitmaps,
-            bins: bins.into_values().collect(),
-        });
-        storage.write_atomic(&index_path, &index)?;
+        let index = self.writer.write_index(&index_path, id, entries, bitmaps, bins.into_values().collect(), None)?;
         let fraction = if raw > 0 { (size - HEADER_LEN) as f64 / raw as f64 } else { 1.0 };
-        let files = [
-            FileEntry { path: data_path.clone(), size, crc32c: crc, external: false, modified_ns: None },
-            FileEntry::new(index_path.clone(), &index),
-        ];
+        let files =
+            [FileEntry { path: data_path.clone(), size, crc32c: crc, external: false, modified_ns: None }, index];
         self.add_slab(Slab { id, records, data: data_path.clone(), index: index_path }, files);
         let mut placements: Vec<PartPlacement> = tables
             .iter()
@@ -267,9 +258,9 @@ impl Coordinator {
             e.codec = map[e.key.var as usize][e.codec as usize];
         }
         let (_, index_path) = paths(t.slab, &self.token, None);
-        let bytes = index_file::encode(&index);
-        self.writer.store().storage().write_atomic(&index_path, &bytes)?;
-        let files = [own.clone(), FileEntry::new(index_path.clone(), &bytes)];
+        let positions = index.bitmaps.iter().map(PendingBitmap::new).collect();
+        let entry = self.writer.write_index(&index_path, t.slab, index.segments, positions, index.bins, None)?;
+        let files = [own.clone(), entry];
         self.add_slab(Slab { id: t.slab, records: t.records, data: own.path.clone(), index: index_path }, files);
         Ok(PartPlacement { version: MESSAGE_VERSION, slab: t.slab, data: own.path, offsets: vec![], fraction: 1.0 })
     }

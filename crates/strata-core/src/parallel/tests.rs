@@ -168,12 +168,22 @@ fn dense_and_hybrid_blocks_read_back_and_verify() {
     let hybrid = |fraction, padding| Placement::Hybrid { fraction, padding };
     // Slots too small for anything, large enough for everything, and in between.
     for placement in [Placement::Dense, hybrid(0.01, 0.0), hybrid(2.0, 0.0), hybrid(0.3, 0.1)] {
-        for (layout, codec) in [("S", None), ("V-S", Some("shuffle+zstd:1")), ("M-S", None)] {
+        let cases =
+            [("S", None, None), ("V-S", Some("shuffle+zstd:1"), None), ("V-S", None, Some(64)), ("M-S", None, None)];
+        for (layout, codec, frames) in cases {
             let dir = tempfile::tempdir().unwrap();
             let path = format!("{}/s", dir.path().display());
-            write_blocks(&path, placement, &options(layout, codec));
+            write_blocks(&path, placement, &WriterOptions { index_frame_bytes: frames, ..options(layout, codec) });
             check(&path);
             let m = Store::local(&path).manifest(None).unwrap();
+            // The coordinator writes the merged positions in frames as a single writer would.
+            let framed = m.slabs.iter().filter(|s| {
+                let size = m.files.iter().find(|f| f.path == s.index).unwrap().size;
+                crate::index_frames::open(Store::local(&path).storage().as_ref(), &s.index, size, "t")
+                    .unwrap()
+                    .is_some()
+            });
+            assert_eq!(framed.count(), if frames.is_some() { m.slabs.len() } else { 0 }, "{placement:?} {layout}");
             assert_eq!(m.slabs.len(), 4, "{placement:?} {layout}"); // static + 10 + 10 + 5
                                                                     // Chunks cut to fit the blocks, which meet at y = 20 and x = 30.
             let chunk = &m.variables[3].chunking.as_ref().unwrap().chunk;
