@@ -935,9 +935,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run SQL over a store (Apache DataFusion)",
         description="Run a SQL query over a store. Each group of variables on the same dimensions is a table "
         "with a column per dimension (coordinate values, CF times as timestamps) and per variable (NULL where "
-        "NaN or fill). The group with the most data variables is named after the store (ersst.strata -> ersst); "
-        "every group is also "
-        "NAME_DIM1_DIM2. Filters on coordinates and values are answered by strata; the rest by DataFusion.",
+        "NaN or fill). The group holding the most data (along the record dimension first) is named after the "
+        "store (ersst.strata -> ersst); every group is also name_dim1_dim2 (see --tables). "
+        "Filters on coordinates and values are answered by strata; the rest by DataFusion.",
         epilog="examples:\n  strata sql ersst.strata --tables\n"
         '  strata sql ersst.strata "SELECT lat, lon, sst FROM ersst WHERE sst > 28 AND lat BETWEEN -10 AND 10 '
         "AND time >= '2000-01-01'\"\n"

@@ -3,9 +3,9 @@
 Every group of numeric variables sharing dimensions is a table: one row per grid point, a
 column per dimension (its 1-D coordinate; CF times as timestamps; the position when the
 dimension has no coordinate variable) and a column per variable, NULL where the value is NaN
-or a fill value. A store's group with the most data variables (auxiliary coordinates do not
-count) is named after the store (``ersst.strata`` -> ``ersst``, or ``table=``); every group is
-also ``<name>_<dim1>_<dim2>...``.
+or a fill value. A store's group holding the most data (groups along the record dimension
+first; auxiliary coordinates are not data) is named after the store (``ersst.strata`` ->
+``ersst``, or ``table=``); every group is also ``<name>_<dim1>_<dim2>...``, in lower case.
 
 Comparisons of coordinates with constants become index ranges and comparisons of variables
 become value constraints answered from strata's index or by a scan, as the cost model

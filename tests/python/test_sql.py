@@ -167,16 +167,24 @@ def test_names_as_a_user_types_them(tmp_path):
     wrf = "wrf_katrina_ci_test_file.nc"
     strata.import_file(DATA / wrf, tmp_path / "Katrina-WRF.strata")
     with xr.open_dataset(DATA / wrf) as ds:
-        t2 = ds["T2"].values
+        t2, theta = ds["T2"].values, ds["T"].values
     path = tmp_path / "Katrina-WRF.strata"
-    want = int((t2 > 300).sum())
-    # The store's own name quoted, or folded to an identifier.
+    # The store's own name quoted, or folded to an identifier: its main table, the one
+    # holding the most data (the atmosphere's, with T, the potential temperature less 300 K).
+    want = int((theta > 10).sum())
     for table in ['"Katrina-WRF"', "katrina_wrf", "Katrina_WRF"]:
-        for where in ["T2 > 300", "t2 > 300", '"T2" > 300']:
+        for where in ["T > 10", "t > 10", '"T" > 10']:
             got = strata.sql(path, f"SELECT count(*) AS n FROM {table} WHERE {where}").to_pydict()
             assert got == {"n": [want]}, (table, where)
-    got = strata.sql(path, "SELECT Time, max(T2) AS hot FROM katrina_wrf GROUP BY Time ORDER BY Time").to_pydict()
+    surface = "katrina_wrf_time_south_north_west_east"
+    for where in ["T2 > 300", "t2 > 300", '"T2" > 300']:
+        got = strata.sql(path, f"SELECT count(*) AS n FROM {surface} WHERE {where}").to_pydict()
+        assert got == {"n": [int((t2 > 300).sum())]}, where
+    got = strata.sql(path, f"SELECT Time, max(T2) AS hot FROM {surface} GROUP BY Time ORDER BY Time").to_pydict()
     assert got == {"Time": [0, 1, 2, 3], "hot": [float(x) for x in t2.max(axis=(1, 2))]}
+    # A surface field asked of the main table: the error names its table.
+    with pytest.raises(strata.InvalidArgumentError, match=f"'T2' is a column of table {surface}"):
+        strata.sql(path, "SELECT count(*) FROM katrina_wrf WHERE T2 > 300")
     # Two columns differing only in case: folding decides, and an unknown name still fails.
     strata.write_arrays(tmp_path / "uv.strata", {"U": (("x",), np.arange(3.0)), "u": (("x",), -np.arange(3.0))})
     assert strata.sql(tmp_path / "uv.strata", "SELECT sum(u) AS s FROM uv").to_pydict() == {"s": [-3.0]}

@@ -140,6 +140,11 @@ impl SqlSession {
             // The store's own name, quoted as a user writes it (`"sic_SImon_CCCma-CanESM5"`),
             // also names its first table.
             let own = (name == default_table_name(path)).then(|| store_stem(path)).filter(|s| *s != name);
+            // Group tables in lower case, as SQL folds a name typed unquoted (a name copied
+            // from `--tables`, `ersst_Time_lat` say, was not found); the dimensions' own case
+            // only where two groups would fold to one name.
+            let suffixes: Vec<String> = groups.iter().map(|g| g.name()).collect();
+            let folds = |s: &String| suffixes.iter().filter(|o| o.to_lowercase() == s.to_lowercase()).count() == 1;
             for (i, g) in groups.into_iter().enumerate() {
                 let provider = Arc::new(StrataTable::new(reader.clone(), g.clone(), planning.clone())?);
                 let fields: Vec<String> = datafusion::catalog::TableProvider::schema(provider.as_ref())
@@ -148,7 +153,9 @@ impl SqlSession {
                     .map(|f| f.name().clone())
                     .collect();
                 fields.iter().for_each(|f| columns.add(f));
-                let mut names = vec![format!("{name}_{}", g.name())];
+                let suffix = &suffixes[i];
+                let suffix = if folds(suffix) { suffix.to_lowercase() } else { suffix.clone() };
+                let mut names = vec![format!("{name}_{suffix}")];
                 if i == 0 {
                     names.insert(0, name.clone());
                     names.extend(own.clone());

@@ -21,10 +21,13 @@ use strata_core::cftime::TimeUnits;
 use strata_core::query::CmpOp;
 use strata_core::{DType, DimSelection, Error, Result, StoreReader};
 
-/// The variable groups of a store, the one named after the store first: the group with
-/// the most data variables (auxiliary ones — named by another variable's `coordinates`,
-/// `bounds` or `cell_measures` — do not count), then the largest, then the one with most
-/// variables.
+/// The variable groups of a store, the one named after the store first: among the groups
+/// along the record dimension with a data variable (auxiliary ones — named by another
+/// variable's `coordinates`, `bounds` or `cell_measures` — are not data), if any, the one
+/// holding the most data (data variables times elements), then the one with most data
+/// variables, then with most variables. A model's output puts its fields along time and
+/// its grid and metadata beside them: counted by variables, CESM's table was its scalar
+/// time series (`co2vmr`, `date`, ...) and ROMS's its grid metrics, not `PRECC` or `temp`.
 pub fn groups(reader: &StoreReader) -> Vec<Group> {
     let m = reader.manifest();
     let auxiliary: std::collections::HashSet<&str> = m
@@ -48,11 +51,15 @@ pub fn groups(reader: &StoreReader) -> Vec<Group> {
             None => out.push(Group { dims: v.dims.clone(), shape: m.shape(v), variables: vec![v.name.clone()] }),
         }
     }
+    let record = m.record_dim.as_deref();
     out.sort_by_key(|g| {
         let data = g.variables.iter().filter(|v| !auxiliary.contains(v.as_str())).count();
+        let along_records = data > 0 && record.is_some_and(|r| g.dims.first().map(String::as_str) == Some(r));
+        let elements = g.shape.iter().map(|&n| u128::from(n)).product::<u128>();
         (
+            std::cmp::Reverse(along_records),
+            std::cmp::Reverse(data as u128 * elements),
             std::cmp::Reverse(data),
-            std::cmp::Reverse(g.shape.iter().product::<u64>()),
             std::cmp::Reverse(g.variables.len()),
         )
     });
