@@ -239,9 +239,12 @@ def cmd_query(args) -> int:
     if args.where is not None:
         return _value_query(args, ds, var, positions, by_aux)
     if by_aux:
+        # An area of a curvilinear grid or a mesh is no box: its points are a value query's
+        # answer, and the constraint that keeps every valid value is the one to suggest.
         raise InvalidArgumentError(
-            f"--sel on {', '.join(by_aux)} (coordinates spanning several dimensions) selects through a mask: "
-            "it goes with --where"
+            f"--sel on {', '.join(by_aux)} (an auxiliary coordinate of '{var.name}', not one of its dimensions "
+            f"{', '.join(var.dims)}) selects the area's points through a mask: it goes with --where, "
+            f"e.g. --where '{var.name} > -inf' for every valid value"
         )
     data = var.isel(**positions)
     kept_dims = [d for d in var.dims if not isinstance(positions.get(d), int)]

@@ -214,7 +214,11 @@ def test_cli_selects_through_a_mask(small, capsys):
     assert main(["explain", str(path), "--where", "t > 12", "--sel", "lat=45:52", "--output", "count"]) == 0
     assert "actual:" in capsys.readouterr().out
     assert main(["query", str(path), "t", "--sel", "lat=45:52"]) != 0
-    assert "goes with --where" in capsys.readouterr().err
+    assert "goes with --where, e.g. --where 't > -inf' for every valid value" in capsys.readouterr().err
+    # The suggestion works: every valid value inside the area.
+    want = int((np.isfinite(t) & inside(lat, 45, 52)[None]).sum())
+    assert main(["query", str(path), "t", "--where", "t > -inf", "--sel", "lat=45:52", "--output", "count"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(want)
 
 
 @needs_data

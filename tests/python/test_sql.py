@@ -352,3 +352,22 @@ def test_session_options_out_of_range_are_clear_errors(tmp_path):
     assert strata.SqlSession(tmp_path / "g.strata", partitions=2, cache_bytes=0).execute("SELECT count(*) AS n FROM g")[
         "n"
     ].to_pylist() == [6]
+
+
+@needs_data
+def test_a_mesh_field_is_the_main_table_with_its_latitude_as_a_column(tmp_path):
+    # CESM on its spectral-element mesh: PRECC(time, ncol) beside lat(ncol), lon(ncol), which
+    # no attribute names as its coordinates, and eleven scalar series along time. The store's
+    # table is PRECC's, and a latitude range filters it through lat, as NumPy does.
+    import netCDF4
+
+    src = DATA / "ihesp14.PRECC.12mon.nc"
+    path = tmp_path / "precc.strata"
+    strata.import_file(src, path)
+    with netCDF4.Dataset(src) as nc:
+        lat, precc = nc["lat"][:].data, nc["PRECC"][:].data
+    assert strata.SqlSession(path).tables["precc"] == ["PRECC"]
+    got = strata.sql(path, "SELECT count(*) AS n, sum(PRECC) AS s FROM precc WHERE lat > 60").to_pydict()
+    north = precc[:, lat > 60]
+    assert got["n"] == [north.size]
+    assert got["s"][0] == pytest.approx(float(north.astype("f8").sum()), rel=1e-6)

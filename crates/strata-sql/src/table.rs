@@ -161,20 +161,32 @@ impl StrataTable {
             columns.push(Column::Var(name.clone()));
         }
         // The auxiliary coordinates the variables name, unless already a column (a mesh's
-        // coordinates on the variables' own dimension are variables of the group).
-        let mut aux = Vec::new();
+        // coordinates on the variables' own dimension are variables of the group); then any
+        // latitude or longitude on some of the group's dimensions, which a mesh's output
+        // may name nowhere (CESM's `lat(ncol)`, `lon(ncol)` beside `PRECC(time, ncol)`).
+        let m = reader.manifest();
+        let mut named: Vec<String> = Vec::new();
         for name in &group.variables {
-            let (_, v) = reader.manifest().variable(name)?;
-            for c in area::auxiliary_coordinates(reader.manifest(), v) {
-                if fields.iter().any(|f| f.name() == &c) {
-                    continue;
-                }
-                let (_, cv) = reader.manifest().variable(&c)?;
-                let Some(t) = arrow_type(cv.dtype) else { continue };
-                fields.push(Field::new(&c, t, true));
-                columns.push(Column::Aux(aux.len()));
-                aux.push(Aux { name: c, loaded: std::sync::OnceLock::new() });
+            let (_, v) = m.variable(name)?;
+            named.extend(area::auxiliary_coordinates(m, v));
+        }
+        named.extend(
+            m.variables
+                .iter()
+                .filter(|c| area::is_latitude(c) || area::longitude_turn(c).is_some())
+                .filter(|c| c.dims.len() < group.dims.len() && area::is_auxiliary(m, &group.dims, &c.name))
+                .map(|c| c.name.clone()),
+        );
+        let mut aux = Vec::new();
+        for c in named {
+            if fields.iter().any(|f| f.name() == &c) {
+                continue;
             }
+            let (_, cv) = m.variable(&c)?;
+            let Some(t) = arrow_type(cv.dtype) else { continue };
+            fields.push(Field::new(&c, t, true));
+            columns.push(Column::Aux(aux.len()));
+            aux.push(Aux { name: c, loaded: std::sync::OnceLock::new() });
         }
         let schema = Arc::new(Schema::new(fields));
         Ok(StrataTable {
