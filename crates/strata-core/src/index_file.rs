@@ -23,9 +23,6 @@ pub const SECTION_BIN_SUMMARY: u32 = 3;
 pub const SECTION_BIN_POSITION_FRAMES: u32 = 4;
 /// Where each frame of section 4 is and which sub-chunks it holds.
 pub const SECTION_BIN_POSITION_DIRECTORY: u32 = 5;
-/// Raw bytes of positions a writer gathers in a frame before it closes it at the end of a
-/// sub-chunk: large enough for zstd, small enough that a small query reads little.
-pub const FRAME_RAW_BYTES: usize = 1 << 20;
 pub(crate) const FLAG_REQUIRED: u32 = 1;
 /// The section body is `u64 raw length` + one zstd frame of the raw body.
 pub(crate) const FLAG_ZSTD: u32 = 2;

@@ -14,7 +14,10 @@ use crate::index_file::{
 use crate::segment::SegmentEntry;
 use crate::storage::Storage;
 
-pub use crate::index_file::FRAME_RAW_BYTES;
+/// Raw bytes of positions a writer gathers in a frame before it closes it at the end of a
+/// sub-chunk (the default of `WriterOptions::index_frame_bytes`): large enough for zstd,
+/// small enough that a small query reads little.
+pub const FRAME_RAW_BYTES: usize = 1 << 20;
 
 /// (variable, chunk, sub-chunk).
 type SubchunkKey = (u32, u64, u32);

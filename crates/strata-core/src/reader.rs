@@ -172,7 +172,7 @@ impl std::fmt::Debug for Positions {
 }
 
 /// Index files up to this size are read whole; larger ones without their position frames.
-/// (None in this crate's unit tests, so that every store they write is read as a large one.)
+/// (0 in this crate's unit tests, so that every store they write is read as a large one.)
 const WHOLE_INDEX_BYTES: u64 = if cfg!(test) { 0 } else { 1 << 20 };
 
 impl SlabIndex {
