@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use strata_codecs::{registry, CodecChain, ElementContext};
 
 /// Reads separated by less than this are merged into one (fewer requests, a little waste).
@@ -152,13 +152,27 @@ pub struct SlabIndex {
 }
 
 /// Level V's positions of a slab: read with its index, or in frames loaded when a query
-/// first needs one of their sub-chunks (and kept with the index from then on).
+/// needs one of their sub-chunks, the last few kept (a query that walks a whole slab holds
+/// a few frames, not all its positions).
 enum Positions {
-    Whole(FxHashMap<SubchunkId, Vec<BinEntry>>),
-    Framed { storage: Arc<dyn crate::storage::Storage>, path: String, frames: Frames, loaded: Vec<OnceLock<BinMap>> },
+    Whole(Arc<BinMap>),
+    Framed {
+        storage: Arc<dyn crate::storage::Storage>,
+        path: String,
+        frames: Frames,
+        /// Recently used frames, most recent last.
+        kept: Mutex<Vec<(usize, Arc<BinMap>)>>,
+    },
 }
 
 type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
+
+/// Frames of positions a slab's index keeps loaded (each about `index_frame_bytes` of
+/// positions: 1 MiB by default). A count over a 1 GB field under V-S (250 frames) took
+/// 4.7 s keeping 8, as its Hilbert-ordered walk came back to frames dropped; 0.68 s
+/// keeping 64 (174 MB resident); 0.48 s keeping all (299 MB). (2 in this crate's unit
+/// tests, so that they drop frames and read them again.)
+const FRAMES_KEPT: usize = if cfg!(test) { 2 } else { 64 };
 
 impl std::fmt::Debug for Positions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -171,31 +185,70 @@ impl std::fmt::Debug for Positions {
     }
 }
 
+/// The bins of one sub-chunk (level V), ascending, with positions and summaries; holding
+/// it keeps their frame loaded.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    map: Arc<BinMap>,
+    id: SubchunkId,
+}
+
+impl std::ops::Deref for Bins {
+    type Target = [BinEntry];
+    fn deref(&self) -> &[BinEntry] {
+        self.map.get(&self.id).map_or(&[], |v| &v[..])
+    }
+}
+
+impl Bins {
+    /// The positions of bin `bin`.
+    pub fn positions(&self, bin: u32) -> Result<&RoaringBitmap> {
+        self.binary_search_by_key(&bin, |e| e.bin)
+            .map(|i| &self[i].positions)
+            .map_err(|_| Error::Corruption(format!("no positions for bin {bin} of {:?}", self.id)))
+    }
+}
+
 /// Index files up to this size are read whole; larger ones without their position frames.
 /// (0 in this crate's unit tests, so that every store they write is read as a large one.)
 const WHOLE_INDEX_BYTES: u64 = if cfg!(test) { 0 } else { 1 << 20 };
 
 impl SlabIndex {
-    /// The bins present in a sub-chunk, ascending, with their positions (None without V).
-    /// A framed index reads the frame holding them the first time.
-    pub fn bins_of(&self, id: SubchunkId) -> Result<Option<&[BinEntry]>> {
-        match &self.positions {
-            Positions::Whole(m) => Ok(m.get(&id).map(|v| &v[..])),
-            Positions::Framed { storage, path, frames, loaded } => {
+    /// The bins present in a sub-chunk (None without V). A framed index reads the frame
+    /// holding them unless it is among the last few used.
+    pub fn bins_of(&self, id: SubchunkId) -> Result<Option<Bins>> {
+        let map = match &self.positions {
+            Positions::Whole(m) => m.clone(),
+            Positions::Framed { storage, path, frames, kept } => {
                 let Some(i) = frames.frame_of(id) else { return Ok(None) };
-                let map = match loaded[i].get() {
+                let lock = || kept.lock().unwrap_or_else(|p| p.into_inner());
+                let hit = {
+                    let mut kept = lock();
+                    let at = kept.iter().position(|(f, _)| *f == i);
+                    at.map(|k| {
+                        let entry = kept.remove(k);
+                        kept.push(entry.clone());
+                        entry.1
+                    })
+                };
+                match hit {
                     Some(m) => m,
                     None => {
+                        // Read outside the lock: two threads may read the same frame.
                         let what = format!("index file {path}");
                         let bitmaps = crate::index_frames::load_frame(storage.as_ref(), path, frames, i, &what)?;
-                        // Two threads may load the same frame; the first one kept is used.
-                        let _ = loaded[i].set(bin_entries(bitmaps, &self.segments, path)?);
-                        loaded[i].get().ok_or_else(|| Error::Corruption(format!("{what}: frame {i} not kept")))?
+                        let m = Arc::new(bin_entries(bitmaps, &self.segments, path)?);
+                        let mut kept = lock();
+                        if kept.len() >= FRAMES_KEPT {
+                            kept.remove(0);
+                        }
+                        kept.push((i, m.clone()));
+                        m
                     }
-                };
-                Ok(map.get(&id).map(|v| &v[..]))
+                }
             }
-        }
+        };
+        Ok(map.contains_key(&id).then_some(Bins { map, id }))
     }
 
     /// Stored bytes and segments of a sub-chunk's first `groups` byte groups, all bins.
@@ -537,10 +590,9 @@ impl StoreReader {
             t[g].1 += 1;
         }
         let positions = match frames {
-            None => Positions::Whole(bin_entries(data.bitmaps, &segments, &slab.index)?),
+            None => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
             Some(frames) => {
-                let loaded = (0..frames.frames.len()).map(|_| OnceLock::new()).collect();
-                Positions::Framed { storage: storage.clone(), path: slab.index.clone(), frames, loaded }
+                Positions::Framed { storage: storage.clone(), path: slab.index.clone(), frames, kept: Mutex::default() }
             }
         };
         let ix = Arc::new(SlabIndex { segments, positions, bins, totals });
@@ -993,7 +1045,8 @@ impl StoreReader {
         split: Option<&(Vec<usize>, usize)>,
         fetched: &Fetched,
     ) -> Result<Vec<u8>> {
-        if index.bins_of(id)?.is_none() || self.is_in_place(&self.manifest.slabs[slab]) {
+        let bins = index.bins_of(id)?;
+        if bins.is_none() || self.is_in_place(&self.manifest.slabs[slab]) {
             // One segment holds the whole sub-chunk (in place: every bin names it).
             if let Some(r) = reads.first() {
                 return self.decode_bin((slab, id), r, shape, split, fetched);
@@ -1002,26 +1055,14 @@ impl StoreReader {
         let es = self.manifest.variables[id.0 as usize].dtype.size();
         let mut out = vec![0u8; shape.iter().product::<usize>() * es];
         for r in reads {
-            let p = self
-                .bin_positions(index, id, r.bin)?
+            let bins = bins
+                .as_ref()
                 .ok_or_else(|| Error::Corruption(format!("sub-chunk {id:?} has several segments but no bins")))?;
+            let p = bins.positions(r.bin)?;
             let values = self.decode_bin((slab, id), r, &[p.len() as usize], split, fetched)?;
             bins::scatter(&values, p, es, &mut out);
         }
         Ok(out)
-    }
-
-    /// The positions of one bin of a sub-chunk; None without level V.
-    pub(crate) fn bin_positions<'i>(
-        &self,
-        index: &'i SlabIndex,
-        id: SubchunkId,
-        bin: u32,
-    ) -> Result<Option<&'i RoaringBitmap>> {
-        let Some(list) = index.bins_of(id)? else { return Ok(None) };
-        list.binary_search_by_key(&bin, |e| e.bin)
-            .map(|i| Some(&list[i].positions))
-            .map_err(|_| Error::Corruption(format!("no positions for bin {bin} of {id:?}")))
     }
 
     /// Decodes one bin's segments (one per byte group read) into its values, in position

@@ -99,7 +99,7 @@ impl<'r> Planner<'r> {
                 let mut boundary = 0.0;
                 match index.bins_of(vid)? {
                     Some(list) => {
-                        for e in list {
+                        for e in list.iter() {
                             let all_valid = e.count == e.len;
                             match op.coverage(e.count, e.min, e.max, all_valid, *value) {
                                 crate::query::Coverage::Empty => {}

@@ -239,11 +239,15 @@ impl Executor<'_> {
         let id = (var_idx as u32, b.id.1, b.id.2);
         let binned = self.reader.manifest().layout.order.contains(&Level::V);
         let mut boundary = Vec::new();
-        if binned {
-            let Some(list) = index.bins_of(id)? else {
-                return Err(Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id)));
-            };
-            for e in list {
+        // Held to the end: the verdicts borrow its positions.
+        let bins = if binned {
+            let bins = index.bins_of(id)?;
+            Some(bins.ok_or_else(|| Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id)))?)
+        } else {
+            None
+        };
+        if let Some(list) = &bins {
+            for e in list.iter() {
                 match op.coverage(e.count, e.min, e.max, e.count == e.len, value) {
                     Coverage::Empty => {
                         counters.empty.fetch_add(1, Ordering::Relaxed);
@@ -294,7 +298,7 @@ impl Executor<'_> {
             let whole = self.reader.decode_bin((b.slab, id), first, &shape, split.as_ref(), &fetched)?;
             let es = var.dtype.size();
             for r in &reads {
-                let p = self.reader.bin_positions(&index, id, r.bin)?.ok_or_else(|| {
+                let p = bins.as_ref().map(|b| b.positions(r.bin)).transpose()?.ok_or_else(|| {
                     Error::Corruption(format!("slab {}: no positions for bin {} of {id:?}", slab.id, r.bin))
                 })?;
                 let values = crate::bins::values_at(&whole, p, es)?;
@@ -303,7 +307,7 @@ impl Executor<'_> {
             return Ok(then(v));
         }
         for r in &reads {
-            let positions = self.reader.bin_positions(&index, id, r.bin)?;
+            let positions = bins.as_ref().map(|b| b.positions(r.bin)).transpose()?;
             let seg_shape = match positions {
                 Some(p) => vec![p.len() as usize],
                 None => shape.clone(),
