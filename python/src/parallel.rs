@@ -147,6 +147,22 @@ impl PartWriter {
         self.with(py, |w| w.put_static(name, bytes))
     }
 
+    fn put_static_block(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+        data: PyReadonlyArray1<'_, u8>,
+    ) -> PyResult<()> {
+        let bytes = slice(&data)?;
+        self.with(py, |w| w.put_static_block(name, &origin, &shape, bytes))
+    }
+
+    fn static_piece(&self, py: Python<'_>, name: &str) -> PyResult<Vec<u64>> {
+        self.with(py, |w| w.static_piece(name))
+    }
+
     fn append(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
         let bytes = slice(&data)?;
         self.with(py, |w| w.append(name, bytes))

@@ -12,19 +12,36 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._slabs import le_bytes
+from ._slabs import le_bytes, write_static
 from .errors import InvalidArgumentError
 from .writer import stream_schema, writer_options_of
 
 
+class _Deferred:
+    """A variable without the record dimension, handed to the task that writes it without
+    Dask computing it first (Dask computes the arrays among a task's arguments, so a large
+    one was whole in memory, twice): the task reads it a block at a time
+    (``_slabs.write_static``), each block computed there, synchronously."""
+
+    def __init__(self, array):
+        self.array = array
+        self.shape = array.shape
+
+    def __getitem__(self, box):
+        part = self.array[box]
+        compute = getattr(part, "compute", None)
+        return np.asarray(compute(scheduler="sync") if compute is not None else part)
+
+
 def _write_range(path, schema_json, options_json, token, rank, first, arrays, statics) -> list[bytes]:
     """One task: records ``first..`` of every record variable (``arrays``), and the fixed
-    variables when it holds the first range. Returns its tables (metadata only)."""
+    variables (each a ``_Deferred``) when it holds the first range. Returns its tables
+    (metadata only)."""
     part = _core.PartWriter(path, schema_json, options_json, token, "subfiles", "[]", rank, first)
     schema = json.loads(schema_json)
     dtypes = {v["name"]: v["dtype"] for v in schema["variables"]}
     for name, value in statics.items():
-        part.put_static(name, le_bytes(np.asarray(value), dtypes[name]))
+        write_static(part, name, value, dtypes[name])
     for name, value in arrays.items():
         part.append(name, le_bytes(np.asarray(value), dtypes[name]))
     tables = []
@@ -121,7 +138,7 @@ def to_strata(
     coordinator = _core.Coordinator.create(path, schema_json, options_json, len(lengths), "subfiles")
     token = coordinator.token()
     record_vars = {k: v for k, v in variables.items() if record_dim is not None and v.dims[:1] == (record_dim,)}
-    statics = {k: v.data for k, v in variables.items() if k not in record_vars}
+    statics = {k: _Deferred(v.data) for k, v in variables.items() if k not in record_vars}
     tasks = []
     for rank, (start, length) in enumerate(zip(starts, lengths, strict=True)):
         block = {k: v.data[int(start) : int(start + length)] for k, v in record_vars.items()}

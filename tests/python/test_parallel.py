@@ -226,3 +226,19 @@ def test_to_strata_without_dask_chunks(tmp_path):
     assert strata.to_strata(ds, tmp_path / "s") == 1
     with xr.open_dataset(tmp_path / "s", engine="strata") as got:
         xr.testing.assert_identical(got.load(), ds)
+
+
+def test_to_strata_writes_a_large_variable_without_records_in_blocks(tmp_path):
+    # No dimension leads every variable, so there is no record dimension: one task writes
+    # the fixed variables, the 80 MB field a block of chunks at a time (about 64 MiB each),
+    # each block computed in the task, not the whole array as the task's argument.
+    da = pytest.importorskip("dask.array")
+    y = da.arange(4000, chunks=500, dtype="f4")[:, None]
+    x = da.arange(5000, chunks=5000, dtype="f4")[None, :]
+    field = (da.sin(y / 100.0) + da.cos(x / 50.0))[None] + da.arange(1, chunks=1, dtype="f4")[:, None, None]
+    ds = xr.Dataset({"a": (("m", "y", "x"), field), "b": (("x", "m"), np.arange(5000.0).reshape(5000, 1))})
+    assert strata.to_strata(ds, tmp_path / "s") == 1
+    got = strata.open(tmp_path / "s")
+    assert got.manifest["record_dim"] is None
+    assert np.array_equal(got["a"][...], field.compute())
+    assert np.array_equal(got["b"][...], ds["b"].values)

@@ -1072,7 +1072,8 @@ impl StoreWriter {
         if self.draft.is_record_var(var) {
             return bad("has the record dimension: write it through slabs".into());
         }
-        if self.block.is_some() {
+        // A subfile writer's block is the whole domain (empty): it may write in blocks too.
+        if self.block.as_ref().is_some_and(|b| !b.is_empty()) {
             return bad("is written whole by a parallel writer (its block, with put_static)".into());
         }
         let extent = self.draft.shape(var);

@@ -135,6 +135,18 @@ impl PartWriter {
         self.writer.put_static(name, data)
     }
 
+    /// Writes a block of whole chunks of a variable without the record dimension, as
+    /// [`StoreWriter::put_static_block`] does: for a subfile writer, which holds the whole
+    /// domain (`origin` is the variable's own); a block writer writes its block whole.
+    pub fn put_static_block(&mut self, name: &str, origin: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
+        self.writer.put_static_block(name, origin, shape, data)
+    }
+
+    /// The block shape [`put_static_block`](Self::put_static_block) takes for `name`.
+    pub fn static_piece(&self, name: &str) -> Result<Vec<u64>> {
+        self.writer.static_piece(name)
+    }
+
     /// Takes whole records of this writer's block of a record variable.
     pub fn append(&mut self, name: &str, data: &[u8]) -> Result<()> {
         if self.encoded.is_some() {
