@@ -89,13 +89,18 @@ def test_small_chunks_and_many_slabs_equal_numpy(tmp_path):
     assert_bit_equal(ds["temp"].isel(time=slice(30, None), lon=3), full[30:, :, 3])
 
 
-@needs_data
-def test_sel_by_coordinates_and_cf_time_equals_xarray(imported):
-    name = "ersst_v3b_1960-2016_concat.nc"
+def store_and_xarray(imported, name: str):
+    """The file `name` imported as a store, and as xarray reads it (raw values)."""
     ds = strata.open(imported(name))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = xr.open_dataset(DATA / name, mask_and_scale=False)
+        return ds, xr.open_dataset(DATA / name, mask_and_scale=False)
+
+
+@needs_data
+def test_sel_by_coordinates_and_cf_time_equals_xarray(imported):
+    name = "ersst_v3b_1960-2016_concat.nc"
+    ds, ref = store_and_xarray(imported, name)
     for indexers in [
         {"lat": slice(-10, 10), "time": slice("2000-01", "2000-06")},
         {"lon": slice(100.5, 200), "time": slice("1960", "1960")},
@@ -114,10 +119,7 @@ def test_sel_by_coordinates_and_cf_time_equals_xarray(imported):
 @needs_data
 def test_sel_on_a_noleap_calendar_equals_xarray(imported):
     name = "orig.TS.10days.nc"
-    ds = strata.open(imported(name))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ref = xr.open_dataset(DATA / name, mask_and_scale=False)
+    ds, ref = store_and_xarray(imported, name)
     times = ref.indexes["time"]
     lo, hi = str(times[2])[:10], str(times[6])[:10]
     got = ds["TS"].sel(time=slice(lo, hi), lat=slice(-30, 30))
@@ -131,10 +133,7 @@ def test_a_range_written_against_the_coordinates_order_is_an_error_that_says_how
     # ERA5's latitude decreases (58 to 50), as most GRIB-derived grids' do: xarray answers
     # sel(latitude=slice(50, 55)) with nothing, which reads as "no data there".
     name = "era5_t2m_uk_2019-03_from_grib.nc"
-    ds = strata.open(imported(name))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ref = xr.open_dataset(DATA / name, mask_and_scale=False)
+    ds, ref = store_and_xarray(imported, name)
     assert_bit_equal(ds["t2m"].sel(latitude=slice(55, 50)), ref["t2m"].sel(latitude=slice(55, 50)).values)
     assert ref["t2m"].sel(latitude=slice(50, 55)).size == 0
     with pytest.raises(strata.InvalidArgumentError, match=r"runs from 58 to 50: .* 50:55 selects nothing; write 55:50"):

@@ -49,10 +49,19 @@ pub struct BinPositions {
     pub positions: RoaringBitmap,
 }
 
+/// Bytes of the head of a positions entry (see [`bitmap_entry_head`]).
+pub(crate) const BITMAP_ENTRY_HEAD_LEN: usize = 24;
+
 /// The head of one entry of a positions body (section 2, or a frame of section 4): the
 /// bin's key and the length of the serialized bitmap that follows it.
-pub(crate) fn bitmap_entry_head(var: u32, chunk: u64, subchunk: u32, bin: u32, len: usize) -> [u8; 24] {
-    let mut head = [0u8; 24];
+pub(crate) fn bitmap_entry_head(
+    var: u32,
+    chunk: u64,
+    subchunk: u32,
+    bin: u32,
+    len: usize,
+) -> [u8; BITMAP_ENTRY_HEAD_LEN] {
+    let mut head = [0u8; BITMAP_ENTRY_HEAD_LEN];
     head[..4].copy_from_slice(&var.to_le_bytes());
     head[4..8].copy_from_slice(&subchunk.to_le_bytes());
     head[8..16].copy_from_slice(&chunk.to_le_bytes());
@@ -288,7 +297,7 @@ impl Head {
         }
         let slab_id = c.u64()?;
         let head_crc = c.u64()?;
-        let table_end = HEADER_LEN + n_sections * SECTION_ENTRY_LEN;
+        let table_end = Head::len_for(n_sections);
         let mut sections = Vec::with_capacity(n_sections);
         for _ in 0..n_sections {
             let kind = c.u32()?;

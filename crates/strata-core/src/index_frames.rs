@@ -50,11 +50,6 @@ impl PackedPositions {
         })?;
         Ok(BinPositions { var: self.var, chunk: self.chunk, subchunk: self.subchunk, bin: self.bin, positions })
     }
-
-    /// Bytes of its entry in a positions body.
-    pub fn entry_len(&self) -> usize {
-        24 + self.bytes.len()
-    }
 }
 
 /// One frame of positions: where it is in section 4, its sizes and checksum, and the

@@ -1578,7 +1578,7 @@ impl StoreWriter {
     ) -> Result<FileEntry> {
         let storage = self.store.storage().as_ref();
         positions.sort_by_key(PendingBitmap::key);
-        let raw = 8 + positions.iter().map(|b| 24 + b.length()).sum::<usize>();
+        let raw = 8 + positions.iter().map(|b| index_file::BITMAP_ENTRY_HEAD_LEN + b.length()).sum::<usize>();
         if raw > self.frame_bytes {
             let packed = positions.into_iter().map(|b| b.take(storage, spill));
             let (size, crc32c) =
