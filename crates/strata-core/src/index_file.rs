@@ -273,8 +273,15 @@ pub(crate) struct Head {
     /// but the frames (see [`Head::read_sections`]); else 0.
     pub(crate) head_crc: u64,
     pub(crate) sections: Vec<SectionEntry>,
-    /// The header's first 24 bytes and the directory, as stored.
-    pub(crate) bytes: Vec<u8>,
+    /// The CRC-32C of the header and directory as the head checksum covers them
+    /// ([`head_part_crc`]).
+    pub(crate) head_part_crc: u32,
+}
+
+/// The head checksum's share of a file's header and section directory (`head`): the
+/// header's first 24 bytes (the checksum itself, at 24, left out), then the directory.
+pub(crate) fn head_part_crc(head: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&head[..24]), &head[HEADER_LEN..])
 }
 
 /// Sections a file can list: far more than any writer makes, few enough that a damaged
@@ -310,9 +317,7 @@ impl Head {
             }
             sections.push(SectionEntry { kind, flags, offset, len });
         }
-        let mut bytes = buf[..24].to_vec();
-        bytes.extend_from_slice(&buf[HEADER_LEN..table_end]);
-        Ok(Head { slab_id, head_crc, sections, bytes })
+        Ok(Head { slab_id, head_crc, sections, head_part_crc: head_part_crc(&buf[..table_end]) })
     }
 
     /// The directory's length in bytes for `n_sections` sections, header included.
@@ -334,7 +339,7 @@ impl Head {
         let mut segments = None;
         let (mut bitmaps, mut bins) = (vec![], vec![]);
         let (mut frames_at, mut directory) = (None, None);
-        let mut crc = crc32c::crc32c(&self.bytes);
+        let mut crc = self.head_part_crc;
         for s in &self.sections {
             let kind = s.kind;
             let known = matches!(

@@ -223,8 +223,9 @@ pub fn open(storage: &dyn Storage, path: &str, size: u64, what: &str) -> Result<
 
 /// Writes an index file whose positions are in frames, at `path` (a name no manifest
 /// gives yet), a frame at a time: `bitmaps` in key order (variable, chunk, sub-chunk,
-/// bin), each taken when its frame is gathered (a writer's may come from its spill). The file's sections: frames, their directory, the segment table and, if any,
-/// the bin summaries. Returns the file's size and CRC-32C (of all of it, as the manifest
+/// bin), each taken when its frame is gathered (a writer's may come from its spill). The
+/// file's sections: frames, their directory, the segment table and, if any, the bin
+/// summaries. Returns the file's size and CRC-32C (of all of it, as the manifest
 /// lists files).
 pub(crate) fn write(
     storage: &dyn Storage,
@@ -290,10 +291,8 @@ pub(crate) fn write(
     }
     let mut lens = vec![(SECTION_BIN_POSITION_FRAMES, FLAG_REQUIRED, at)];
     lens.extend(others.iter().map(|(k, f, b)| (*k, *f, b.len() as u64)));
-    // The head checksum covers the head with 0 in its place, then the other sections.
-    let blank = encode_head(slab_id, 0, &lens);
-    let mut head_crc = crc32c::crc32c(&blank[..24]);
-    head_crc = crc32c::crc32c_append(head_crc, &blank[crate::index_file::HEADER_LEN..]);
+    // The head checksum covers the head (but its own place), then the other sections.
+    let mut head_crc = crate::index_file::head_part_crc(&encode_head(slab_id, 0, &lens));
     let mut pos = start + at;
     for (_, _, body) in &others {
         head_crc = crc32c::crc32c_append(head_crc, body);
