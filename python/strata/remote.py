@@ -240,13 +240,24 @@ class RemoteDataset:
 
     def _dates(self, frame):
         """The frame's CF times as a local query gives them: nanosecond timestamps, and
-        cftime dates for other calendars (the server sends what its tables hold, numbers,
-        for times a timestamp cannot hold, such as a noleap calendar's)."""
+        cftime dates for other calendars (the server sends what its tables hold: for a
+        noleap calendar's dates, timestamps bearing their labels; numbers for dates no
+        timestamp can label, such as 30 February of a 360-day calendar)."""
         import pandas as pd
 
         coords = self.schema["logical"]["coordinates"]
-        # Arrow's microseconds as a local query's nanoseconds, where they fit.
         for dim in [c for c in frame.columns if c in coords and frame[c].dtype.kind == "M"]:
+            c = coords[dim]
+            labels = np.asarray(self.coordinate_index(dim)) if c.get("values") is not None else None
+            if labels is not None and labels.dtype.kind == "O":
+                with contextlib.suppress(ValueError, AttributeError):
+                    stamps = np.array([np.datetime64(d.isoformat(), "us") for d in labels]).astype("i8")
+                    got = frame[dim].to_numpy().astype("datetime64[us]").astype("i8")
+                    at = pd.Index(stamps).get_indexer(got)
+                    if (at >= 0).all():
+                        frame[dim] = labels[at]
+                        continue
+            # Arrow's microseconds as a local query's nanoseconds, where they fit.
             with contextlib.suppress(OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
                 frame[dim] = frame[dim].astype("datetime64[ns]")
         for dim in [c for c in frame.columns if c in coords and frame[c].dtype.kind in "iuf"]:

@@ -214,6 +214,45 @@ def test_a_text_coordinate_is_a_column_of_its_labels(tmp_path):
     assert list(points["member"]) == ["B06.60", "B06.60"]
 
 
+@needs_data
+def test_a_model_calendar_time_is_its_dates(tmp_path):
+    # CESM's noleap months: the time column holds the calendar's labels as timestamps (it
+    # held day numbers, and comparing them with a date was a cast error), so they read,
+    # compare and group as the dates xarray's cftime index shows.
+    import xarray as xr
+
+    src = DATA / "ihesp14.TS.12mon.nc"
+    store = tmp_path / "ts.strata"
+    strata.import_file(src, store)
+    with xr.open_dataset(src) as ds:  # a noleap calendar: cftime dates
+        labels = [d.strftime("%Y-%m-%d") for d in ds["time"].values]
+        counts = (ds["TS"] > 290).sum(dim=[d for d in ds["TS"].dims if d != "time"]).values
+    got = strata.sql(
+        store,
+        f"SELECT time, count(*) AS n FROM ts WHERE TS > 290 AND time >= '{labels[3]}' GROUP BY time ORDER BY time",
+    )
+    assert [t.strftime("%Y-%m-%d") for t in got["time"].to_pylist()] == labels[3:]
+    assert got["n"].to_pylist() == [int(n) for n in counts[3:]]
+    assert got.schema.field("time").type == pa.timestamp("us")
+    got = strata.sql(store, "SELECT extract(month FROM time) AS m, count(*) AS n FROM ts GROUP BY 1 ORDER BY 1")
+    assert got["m"].to_pylist() == sorted(int(label[5:7]) for label in labels)
+    table = strata.sql(store, "SELECT time FROM ts LIMIT 1")
+    assert table.schema.field("time").metadata == {b"calendar": b"noleap"}
+    # A 360-day calendar's 30 February has no timestamp: its times stay numbers.
+    import netCDF4
+
+    path = tmp_path / "d360.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("time", 3)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units, t.calendar = "days since 2000-01-01", "360_day"
+        t[:] = [28.0, 58.0, 59.0]  # 29 January, 29 and 30 February
+        nc.createVariable("x", "f4", ("time",))[:] = [1.0, 2.0, 3.0]
+    strata.import_file(path, tmp_path / "d360.strata")
+    got = strata.sql(tmp_path / "d360.strata", "SELECT time, x FROM d360 ORDER BY time")
+    assert got.to_pydict() == {"time": [28.0, 58.0, 59.0], "x": [1.0, 2.0, 3.0]}
+
+
 @pytest.mark.parametrize("method", ["auto", "index", "scan"])
 def test_coordinates_of_scattered_points(tmp_path, method):
     """Each point carries the coordinates of its grid position: a time coordinate, a

@@ -260,6 +260,28 @@ impl TimeUnits {
     pub fn all_unix_micros(&self, values: &[f64]) -> Option<Vec<i64>> {
         values.iter().map(|&v| self.unix_micros(v)).collect()
     }
+
+    /// `value` as the timestamp (microseconds since 1970, proleptic Gregorian) that bears
+    /// its date's label: [`unix_micros`](Self::unix_micros) where the calendar's date is a
+    /// timestamp's; elsewhere the same year, month, day and time of day (1920-03-01 of
+    /// `noleap` is the timestamp 1920-03-01, as xarray's `to_datetimeindex` makes it). None
+    /// when the Gregorian calendar has no such day (30 February of `360_day`).
+    pub fn label_micros(&self, value: f64) -> Option<i64> {
+        let (day, micros) = self.day_and_micros(value)?;
+        let jdn = if self.calendar.is_gregorian_at(day) {
+            day
+        } else {
+            let (y, m, d) = date_of(self.calendar, day);
+            day_number(Calendar::ProlepticGregorian, y, m, d).ok()?
+        };
+        (jdn - UNIX_EPOCH_JDN).checked_mul(DAY_MICROS)?.checked_add(micros)
+    }
+
+    /// Every value's [`label_micros`](Self::label_micros), or None when one of them has no
+    /// Gregorian label.
+    pub fn all_label_micros(&self, values: &[f64]) -> Option<Vec<i64>> {
+        values.iter().map(|&v| self.label_micros(v)).collect()
+    }
 }
 
 /// Microseconds since day number 0 of `day`'s calendar at `micros` into that day (an i128:
@@ -353,6 +375,29 @@ mod tests {
         assert_eq!(day_number(ProlepticGregorian, 1970, 1, 1).ok(), Some(UNIX_EPOCH_JDN));
         assert!(Calendar::parse(Some("lunar")).is_err());
         assert_eq!(Calendar::parse(Some("365_day")).ok(), Some(NoLeap));
+    }
+
+    #[test]
+    fn labels_keep_the_calendar_date() {
+        let noleap = TimeUnits::parse("days since 1920-01-01", Some("noleap")).unwrap();
+        let at = |y, m, d| (gregorian_jdn(y, m, d) - UNIX_EPOCH_JDN) * DAY_MICROS;
+        // 1920 is a Gregorian leap year: the noleap calendar's day 59 is 1 March.
+        assert_eq!(noleap.label_micros(59.0), Some(at(1920, 3, 1)));
+        assert_eq!(noleap.label_micros(365.25), Some(at(1921, 1, 1) + DAY_MICROS / 4));
+        assert_eq!(noleap.unix_micros(59.0), None);
+        let labels = noleap.all_label_micros(&(0..3650).map(f64::from).collect::<Vec<_>>()).unwrap();
+        assert!(labels.windows(2).all(|w| w[0] < w[1]), "labels keep the calendar's order");
+        // 360_day's 30 February has no label; its 30 January does.
+        let d360 = TimeUnits::parse("days since 2000-01-01", Some("360_day")).unwrap();
+        assert_eq!(d360.label_micros(29.0), Some(at(2000, 1, 30)));
+        assert_eq!(d360.label_micros(59.0), None);
+        assert_eq!(d360.all_label_micros(&[0.0, 59.0]), None);
+        // The standard calendar's Julian days take their Julian label.
+        let std = TimeUnits::parse("days since 1500-03-01", None).unwrap();
+        assert_eq!(std.label_micros(0.0), Some(at(1500, 3, 1)));
+        assert_eq!(std.unix_micros(0.0), None);
+        let modern = TimeUnits::parse("hours since 1950-01-01", Some("gregorian")).unwrap();
+        assert_eq!(modern.label_micros(36.0), modern.unix_micros(36.0));
     }
 
     #[test]

@@ -538,8 +538,8 @@ impl Columns {
         let mut fields = Vec::new();
         let mut coords = Vec::new();
         for (d, dim) in dims.iter().enumerate() {
-            let column = strata_sql::table::coordinate_column(reader, dim, shape[d])?;
-            fields.push(Field::new(dim, column.data_type().clone(), false));
+            let (field, column) = strata_sql::table::coordinate_column(reader, dim, shape[d])?;
+            fields.push(field.with_nullable(false));
             coords.push(column);
         }
         let mut aux = Vec::new();

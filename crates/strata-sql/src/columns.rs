@@ -46,6 +46,9 @@ pub(crate) struct Coord {
     pub values: CoordValues,
     /// The column's values along the dimension.
     pub array: ArrayRef,
+    /// The CF calendar whose date labels a time column's timestamps carry, when they are
+    /// labels rather than instants (see `TimeUnits::label_micros`).
+    pub calendar: Option<String>,
 }
 
 /// An auxiliary coordinate of the table's variables (2-D lat/lon, a mesh's coordinates,

@@ -87,30 +87,50 @@ pub fn arrow_type(dtype: DType) -> Option<DataType> {
 /// timestamps (standard calendars), text labels as strings, or the index when there is no
 /// coordinate. SQL's tables and the server's points both take their dimension columns from
 /// here.
-pub fn coordinate_column(reader: &StoreReader, dim: &str, len: u64) -> Result<ArrayRef> {
-    Ok(read_coord(reader, dim, len)?.array)
+pub fn coordinate_column(reader: &StoreReader, dim: &str, len: u64) -> Result<(Field, ArrayRef)> {
+    let c = read_coord(reader, dim, len)?;
+    Ok((coord_field(dim, &c), c.array))
+}
+
+/// The field of a dimension's column (nullable: SQL's columns all are), naming the calendar
+/// of a time column whose timestamps are the calendar's labels.
+fn coord_field(dim: &str, c: &Coord) -> Field {
+    let field = Field::new(dim, c.array.data_type().clone(), true);
+    match &c.calendar {
+        Some(cal) => field.with_metadata([("calendar".to_string(), cal.clone())].into()),
+        None => field,
+    }
 }
 
 fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     let m = reader.manifest();
     if let Some(labels) = m.coordinate(dim).and_then(|v| v.inline_strings.as_ref()).filter(|l| l.len() as u64 == len) {
         let array: ArrayRef = Arc::new(StringArray::from_iter_values(labels));
-        return Ok(Coord { values: CoordValues::Text, array });
+        return Ok(Coord { values: CoordValues::Text, array, calendar: None });
     }
     let Some(var) = m.coordinate(dim).filter(|v| v.chunking.is_some() && arrow_type(v.dtype).is_some()) else {
         let array: ArrayRef = Arc::new(Int64Array::from_iter_values(0..len as i64));
-        return Ok(Coord { values: CoordValues::Index, array });
+        return Ok(Coord { values: CoordValues::Index, array, calendar: None });
     };
     let raw = reader.read_whole(dim)?;
     let values = var.dtype.to_f64s(&raw);
-    // CF times whose dates are all timestamps' (proleptic Gregorian); others stay numeric.
+    // CF times as timestamps: the instants where the dates are all timestamps' (proleptic
+    // Gregorian), else the calendar's labels (a `noleap` model year, as `to_datetimeindex`
+    // gives it: what a user reads and compares with '1920-03-01'), the calendar named in the
+    // field's metadata; numeric when some date has no label (30 February of `360_day`).
     let time = var.string_attr("units").and_then(|u| TimeUnits::parse(u, var.string_attr("calendar")).ok());
-    if let Some(micros) = time.and_then(|t| t.all_unix_micros(&values)) {
-        let array: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros.clone()));
-        return Ok(Coord { values: CoordValues::Time(micros), array });
+    if let Some(t) = time {
+        let (micros, calendar) = match t.all_unix_micros(&values) {
+            Some(m) => (Some(m), None),
+            None => (t.all_label_micros(&values), var.string_attr("calendar").map(str::to_string)),
+        };
+        if let Some(micros) = micros {
+            let array: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros.clone()));
+            return Ok(Coord { values: CoordValues::Time(micros), array, calendar });
+        }
     }
     let array = crate::exec::column_array(var.dtype, raw, Some(&[]))?;
-    Ok(Coord { values: CoordValues::Numeric(values), array })
+    Ok(Coord { values: CoordValues::Numeric(values), array, calendar: None })
 }
 
 impl TableInner {
@@ -140,7 +160,7 @@ impl StrataTable {
         let mut packed = std::collections::HashMap::new();
         for (d, (dim, &len)) in group.dims.iter().zip(&group.shape).enumerate() {
             let c = read_coord(&reader, dim, len)?;
-            fields.push(Field::new(dim, c.array.data_type().clone(), true));
+            fields.push(coord_field(dim, &c));
             coords.push(c);
             columns.push(Column::Coord(d));
         }
