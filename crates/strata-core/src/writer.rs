@@ -216,7 +216,7 @@ pub(crate) struct PendingSegment {
 
 impl PendingSegment {
     /// The encoded length, in memory or spilled.
-    fn length(&self) -> u64 {
+    pub(crate) fn length(&self) -> u64 {
         self.spilled.map_or(self.bytes.len() as u64, |p| p.length)
     }
 }
@@ -248,7 +248,7 @@ impl PendingBitmap {
     }
 
     /// The packed positions, read back from `spill` if they went there.
-    fn take(self, storage: &dyn Storage, spill: Option<&Spill>) -> Result<PackedPositions> {
+    pub(crate) fn take(self, storage: &dyn Storage, spill: Option<&Spill>) -> Result<PackedPositions> {
         match (self.spilled, spill) {
             (None, _) => Ok(self.packed),
             (Some(p), Some(spill)) => Ok(PackedPositions { bytes: spill.read(storage, p)?, ..self.packed }),
@@ -258,14 +258,6 @@ impl PendingBitmap {
 
     pub(crate) fn new(b: &BinPositions) -> PendingBitmap {
         PendingBitmap { packed: PackedPositions::pack(b), len: b.positions.len(), spilled: None }
-    }
-
-    /// The positions as a bitmap (a part writer's, which never spills).
-    pub(crate) fn unpack(self) -> Result<BinPositions> {
-        if self.spilled.is_some() {
-            return Err(Error::InvalidArgument("a part writer's positions were spilled".into()));
-        }
-        self.packed.unpack()
     }
 }
 
@@ -278,7 +270,7 @@ pub(crate) struct SlabBuilder {
     done: BTreeSet<usize>,
     /// Encoded bytes held in memory (the rest are in `spill`).
     held: u64,
-    spill: Option<Spill>,
+    pub(crate) spill: Option<Spill>,
 }
 
 impl SlabBuilder {
@@ -1149,10 +1141,11 @@ impl StoreWriter {
         self.bin_rule.as_ref().map(|r| r.resolve(var.dtype, data, &var.missing_values()))
     }
 
-    /// Spills the static slab's encoded bytes once they are many. A parallel writer does not:
-    /// its coordinator places its parts from memory.
+    /// Spills the static slab's encoded bytes once they are many. A writer of a block does
+    /// not: its coordinator places its parts from memory. A subfile writer (the whole
+    /// domain: an empty block) writes its own data file from the spill as a store's writer does.
     fn spill_static(&mut self) -> Result<()> {
-        if self.block.is_some() {
+        if self.block.as_ref().is_some_and(|b| !b.is_empty()) {
             return Ok(());
         }
         let (storage, limit) = (self.store.storage().clone(), self.spill_at);

@@ -130,6 +130,12 @@ impl PartWriter {
         Ok(Self { writer, buffers, rank, token, placement, blocks, fraction, encoded: None, static_done: false })
     }
 
+    /// Spills its static slab past `bytes` encoded (tests: the spill path on small data).
+    #[cfg(test)]
+    pub(crate) fn spill_at(&mut self, bytes: u64) {
+        self.writer.spill_at = bytes;
+    }
+
     /// Writes this writer's block of a variable without the record dimension.
     pub fn put_static(&mut self, name: &str, data: &[u8]) -> Result<()> {
         self.writer.put_static(name, data)
@@ -194,8 +200,13 @@ impl PartWriter {
     }
 
     fn table_for(&mut self, slab: SlabBuilder) -> Result<PartTable> {
-        let SlabBuilder { id, records, mut segments, bitmaps, bins, .. } = slab;
+        let SlabBuilder { id, records, mut segments, bitmaps, bins, spill, .. } = slab;
         self.writer.sort_segments(records, &mut segments);
+        let storage = self.writer.store().storage().clone();
+        // Only a subfile writer's static slab spills (`StoreWriter::spill_static`).
+        if spill.is_some() && self.placement != Placement::Subfiles {
+            return Err(Error::InvalidArgument("a block writer's slab was spilled".into()));
+        }
         let m = self.writer.manifest();
         let mut table = PartTable {
             version: MESSAGE_VERSION,
@@ -209,11 +220,13 @@ impl PartWriter {
             index: SlabIndexData {
                 slab_id: id,
                 segments: vec![],
-                bitmaps: bitmaps.into_iter().map(|b| b.unpack()).collect::<Result<_>>()?,
+                bitmaps: bitmaps
+                    .into_iter()
+                    .map(|b| b.take(storage.as_ref(), spill.as_ref()).and_then(|p| p.unpack()))
+                    .collect::<Result<_>>()?,
                 bins,
             },
         };
-        let storage = self.writer.store().storage();
         let mut offset = 0u64;
         let mut limit = u64::MAX;
         match self.placement {
@@ -232,7 +245,6 @@ impl PartWriter {
         }
         let (own_data, _) = paths(id, &self.token, Some(self.rank));
         let (shared_data, _) = paths(id, &self.token, None);
-        let mut own = data_file::header(id);
         let mut wrote = vec![false; segments.len()];
         for (k, s) in segments.iter().enumerate() {
             let placed = match self.placement {
@@ -245,27 +257,44 @@ impl PartWriter {
                 }
                 Placement::Hybrid { .. } => 0,
                 Placement::Subfiles => {
-                    own.extend_from_slice(&s.bytes);
-                    own.len() as u64 - s.bytes.len() as u64
+                    offset += s.length();
+                    offset - s.length()
                 }
             };
             table.index.segments.push(SegmentEntry {
                 key: s.key,
                 codec: s.codec,
                 offset: placed,
-                length: s.bytes.len() as u64,
+                length: s.length(),
                 raw_length: s.raw_length,
-                checksum: crc32c::crc32c(&s.bytes),
+                checksum: s.spilled.map_or_else(|| crc32c::crc32c(&s.bytes), |p| p.checksum),
                 count: s.count,
                 min: s.min,
                 max: s.max,
             });
         }
         if self.placement == Placement::Subfiles {
-            storage.write_atomic(&own_data, &own)?;
+            // Streamed to the file: a static slab of a large field is not held twice (its
+            // segments and the file's bytes) nor, once spilled, at all.
+            let header = data_file::header(id);
+            let written = match &spill {
+                Some(spill) => spill.write_data_file(storage.as_ref(), &own_data, &header, &segments),
+                None => {
+                    let mut parts: Vec<&[u8]> = Vec::with_capacity(segments.len() + 1);
+                    parts.push(&header);
+                    parts.extend(segments.iter().map(|s| s.bytes.as_slice()));
+                    let crc = parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p));
+                    storage.write_atomic_parts(&own_data, &parts).map(|_| crc)
+                }
+            };
+            if let Some(spill) = &spill {
+                spill.remove(storage.as_ref());
+            }
+            let crc32c = written?;
             // The coordinator, in another process, commits it.
             storage.sync_names()?;
-            table.own_file = Some(FileEntry::new(own_data, &own));
+            table.own_file =
+                Some(FileEntry { path: own_data, size: offset, crc32c, external: false, modified_ns: None });
             return Ok(table);
         }
         if wrote.iter().any(|&w| w) {

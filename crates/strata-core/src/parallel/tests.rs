@@ -236,6 +236,40 @@ fn subfile_writers_of_record_ranges() {
 }
 
 #[test]
+fn a_subfile_writers_static_slab_spills_and_streams_to_its_file() {
+    // Dask's `to_strata` writes a field without a record dimension through one subfile
+    // writer, a block at a time: its encoded slab goes to the spill, then to its file.
+    for layout in ["S", "V-S"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = format!("{}/s", dir.path().display());
+        let store = || Store::local(&path);
+        let mut o = options(layout, None);
+        o.decomposition.clear();
+        let mut coord = Coordinator::create(store(), schema(), &o, 1, Placement::Subfiles).unwrap();
+        let token = coord.token().to_string();
+        let mut w = PartWriter::new(store(), schema(), &o, part(&token, Placement::Subfiles, vec![], 0, 0)).unwrap();
+        w.spill_at(1);
+        let piece = w.static_piece("mask").unwrap();
+        for y0 in (0..NY).step_by(piece[0] as usize) {
+            let y1 = (y0 + piece[0]).min(NY);
+            let rows: Vec<u8> = (y0..y1).flat_map(|y| (0..NX).map(move |x| ((x + y) % 3) as u8)).collect();
+            w.put_static_block("mask", &[y0, 0], &[y1 - y0, NX], &rows).unwrap();
+        }
+        w.put_static("lat", &le((0..NY).map(|y| y as f32 - 20.0), f32::to_le_bytes)).unwrap();
+        feed(&mut w, &Block::new(), 0, T);
+        let mut tables = vec![];
+        while let Some(t) = w.encode(true).unwrap() {
+            tables.push(PartTable::from_bytes(&t.to_bytes()).unwrap());
+        }
+        coord.place(tables).unwrap();
+        coord.commit("subfile").unwrap();
+        check(&path);
+        let left: Vec<_> = std::fs::read_dir(format!("{path}/data")).unwrap().flatten().collect();
+        assert!(left.iter().all(|e| !e.file_name().to_string_lossy().contains("spill")), "{layout}: {left:?}");
+    }
+}
+
+#[test]
 fn a_missing_writer_or_range_fails_the_write() {
     let dir = tempfile::tempdir().unwrap();
     let path = format!("{}/s", dir.path().display());
