@@ -42,6 +42,28 @@ pub(crate) struct Spilled {
     pub(crate) checksum: u32,
 }
 
+/// Writes a slab's data file at `path`: `header`, then `segments` in their order, read back
+/// from `spill` a batch at a time when the slab spilled; else as they are in memory (no copy
+/// into one buffer), after one pass of the hardware CRC (combining per-segment CRCs costs
+/// more when segments are many and small). Returns the file's CRC-32C.
+pub(crate) fn write_data_file(
+    storage: &dyn Storage,
+    path: &str,
+    header: &[u8],
+    segments: &[PendingSegment],
+    spill: Option<&Spill>,
+) -> Result<u32> {
+    if let Some(spill) = spill {
+        return spill.write_data_file(storage, path, header, segments);
+    }
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(segments.len() + 1);
+    parts.push(header);
+    parts.extend(segments.iter().map(|s| s.bytes.as_slice()));
+    let crc = parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p));
+    storage.write_atomic_parts(path, &parts)?;
+    Ok(crc)
+}
+
 /// A slab's spill file, named as a write's temporary file (`.NAME.tmp-*`): one a writer
 /// leaves behind when it stops is a leftover `gc` removes.
 #[derive(Debug)]
@@ -91,7 +113,7 @@ impl Spill {
 
     /// Writes the data file at `path`: `header`, then `segments` in their order, the spilled
     /// ones read back from the file. Returns the file's CRC-32C.
-    pub(crate) fn write_data_file(
+    fn write_data_file(
         &self,
         storage: &dyn Storage,
         path: &str,

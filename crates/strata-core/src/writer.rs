@@ -1618,19 +1618,7 @@ impl StoreWriter {
         // Both files are flushed to disk before the commit can name them; written side by
         // side, their flushes overlap (and the index is encoded while the data is written).
         let (d, i) = rayon::join(
-            || match &spill {
-                Some(spill) => spill.write_data_file(storage.as_ref(), &data_path, &header, &segments),
-                None => {
-                    // The segments go to the file as they are (no copy into one buffer), after
-                    // one pass of the hardware CRC (combining per-segment CRCs costs more
-                    // when segments are many and small).
-                    let mut parts: Vec<&[u8]> = Vec::with_capacity(segments.len() + 1);
-                    parts.push(&header);
-                    parts.extend(segments.iter().map(|s| s.bytes.as_slice()));
-                    let crc = parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p));
-                    storage.write_atomic_parts(&data_path, &parts).map(|_| crc)
-                }
-            },
+            || crate::spill::write_data_file(storage.as_ref(), &data_path, &header, &segments, spill.as_ref()),
             || self.write_index(&index_path, id, entries, bitmaps, bins, spill.as_ref()),
         );
         if let Some(spill) = &spill {

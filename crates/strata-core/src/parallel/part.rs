@@ -277,16 +277,8 @@ impl PartWriter {
             // Streamed to the file: a static slab of a large field is not held twice (its
             // segments and the file's bytes) nor, once spilled, at all.
             let header = data_file::header(id);
-            let written = match &spill {
-                Some(spill) => spill.write_data_file(storage.as_ref(), &own_data, &header, &segments),
-                None => {
-                    let mut parts: Vec<&[u8]> = Vec::with_capacity(segments.len() + 1);
-                    parts.push(&header);
-                    parts.extend(segments.iter().map(|s| s.bytes.as_slice()));
-                    let crc = parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p));
-                    storage.write_atomic_parts(&own_data, &parts).map(|_| crc)
-                }
-            };
+            let written =
+                crate::spill::write_data_file(storage.as_ref(), &own_data, &header, &segments, spill.as_ref());
             if let Some(spill) = &spill {
                 spill.remove(storage.as_ref());
             }
