@@ -152,67 +152,27 @@ pub struct SlabIndex {
 }
 
 /// Level V's positions of a slab: read with its index, or in frames loaded when a query
-/// needs one of their sub-chunks, the last few used kept in the reader's [`FrameCache`] (a
-/// query that walks a whole store holds a few frames, not all its positions).
+/// needs one of their sub-chunks, the last few kept (a query that walks a whole slab holds
+/// a few frames, not all its positions).
 enum Positions {
     Whole(Arc<BinMap>),
     Framed {
         storage: Arc<dyn crate::storage::Storage>,
         path: String,
         frames: Frames,
-        slab: u64,
-        cache: Arc<FrameCache>,
+        /// Recently used frames, most recent last.
+        kept: Mutex<Vec<(usize, Arc<BinMap>)>>,
     },
 }
 
 type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
 
-/// Frames of positions a reader keeps loaded, over all its slabs (each about
-/// `index_frame_bytes` of positions: 1 MiB by default). A count over a 1 GB field under
-/// V-S (250 frames) took 4.7 s keeping 8, as its Hilbert-ordered walk came back to frames
-/// dropped; 0.68 s keeping 64 (174 MB resident); 0.48 s keeping all (299 MB). Kept per
-/// slab, a store of many slabs held 64 of each. (2 in this crate's unit tests, so that
-/// they drop frames and read them again.)
+/// Frames of positions a slab's index keeps loaded (each about `index_frame_bytes` of
+/// positions: 1 MiB by default). A count over a 1 GB field under V-S (250 frames) took
+/// 4.7 s keeping 8, as its Hilbert-ordered walk came back to frames dropped; 0.68 s
+/// keeping 64 (174 MB resident); 0.48 s keeping all (299 MB). (2 in this crate's unit
+/// tests, so that they drop frames and read them again.)
 const FRAMES_KEPT: usize = if cfg!(test) { 2 } else { 64 };
-
-/// A frame of positions by slab and frame number, with its bins.
-type KeptFrame = ((u64, usize), Arc<BinMap>);
-
-/// The frames of positions a reader keeps: the [`FRAMES_KEPT`] last used, most recent last.
-#[derive(Debug, Default)]
-pub(crate) struct FrameCache {
-    kept: Mutex<Vec<KeptFrame>>,
-}
-
-impl FrameCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<KeptFrame>> {
-        self.kept.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Frame `key`, now the most recently used, if kept.
-    fn get(&self, key: (u64, usize)) -> Option<Arc<BinMap>> {
-        let mut kept = self.lock();
-        let at = kept.iter().position(|(k, _)| *k == key)?;
-        let entry = kept.remove(at);
-        kept.push(entry.clone());
-        Some(entry.1)
-    }
-
-    /// Keeps frame `key`, dropping the least recently used past [`FRAMES_KEPT`].
-    fn put(&self, key: (u64, usize), map: Arc<BinMap>) {
-        let mut kept = self.lock();
-        kept.retain(|(k, _)| *k != key);
-        if kept.len() >= FRAMES_KEPT {
-            kept.remove(0);
-        }
-        kept.push((key, map));
-    }
-
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.lock().len()
-    }
-}
 
 impl std::fmt::Debug for Positions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -259,16 +219,30 @@ impl SlabIndex {
     pub fn bins_of(&self, id: SubchunkId) -> Result<Option<Bins>> {
         let map = match &self.positions {
             Positions::Whole(m) => m.clone(),
-            Positions::Framed { storage, path, frames, slab, cache } => {
+            Positions::Framed { storage, path, frames, kept } => {
                 let Some(i) = frames.frame_of(id) else { return Ok(None) };
-                match cache.get((*slab, i)) {
+                let lock = || kept.lock().unwrap_or_else(|p| p.into_inner());
+                let hit = {
+                    let mut kept = lock();
+                    let at = kept.iter().position(|(f, _)| *f == i);
+                    at.map(|k| {
+                        let entry = kept.remove(k);
+                        kept.push(entry.clone());
+                        entry.1
+                    })
+                };
+                match hit {
                     Some(m) => m,
                     None => {
                         // Read outside the lock: two threads may read the same frame.
                         let what = format!("index file {path}");
                         let bitmaps = crate::index_frames::load_frame(storage.as_ref(), path, frames, i, &what)?;
                         let m = Arc::new(bin_entries(bitmaps, &self.segments, path)?);
-                        cache.put((*slab, i), m.clone());
+                        let mut kept = lock();
+                        if kept.len() >= FRAMES_KEPT {
+                            kept.remove(0);
+                        }
+                        kept.push((i, m.clone()));
                         m
                     }
                 }
@@ -374,8 +348,6 @@ pub struct StoreReader {
     manifest: Manifest,
     chains: Vec<Vec<CodecChain>>,
     indexes: Mutex<HashMap<u64, Arc<SlabIndex>>>,
-    /// Level V's frames of positions loaded last, over every slab.
-    frames: Arc<FrameCache>,
     counters: Counters,
     cache: SegmentCache,
     /// Whether large reads fetch the next batch of segments while decoding the current one.
@@ -491,7 +463,6 @@ impl StoreReader {
             manifest,
             chains,
             indexes: Mutex::new(HashMap::new()),
-            frames: Arc::default(),
             counters: Counters::default(),
             cache: SegmentCache::new(cache_bytes),
             overlap: std::sync::atomic::AtomicBool::new(true),
@@ -523,12 +494,6 @@ impl StoreReader {
             index_loads: c.index_loads.load(Ordering::Relaxed),
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
         }
-    }
-
-    /// How many frames of positions it keeps loaded, over every slab.
-    #[cfg(test)]
-    pub(crate) fn frames_kept(&self) -> usize {
-        self.frames.len()
     }
 
     /// Loads the indexes of the slabs at `positions` (in the manifest) that are not loaded
@@ -626,13 +591,9 @@ impl StoreReader {
         }
         let positions = match frames {
             None => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
-            Some(frames) => Positions::Framed {
-                storage: storage.clone(),
-                path: slab.index.clone(),
-                frames,
-                slab: slab.id,
-                cache: self.frames.clone(),
-            },
+            Some(frames) => {
+                Positions::Framed { storage: storage.clone(), path: slab.index.clone(), frames, kept: Mutex::default() }
+            }
         };
         let ix = Arc::new(SlabIndex { segments, positions, bins, totals });
         self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());

@@ -193,44 +193,6 @@ fn dense_and_hybrid_blocks_read_back_and_verify() {
 }
 
 #[test]
-fn a_reader_keeps_a_few_frames_of_positions_over_all_its_slabs() {
-    use crate::query::{CmpOp, Method, Predicate};
-    use crate::{Output, Query, Session};
-    let dir = tempfile::tempdir().unwrap();
-    let path = format!("{}/s", dir.path().display());
-    write_blocks(&path, Placement::Dense, &WriterOptions { index_frame_bytes: Some(64), ..options("V-S", None) });
-    let m = Store::local(&path).manifest(None).unwrap();
-    let frames: usize = m
-        .slabs
-        .iter()
-        .filter_map(|s| {
-            let size = m.files.iter().find(|f| f.path == s.index).unwrap().size;
-            crate::index_frames::open(Store::local(&path).storage().as_ref(), &s.index, size, "t").unwrap()
-        })
-        .map(|o| o.frames.frames.len())
-        .sum();
-    assert!(frames > 6, "{frames} frames");
-    let reader = StoreReader::open(Store::local(&path), None).unwrap();
-    let all = |n: u64| DimSelection { start: 0, stop: n, step: 1 };
-    let query = Query {
-        predicate: Predicate::Cmp { var: "a".into(), op: CmpOp::Gt, value: 15.0 },
-        region: vec![all(T), all(NY), all(NX)],
-        output: Output::Positions,
-        variables: vec!["a".into()],
-        level: None,
-        method: Some(Method::Index),
-        mask: None,
-        raw: false,
-    };
-    let got = Session::default().run(&reader, &query).unwrap();
-    let want = (0..T).flat_map(|t| (0..NY).flat_map(move |y| (0..NX).map(move |x| a(t, y, x)))).filter(|&v| v > 15.0);
-    assert_eq!(got.count, want.count() as u64);
-    // The walk went through every slab's frames and kept the last two (kept per slab, each
-    // of the three record slabs held its own two).
-    assert_eq!(reader.frames_kept(), 2);
-}
-
-#[test]
 fn chains_chosen_by_each_writer_are_merged() {
     // As auto plans made by each writer from its own block would differ.
     let dir = tempfile::tempdir().unwrap();
