@@ -48,6 +48,11 @@ fn exception(kind: ErrorKind, message: String) -> PyErr {
     })
 }
 
+/// The bytes of a contiguous `data` array (a writer's input).
+fn slice<'a>(data: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]> {
+    data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))
+}
+
 fn json_arg<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> PyResult<T> {
     serde_json::from_str(text).map_err(|e| {
         // The text is the Python layer's own JSON: a place in it tells the user nothing.
@@ -243,7 +248,7 @@ impl Writer {
     /// Plans variable `name` from `data` (whole, or a record variable's first slab) without
     /// writing it (`StoreWriter::preview`); `schema()` then shows the plan.
     fn preview(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
-        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        let bytes = slice(&data)?;
         self.with(py, |w| w.direct()?.preview(name, bytes))
     }
 
@@ -278,7 +283,7 @@ impl Writer {
     }
 
     fn put_static(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
-        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        let bytes = slice(&data)?;
         self.with(py, |w| w.put_static(name, bytes))
     }
 
@@ -292,7 +297,7 @@ impl Writer {
         shape: Vec<u64>,
         data: PyReadonlyArray1<'_, u8>,
     ) -> PyResult<()> {
-        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        let bytes = slice(&data)?;
         self.with(py, |w| w.put_static_block(name, &origin, &shape, bytes))
     }
 
@@ -306,7 +311,7 @@ impl Writer {
     }
 
     fn put_records(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
-        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        let bytes = slice(&data)?;
         self.with(py, |w| w.direct()?.put_records(name, bytes))
     }
 
@@ -334,7 +339,7 @@ impl Writer {
     /// Whole records of one record variable, as a simulation produces them; full slabs are
     /// laid out, compressed and written as they complete.
     fn append(&self, py: Python<'_>, name: &str, data: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
-        let bytes = data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))?;
+        let bytes = slice(&data)?;
         self.with(py, |w| w.append(name, bytes))
     }
 

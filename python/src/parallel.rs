@@ -1,7 +1,7 @@
 //! The parallel writers' protocol (strata_core::parallel) for Python: tables and
 //! placements cross as `bytes`, so threads, Dask and mpi4py carry them alike.
 
-use crate::{json_arg, to_py};
+use crate::{json_arg, slice, to_py};
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -20,10 +20,6 @@ fn placement(kind: &str, fraction: Option<f64>, padding: Option<f64>) -> PyResul
         }
     }
     Ok(p)
-}
-
-fn slice<'a>(data: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]> {
-    data.as_slice().map_err(|e| to_py(Error::InvalidArgument(format!("data: {e}"))))
 }
 
 /// Gathers the writers' tables into one manifest (rank 0 of a parallel write).
