@@ -251,6 +251,18 @@ def test_a_model_calendar_time_is_its_dates(tmp_path):
     strata.import_file(path, tmp_path / "d360.strata")
     got = strata.sql(tmp_path / "d360.strata", "SELECT time, x FROM d360 ORDER BY time")
     assert got.to_pydict() == {"time": [28.0, 58.0, 59.0], "x": [1.0, 2.0, 3.0]}
+    # The standard calendar's Julian dates (before 1582) are labels too, and say so.
+    path = tmp_path / "julian.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("time", 2)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units = "days since 1500-03-01"  # no calendar: the standard one, Julian then
+        t[:] = [0.0, 1.0]
+        nc.createVariable("x", "f4", ("time",))[:] = [1.0, 2.0]
+    strata.import_file(path, tmp_path / "julian.strata")
+    got = strata.sql(tmp_path / "julian.strata", "SELECT time FROM julian ORDER BY time")
+    assert [t.strftime("%Y-%m-%d") for t in got["time"].to_pylist()] == ["1500-03-01", "1500-03-02"]
+    assert got.schema.field("time").metadata == {b"calendar": b"standard"}
 
 
 @pytest.mark.parametrize("method", ["auto", "index", "scan"])

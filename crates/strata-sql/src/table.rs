@@ -122,7 +122,8 @@ fn read_coord(reader: &StoreReader, dim: &str, len: u64) -> Result<Coord> {
     if let Some(t) = time {
         let (micros, calendar) = match t.all_unix_micros(&values) {
             Some(m) => (Some(m), None),
-            None => (t.all_label_micros(&values), var.string_attr("calendar").map(str::to_string)),
+            // Labels differ from instants in the standard calendar too, before 1582.
+            None => (t.all_label_micros(&values), Some(var.string_attr("calendar").unwrap_or("standard").to_string())),
         };
         if let Some(micros) = micros {
             let array: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros.clone()));
