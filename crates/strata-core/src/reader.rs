@@ -149,30 +149,95 @@ pub struct SlabIndex {
     /// Per sub-chunk, its stored bytes and segments by byte group (all bins together):
     /// what a scan reads, looked up once instead of per (bin, group) when planning.
     pub totals: FxHashMap<SubchunkId, Vec<(u64, u32)>>,
+    /// Level V with framed positions: each sub-chunk's bins as the segments table tells
+    /// them, so that planning reads no frame (the query that follows walks them once).
+    /// None where positions are read whole, or where a bin's segment is the file's whole
+    /// chunk (in place) and its length says nothing of the bin's.
+    stats: Option<FxHashMap<SubchunkId, Vec<BinStat>>>,
+}
+
+/// One bin of one sub-chunk as planning sees it: its elements, and its group-0 segment's
+/// summary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BinStat {
+    pub bin: u32,
+    pub len: u64,
+    pub count: u64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl From<&BinEntry> for BinStat {
+    fn from(e: &BinEntry) -> Self {
+        BinStat { bin: e.bin, len: e.len, count: e.count, min: e.min, max: e.max }
+    }
 }
 
 /// Level V's positions of a slab: read with its index, or in frames loaded when a query
-/// needs one of their sub-chunks, the last few kept (a query that walks a whole slab holds
-/// a few frames, not all its positions).
+/// needs one of their sub-chunks, the last few used kept in the reader's [`FrameCache`] (a
+/// query that walks a whole store holds a few frames, not all its positions).
 enum Positions {
     Whole(Arc<BinMap>),
     Framed {
         storage: Arc<dyn crate::storage::Storage>,
         path: String,
         frames: Frames,
-        /// Recently used frames, most recent last.
-        kept: Mutex<Vec<(usize, Arc<BinMap>)>>,
+        slab: u64,
+        cache: Arc<FrameCache>,
     },
 }
 
 type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
 
-/// Frames of positions a slab's index keeps loaded (each about `index_frame_bytes` of
-/// positions: 1 MiB by default). A count over a 1 GB field under V-S (250 frames) took
-/// 4.7 s keeping 8, as its Hilbert-ordered walk came back to frames dropped; 0.68 s
-/// keeping 64 (174 MB resident); 0.48 s keeping all (299 MB). (2 in this crate's unit
-/// tests, so that they drop frames and read them again.)
+/// Frames of positions a reader keeps loaded, over all its slabs (each about
+/// `index_frame_bytes` of positions: 1 MiB by default). A count over a 1 GB field under
+/// V-S (250 frames) took 4.7 s keeping 8, as its Hilbert-ordered walk came back to frames
+/// dropped; 0.68 s keeping 64 (174 MB resident); 0.48 s keeping all (299 MB). Kept per
+/// slab, a store of many slabs held 64 of each: on a 200 MB field in ten framed slabs a
+/// first query grew the process by 114 MB kept per slab, 88 MB kept here, in the same
+/// time; a query repeated at once reads its frames again. Shared only because planning
+/// reads none ([`SlabIndex::bin_stats`]): walked twice, they were read twice. (2 in this
+/// crate's unit tests, so that they drop frames and read them again.)
 const FRAMES_KEPT: usize = if cfg!(test) { 2 } else { 64 };
+
+/// A frame of positions by slab and frame number, with its bins.
+type KeptFrame = ((u64, usize), Arc<BinMap>);
+
+/// The frames of positions a reader keeps: the [`FRAMES_KEPT`] last used, most recent last.
+#[derive(Debug, Default)]
+pub(crate) struct FrameCache {
+    kept: Mutex<Vec<KeptFrame>>,
+}
+
+impl FrameCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<KeptFrame>> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Frame `key`, now the most recently used, if kept.
+    fn get(&self, key: (u64, usize)) -> Option<Arc<BinMap>> {
+        let mut kept = self.lock();
+        let at = kept.iter().position(|(k, _)| *k == key)?;
+        let entry = kept.remove(at);
+        kept.push(entry.clone());
+        Some(entry.1)
+    }
+
+    /// Keeps frame `key`, dropping the least recently used past [`FRAMES_KEPT`].
+    fn put(&self, key: (u64, usize), map: Arc<BinMap>) {
+        let mut kept = self.lock();
+        kept.retain(|(k, _)| *k != key);
+        if kept.len() >= FRAMES_KEPT {
+            kept.remove(0);
+        }
+        kept.push((key, map));
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
 
 impl std::fmt::Debug for Positions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -219,36 +284,36 @@ impl SlabIndex {
     pub fn bins_of(&self, id: SubchunkId) -> Result<Option<Bins>> {
         let map = match &self.positions {
             Positions::Whole(m) => m.clone(),
-            Positions::Framed { storage, path, frames, kept } => {
+            Positions::Framed { storage, path, frames, slab, cache } => {
                 let Some(i) = frames.frame_of(id) else { return Ok(None) };
-                let lock = || kept.lock().unwrap_or_else(|p| p.into_inner());
-                let hit = {
-                    let mut kept = lock();
-                    let at = kept.iter().position(|(f, _)| *f == i);
-                    at.map(|k| {
-                        let entry = kept.remove(k);
-                        kept.push(entry.clone());
-                        entry.1
-                    })
-                };
-                match hit {
+                match cache.get((*slab, i)) {
                     Some(m) => m,
                     None => {
                         // Read outside the lock: two threads may read the same frame.
                         let what = format!("index file {path}");
                         let bitmaps = crate::index_frames::load_frame(storage.as_ref(), path, frames, i, &what)?;
                         let m = Arc::new(bin_entries(bitmaps, &self.segments, path)?);
-                        let mut kept = lock();
-                        if kept.len() >= FRAMES_KEPT {
-                            kept.remove(0);
-                        }
-                        kept.push((i, m.clone()));
+                        cache.put((*slab, i), m.clone());
                         m
                     }
                 }
             }
         };
         Ok(map.contains_key(&id).then_some(Bins { map, id }))
+    }
+
+    /// The bins present in a sub-chunk (None without V), ascending, with their sizes and
+    /// summaries: from the segments table where it holds them, without reading positions.
+    pub fn bin_stats(&self, id: SubchunkId) -> Result<Option<Vec<BinStat>>> {
+        match &self.stats {
+            Some(stats) => Ok(stats.get(&id).cloned()),
+            None => Ok(self.bins_of(id)?.map(|b| b.iter().map(BinStat::from).collect())),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn stats_from_segments(&self) -> bool {
+        self.stats.is_some()
     }
 
     /// Stored bytes and segments of a sub-chunk's first `groups` byte groups, all bins.
@@ -348,6 +413,8 @@ pub struct StoreReader {
     manifest: Manifest,
     chains: Vec<Vec<CodecChain>>,
     indexes: Mutex<HashMap<u64, Arc<SlabIndex>>>,
+    /// Level V's frames of positions loaded last, over every slab.
+    frames: Arc<FrameCache>,
     counters: Counters,
     cache: SegmentCache,
     /// Whether large reads fetch the next batch of segments while decoding the current one.
@@ -463,6 +530,7 @@ impl StoreReader {
             manifest,
             chains,
             indexes: Mutex::new(HashMap::new()),
+            frames: Arc::default(),
             counters: Counters::default(),
             cache: SegmentCache::new(cache_bytes),
             overlap: std::sync::atomic::AtomicBool::new(true),
@@ -494,6 +562,12 @@ impl StoreReader {
             index_loads: c.index_loads.load(Ordering::Relaxed),
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
         }
+    }
+
+    /// How many frames of positions it keeps loaded, over every slab.
+    #[cfg(test)]
+    pub(crate) fn frames_kept(&self) -> usize {
+        self.frames.len()
     }
 
     /// Loads the indexes of the slabs at `positions` (in the manifest) that are not loaded
@@ -589,15 +663,60 @@ impl StoreReader {
             t[g].0 += s.length;
             t[g].1 += 1;
         }
+        let stats = match frames.is_some() && !self.is_in_place(slab) {
+            true => Some(self.bin_stats_of(&segments, &bins, &slab.index)?),
+            false => None,
+        };
         let positions = match frames {
             None => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
-            Some(frames) => {
-                Positions::Framed { storage: storage.clone(), path: slab.index.clone(), frames, kept: Mutex::default() }
-            }
+            Some(frames) => Positions::Framed {
+                storage: storage.clone(),
+                path: slab.index.clone(),
+                frames,
+                slab: slab.id,
+                cache: self.frames.clone(),
+            },
         };
-        let ix = Arc::new(SlabIndex { segments, positions, bins, totals });
+        let ix = Arc::new(SlabIndex { segments, positions, bins, totals, stats });
         self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
         Ok(ix)
+    }
+
+    /// Each sub-chunk's bins from its group-0 segments: a bin's elements are its segment's
+    /// raw length over group 0's width (the element's under no level M).
+    fn bin_stats_of(
+        &self,
+        segments: &FxHashMap<SegmentKey, SegmentEntry>,
+        binned: &FxHashMap<u32, BinSummary>,
+        path: &str,
+    ) -> Result<FxHashMap<SubchunkId, Vec<BinStat>>> {
+        let mut widths: FxHashMap<u32, u64> = FxHashMap::default();
+        let mut stats: FxHashMap<SubchunkId, Vec<BinStat>> = FxHashMap::default();
+        for e in segments.values().filter(|e| e.key.group == 0 && binned.contains_key(&e.key.var)) {
+            let k = e.key;
+            let width = match widths.get(&k.var) {
+                Some(&w) => w,
+                None => {
+                    let var = &self.manifest.variables[k.var as usize];
+                    let groups = precision::byte_groups(&self.manifest.layout, var)?;
+                    let w = groups.map_or(var.dtype.size(), |g| g[0]) as u64;
+                    widths.insert(k.var, w);
+                    w
+                }
+            };
+            if width == 0 || e.raw_length % width != 0 {
+                return Err(Error::Corruption(format!(
+                    "index file {path}: segment {k:?} holds {} bytes, not whole elements of {width}",
+                    e.raw_length
+                )));
+            }
+            let stat = BinStat { bin: k.bin, len: e.raw_length / width, count: e.count, min: e.min, max: e.max };
+            stats.entry((k.var, k.chunk, k.subchunk)).or_default().push(stat);
+        }
+        for list in stats.values_mut() {
+            list.sort_unstable_by_key(|s| s.bin);
+        }
+        Ok(stats)
     }
 
     /// The slabs holding a variable, with the record offset of each.

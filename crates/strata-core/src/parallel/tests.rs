@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::manifest::Dim;
+use crate::reader::BinStat;
 use crate::store::Store;
 use crate::writer::{Block, DatasetSchema, VariableSchema, WriterOptions};
 use crate::{DType, DimSelection, StoreReader};
@@ -189,6 +190,67 @@ fn dense_and_hybrid_blocks_read_back_and_verify() {
             let chunk = &m.variables[3].chunking.as_ref().unwrap().chunk;
             assert!(20 % chunk[1] == 0 && 30 % chunk[2] == 0, "{chunk:?}");
         }
+    }
+}
+
+#[test]
+fn a_reader_keeps_a_few_frames_of_positions_over_all_its_slabs() {
+    use crate::query::{CmpOp, Method, Predicate};
+    use crate::{Output, Query, Session};
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("{}/s", dir.path().display());
+    write_blocks(&path, Placement::Dense, &WriterOptions { index_frame_bytes: Some(64), ..options("V-S", None) });
+    let m = Store::local(&path).manifest(None).unwrap();
+    let frames: usize = m
+        .slabs
+        .iter()
+        .filter_map(|s| {
+            let size = m.files.iter().find(|f| f.path == s.index).unwrap().size;
+            crate::index_frames::open(Store::local(&path).storage().as_ref(), &s.index, size, "t").unwrap()
+        })
+        .map(|o| o.frames.frames.len())
+        .sum();
+    assert!(frames > 6, "{frames} frames");
+    let reader = StoreReader::open(Store::local(&path), None).unwrap();
+    let all = |n: u64| DimSelection { start: 0, stop: n, step: 1 };
+    let query = Query {
+        predicate: Predicate::Cmp { var: "a".into(), op: CmpOp::Gt, value: 15.0 },
+        region: vec![all(T), all(NY), all(NX)],
+        output: Output::Positions,
+        variables: vec!["a".into()],
+        level: None,
+        method: Some(Method::Index),
+        mask: None,
+        raw: false,
+    };
+    let got = Session::default().run(&reader, &query).unwrap();
+    let want = (0..T).flat_map(|t| (0..NY).flat_map(move |y| (0..NX).map(move |x| a(t, y, x)))).filter(|&v| v > 15.0);
+    assert_eq!(got.count, want.count() as u64);
+    // The walk went through every slab's frames and kept the last two (kept per slab, each
+    // of the three record slabs held its own two).
+    assert_eq!(reader.frames_kept(), 2);
+}
+
+#[test]
+fn planning_sees_each_bin_from_the_segments_table_as_its_positions_tell_it() {
+    // Framed indexes give planning their bins from group-0 segments, without a frame read;
+    // the lengths must be the positions' counts, under level M's byte groups too.
+    for layout in ["V-S", "V-M-S", "M-V-S"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = format!("{}/s", dir.path().display());
+        write_blocks(&path, Placement::Dense, &WriterOptions { index_frame_bytes: Some(64), ..options(layout, None) });
+        let reader = StoreReader::open(Store::local(&path), None).unwrap();
+        let mut compared = 0;
+        for index in reader.slab_indexes().unwrap() {
+            assert!(index.stats_from_segments(), "{layout}: a framed index");
+            for &id in index.totals.keys() {
+                let from_positions =
+                    index.bins_of(id).unwrap().map(|b| b.iter().map(BinStat::from).collect::<Vec<_>>());
+                assert_eq!(index.bin_stats(id).unwrap(), from_positions, "{layout} {id:?}");
+                compared += from_positions.is_some() as usize;
+            }
+        }
+        assert!(compared > 20, "{layout}: {compared} binned sub-chunks");
     }
 }
 

@@ -97,7 +97,7 @@ impl<'r> Planner<'r> {
                 }
                 let mut selected = 0.0;
                 let mut boundary = 0.0;
-                match index.bins_of(vid)? {
+                match index.bin_stats(vid)? {
                     Some(list) => {
                         for e in list.iter() {
                             let all_valid = e.count == e.len;
@@ -212,7 +212,7 @@ impl<'r> Planner<'r> {
                 let (var_idx, _) = self.reader.manifest().variable(name)?;
                 let vid = (var_idx as u32, b.id.1, b.id.2);
                 let (_, read) = self.groups_read(name, level)?;
-                let bins = index.bins_of(vid)?.map_or(1, |b| b.len());
+                let bins = index.bin_stats(vid)?.map_or(1, |b| b.len());
                 let (bytes, segs) = index.stored(vid, read);
                 let (bytes, segs) = (bytes as f64, segs as f64);
                 // A scan reads each returned variable whole, unless it was read to test
