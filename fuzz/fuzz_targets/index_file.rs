@@ -1,9 +1,10 @@
 #![no_main]
-//! Index-file decoding must return an error, never panic, on any bytes: read whole, or
-//! opened without its position frames and then a frame at a time.
+//! Index-file decoding must return an error, never panic, on any bytes: read whole (its
+//! positions at once, or left aside and then read from where the file said), or opened
+//! without its position frames and then a frame at a time.
 
 use libfuzzer_sys::fuzz_target;
-use strata_core::index_file::{decode, encode, TRAILER_MAGIC};
+use strata_core::index_file::{decode, decode_aside, decode_positions, encode, TRAILER_MAGIC};
 use strata_core::index_frames::{load_frame, open};
 use strata_core::storage::{MemoryStorage, Storage};
 
@@ -19,8 +20,19 @@ fn check_lazy(bytes: &[u8]) {
     }
 }
 
+fn check_aside(bytes: &[u8]) {
+    if let Ok((index, Some(section))) = decode_aside(bytes, "fuzz") {
+        let stored = &bytes[section.at as usize..(section.at + section.len) as usize];
+        // Read whole, the same file gives the same positions.
+        let whole = decode(bytes, "fuzz whole").map(|i| i.bitmaps);
+        assert_eq!(decode_positions(stored, &section, "fuzz").ok(), whole.as_ref().ok().cloned());
+        assert!(index.bitmaps.is_empty());
+    }
+}
+
 fn check(bytes: &[u8]) {
     check_lazy(bytes);
+    check_aside(bytes);
     if let Ok(index) = decode(bytes, "fuzz") {
         // Whatever decodes must encode to a file that decodes to the same index. (Not to
         // the same bytes: readers skip unknown optional sections, as docs/format.md says,

@@ -230,6 +230,40 @@ impl<'a> Cursor<'a> {
 }
 
 pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
+    decode_checked(buf, what, false).map(|(data, _)| data)
+}
+
+/// Where a file read whole holds its positions (section 2): read again and decoded when a
+/// query needs them ([`decode_positions`]), so that a reader of many slabs need not keep
+/// every slab's positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PositionsSection {
+    pub at: u64,
+    pub len: u64,
+    /// CRC-32C of the section's stored bytes, taken when the file was checked whole.
+    pub checksum: u32,
+    pub compressed: bool,
+}
+
+/// Like [`decode`], but leaves whole positions (section 2) where they are: the index
+/// without them, and where they lie. A file with position frames is decoded whole.
+pub fn decode_aside(buf: &[u8], what: &str) -> Result<(SlabIndexData, Option<PositionsSection>)> {
+    decode_checked(buf, what, true)
+}
+
+/// The positions of section 2 from its stored bytes, checked against where the file said
+/// they were.
+pub fn decode_positions(stored: &[u8], section: &PositionsSection, what: &str) -> Result<Vec<BinPositions>> {
+    if stored.len() as u64 != section.len || crc32c::crc32c(stored) != section.checksum {
+        return Err(Error::Corruption(format!("{what}: bin positions: checksum mismatch")));
+    }
+    match section.compressed {
+        true => decode_bitmaps(&decompress_section(stored, SECTION_BIN_POSITIONS, what)?, what),
+        false => decode_bitmaps(stored, what),
+    }
+}
+
+fn decode_checked(buf: &[u8], what: &str, aside: bool) -> Result<(SlabIndexData, Option<PositionsSection>)> {
     let corrupt = |m: String| Error::Corruption(format!("{what}: {m}"));
     if buf.len() < HEADER_LEN + TRAILER_LEN || &buf[..8] != MAGIC {
         return Err(corrupt("not a strata index file (bad magic or too short)".into()));
@@ -244,7 +278,7 @@ pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
     }
     let head = Head::parse(&buf[..body_len], body_len, what)?;
     let body = |s: &SectionEntry| Ok(std::borrow::Cow::Borrowed(&buf[s.offset..s.offset + s.len]));
-    let (mut data, frames) = head.read_sections(body, what)?;
+    let (mut data, frames, aside) = head.read_sections(body, what, aside)?;
     if let Some(f) = frames {
         for info in &f.frames {
             let at = f.at as usize + info.offset as usize;
@@ -252,7 +286,13 @@ pub fn decode(buf: &[u8], what: &str) -> Result<SlabIndexData> {
             data.bitmaps.extend(crate::index_frames::decode_frame(stored, info, what)?);
         }
     }
-    Ok(data)
+    let aside = aside.map(|s| PositionsSection {
+        at: s.offset as u64,
+        len: s.len as u64,
+        checksum: crc32c::crc32c(&buf[s.offset..s.offset + s.len]),
+        compressed: s.flags & FLAG_ZSTD != 0,
+    });
+    Ok((data, aside))
 }
 
 /// A section's place in its file, as the section directory gives it (checked to lie
@@ -326,19 +366,22 @@ impl Head {
     }
 
     /// Reads every section but the position frames (`body` gives a section's stored
-    /// bytes) into the index, positions aside; with frames, where they are. A file with
-    /// frames must also match its head checksum: the header's first 24 bytes, the
-    /// directory, then every section but the frames, in directory order, so that it can
-    /// be checked without reading the frames (each frame has its own checksum).
+    /// bytes) into the index; with frames, where they are; with `aside`, whole positions
+    /// too are left where they are (their entry is returned). A file with frames must
+    /// also match its head checksum: the header's first 24 bytes, the directory, then
+    /// every section but the frames, in directory order, so that it can be checked
+    /// without reading the frames (each frame has its own checksum).
     pub(crate) fn read_sections<'b>(
         &self,
         body: impl Fn(&SectionEntry) -> Result<std::borrow::Cow<'b, [u8]>>,
         what: &str,
-    ) -> Result<(SlabIndexData, Option<crate::index_frames::Frames>)> {
+        aside: bool,
+    ) -> Result<(SlabIndexData, Option<crate::index_frames::Frames>, Option<SectionEntry>)> {
         let corrupt = |m: String| Error::Corruption(format!("{what}: {m}"));
         let mut segments = None;
         let (mut bitmaps, mut bins) = (vec![], vec![]);
         let (mut frames_at, mut directory) = (None, None);
+        let mut positions_at: Option<SectionEntry> = None;
         let mut crc = self.head_part_crc;
         for s in &self.sections {
             let kind = s.kind;
@@ -369,6 +412,12 @@ impl Head {
             }
             let stored = body(s)?;
             crc = crc32c::crc32c_append(crc, &stored);
+            if kind == SECTION_BIN_POSITIONS && aside {
+                if positions_at.replace(*s).is_some() {
+                    return Err(corrupt("a second positions section".into()));
+                }
+                continue;
+            }
             let decompressed;
             let section = if s.flags & FLAG_ZSTD != 0 {
                 decompressed = decompress_section(&stored, kind, what)?;
@@ -390,14 +439,14 @@ impl Head {
                 if u64::from(crc) != self.head_crc {
                     return Err(corrupt("head checksum mismatch".into()));
                 }
-                if !bitmaps.is_empty() {
+                if !bitmaps.is_empty() || positions_at.is_some() {
                     return Err(corrupt("positions both whole and in frames".into()));
                 }
                 Some(crate::index_frames::Frames::new(at, len, frames, what)?)
             }
             _ => return Err(corrupt("position frames without their directory, or the reverse".into())),
         };
-        Ok((SlabIndexData { slab_id: self.slab_id, segments, bitmaps, bins }, frames))
+        Ok((SlabIndexData { slab_id: self.slab_id, segments, bitmaps, bins }, frames, positions_at))
     }
 }
 

@@ -217,7 +217,7 @@ pub fn open(storage: &dyn Storage, path: &str, size: u64, what: &str) -> Result<
     let body = |s: &crate::index_file::SectionEntry| {
         storage.read_range(path, s.offset as u64, s.len as u64).map(std::borrow::Cow::Owned)
     };
-    let (data, frames) = head.read_sections(body, what)?;
+    let (data, frames, _) = head.read_sections(body, what, false)?;
     Ok(frames.map(|frames| Opened { data, frames }))
 }
 

@@ -173,11 +173,21 @@ impl From<&BinEntry> for BinStat {
     }
 }
 
-/// Level V's positions of a slab: read with its index, or in frames loaded when a query
-/// needs one of their sub-chunks, the last few used kept in the reader's [`FrameCache`] (a
-/// query that walks a whole store holds a few frames, not all its positions).
+/// Level V's positions of a slab: read with its index (in place, or none at all), or
+/// loaded when a query needs them — the whole section, or the frame holding the sub-chunk —
+/// the last few used kept in the reader's [`FrameCache`] (a query that walks a whole store
+/// holds a few frames, not all its positions).
 enum Positions {
     Whole(Arc<BinMap>),
+    /// An index file small enough to be read whole: its positions section, read again
+    /// when needed (one frame in the cache).
+    Section {
+        storage: Arc<dyn crate::storage::Storage>,
+        path: String,
+        section: index_file::PositionsSection,
+        slab: u64,
+        cache: Arc<FrameCache>,
+    },
     Framed {
         storage: Arc<dyn crate::storage::Storage>,
         path: String,
@@ -190,7 +200,8 @@ enum Positions {
 type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
 
 /// Frames of positions a reader keeps loaded, over all its slabs (each about
-/// `index_frame_bytes` of positions: 1 MiB by default). A count over a 1 GB field under
+/// `index_frame_bytes` of positions, 1 MiB by default; a slab whose index is read whole
+/// counts its positions as one frame, at most that size). A count over a 1 GB field under
 /// V-S (250 frames) took 4.7 s keeping 8, as its Hilbert-ordered walk came back to frames
 /// dropped; 0.68 s keeping 64 (174 MB resident); 0.48 s keeping all (299 MB). Kept per
 /// slab, a store of many slabs held 64 of each: on a 200 MB field in ten framed slabs a
@@ -246,6 +257,7 @@ impl std::fmt::Debug for Positions {
             Positions::Framed { path, frames, .. } => {
                 write!(f, "Positions::Framed({path}, {} frames)", frames.frames.len())
             }
+            Positions::Section { path, section, .. } => write!(f, "Positions::Section({path}, {} bytes)", section.len),
         }
     }
 }
@@ -298,6 +310,17 @@ impl SlabIndex {
                     }
                 }
             }
+            Positions::Section { storage, path, section, slab, cache } => match cache.get((*slab, 0)) {
+                Some(m) => m,
+                None => {
+                    let what = format!("index file {path}");
+                    let stored = storage.read_range(path, section.at, section.len)?;
+                    let bitmaps = index_file::decode_positions(&stored, section, &what)?;
+                    let m = Arc::new(bin_entries(bitmaps, &self.segments, path)?);
+                    cache.put((*slab, 0), m.clone());
+                    m
+                }
+            },
         };
         Ok(map.contains_key(&id).then_some(Bins { map, id }))
     }
@@ -612,8 +635,9 @@ impl StoreReader {
             }
             opened = crate::index_frames::open(storage.as_ref(), &slab.index, size, &what)?;
         }
-        let (data, frames) = match opened {
-            Some(o) => (o.data, Some(o.frames)),
+        let in_place = self.is_in_place(slab);
+        let (data, frames, aside) = match opened {
+            Some(o) => (o.data, Some(o.frames), None),
             None => {
                 let bytes = storage.read(&slab.index).map_err(|e| missing_is_corruption(e, &slab.index))?;
                 if let Some(size) = size.filter(|&n| n != bytes.len() as u64) {
@@ -622,7 +646,15 @@ impl StoreReader {
                         bytes.len()
                     )));
                 }
-                (index_file::decode(&bytes, &what)?, None)
+                // In place, a bin's segment is the file's whole chunk: planning needs the
+                // positions to size its bins, so they are read with the index.
+                match in_place {
+                    true => (index_file::decode(&bytes, &what)?, None, None),
+                    false => {
+                        let (data, aside) = index_file::decode_aside(&bytes, &what)?;
+                        (data, None, aside)
+                    }
+                }
             }
         };
         if data.slab_id != slab.id {
@@ -663,19 +695,17 @@ impl StoreReader {
             t[g].0 += s.length;
             t[g].1 += 1;
         }
-        let stats = match frames.is_some() && !self.is_in_place(slab) {
+        let stats = match (frames.is_some() || aside.is_some()) && !in_place {
             true => Some(self.bin_stats_of(&segments, &bins, &slab.index)?),
             false => None,
         };
-        let positions = match frames {
-            None => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
-            Some(frames) => Positions::Framed {
-                storage: storage.clone(),
-                path: slab.index.clone(),
-                frames,
-                slab: slab.id,
-                cache: self.frames.clone(),
-            },
+        let (path, cache) = (slab.index.clone(), self.frames.clone());
+        let positions = match (frames, aside) {
+            (Some(frames), _) => Positions::Framed { storage: storage.clone(), path, frames, slab: slab.id, cache },
+            (None, Some(section)) => {
+                Positions::Section { storage: storage.clone(), path, section, slab: slab.id, cache }
+            }
+            (None, None) => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
         };
         let ix = Arc::new(SlabIndex { segments, positions, bins, totals, stats });
         self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());

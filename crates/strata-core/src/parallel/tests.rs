@@ -193,25 +193,11 @@ fn dense_and_hybrid_blocks_read_back_and_verify() {
     }
 }
 
-#[test]
-fn a_reader_keeps_a_few_frames_of_positions_over_all_its_slabs() {
+/// A positions query through every slab of a V-S store (three record slabs and the
+/// static one), by index, checked against the values written.
+fn positions_query_through_every_slab(reader: &StoreReader) -> crate::Result<u64> {
     use crate::query::{CmpOp, Method, Predicate};
     use crate::{Output, Query, Session};
-    let dir = tempfile::tempdir().unwrap();
-    let path = format!("{}/s", dir.path().display());
-    write_blocks(&path, Placement::Dense, &WriterOptions { index_frame_bytes: Some(64), ..options("V-S", None) });
-    let m = Store::local(&path).manifest(None).unwrap();
-    let frames: usize = m
-        .slabs
-        .iter()
-        .filter_map(|s| {
-            let size = m.files.iter().find(|f| f.path == s.index).unwrap().size;
-            crate::index_frames::open(Store::local(&path).storage().as_ref(), &s.index, size, "t").unwrap()
-        })
-        .map(|o| o.frames.frames.len())
-        .sum();
-    assert!(frames > 6, "{frames} frames");
-    let reader = StoreReader::open(Store::local(&path), None).unwrap();
     let all = |n: u64| DimSelection { start: 0, stop: n, step: 1 };
     let query = Query {
         predicate: Predicate::Cmp { var: "a".into(), op: CmpOp::Gt, value: 15.0 },
@@ -223,26 +209,86 @@ fn a_reader_keeps_a_few_frames_of_positions_over_all_its_slabs() {
         mask: None,
         raw: false,
     };
-    let got = Session::default().run(&reader, &query).unwrap();
-    let want = (0..T).flat_map(|t| (0..NY).flat_map(move |y| (0..NX).map(move |x| a(t, y, x)))).filter(|&v| v > 15.0);
-    assert_eq!(got.count, want.count() as u64);
-    // The walk went through every slab's frames and kept the last two (kept per slab, each
-    // of the three record slabs held its own two).
-    assert_eq!(reader.frames_kept(), 2);
+    Session::default().run(reader, &query).map(|got| got.count)
+}
+
+fn a_gt_15() -> u64 {
+    (0..T).flat_map(|t| (0..NY).flat_map(move |y| (0..NX).map(move |x| a(t, y, x)))).filter(|&v| v > 15.0).count()
+        as u64
+}
+
+#[test]
+fn a_reader_keeps_a_few_frames_of_positions_over_all_its_slabs() {
+    // In frames, or whole (each slab's positions one frame, read again when dropped).
+    for frame_bytes in [Some(64), None] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = format!("{}/s", dir.path().display());
+        write_blocks(
+            &path,
+            Placement::Dense,
+            &WriterOptions { index_frame_bytes: frame_bytes, ..options("V-S", None) },
+        );
+        let m = Store::local(&path).manifest(None).unwrap();
+        let frames: usize = m
+            .slabs
+            .iter()
+            .filter_map(|s| {
+                let size = m.files.iter().find(|f| f.path == s.index).unwrap().size;
+                crate::index_frames::open(Store::local(&path).storage().as_ref(), &s.index, size, "t").unwrap()
+            })
+            .map(|o| o.frames.frames.len())
+            .sum();
+        assert_eq!(frames > 6, frame_bytes.is_some(), "{frames} frames");
+        let reader = StoreReader::open(Store::local(&path), None).unwrap();
+        assert_eq!(positions_query_through_every_slab(&reader).unwrap(), a_gt_15());
+        // The walk went through every slab's positions and kept the last two (kept per
+        // slab, each of the three record slabs held its own).
+        assert_eq!(reader.frames_kept(), 2, "{frame_bytes:?}");
+        // Walked again, the dropped ones are read again.
+        assert_eq!(positions_query_through_every_slab(&reader).unwrap(), a_gt_15());
+    }
+}
+
+#[test]
+fn positions_changed_on_disk_after_their_index_was_read_are_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("{}/s", dir.path().display());
+    write_blocks(&path, Placement::Dense, &options("V-S", None));
+    let reader = StoreReader::open(Store::local(&path), None).unwrap();
+    // Indexes read (checked whole), positions left in their files.
+    reader.slab_indexes().unwrap();
+    assert_eq!(reader.frames_kept(), 0);
+    let m = reader.manifest();
+    let last = &m.slabs.last().unwrap().index;
+    let file = format!("{path}/{last}");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let body_len = bytes.len() - crate::index_file::TRAILER_LEN;
+    let head = crate::index_file::Head::parse(&bytes, body_len, "t").unwrap();
+    let section = head.sections.iter().find(|s| s.kind == crate::index_file::SECTION_BIN_POSITIONS).unwrap();
+    bytes[section.offset + section.len / 2] ^= 0x10;
+    std::fs::write(&file, &bytes).unwrap();
+    let err = positions_query_through_every_slab(&reader).unwrap_err();
+    assert!(matches!(err, crate::Error::Corruption(_)), "{err}");
+    assert!(err.to_string().contains("checksum mismatch"), "{err}");
 }
 
 #[test]
 fn planning_sees_each_bin_from_the_segments_table_as_its_positions_tell_it() {
-    // Framed indexes give planning their bins from group-0 segments, without a frame read;
-    // the lengths must be the positions' counts, under level M's byte groups too.
-    for layout in ["V-S", "V-M-S", "M-V-S"] {
+    // Positions read when needed (framed or whole) give planning their bins from group-0
+    // segments, without reading them; the lengths must be the positions' counts, under
+    // level M's byte groups too.
+    for (layout, frame_bytes) in [("V-S", Some(64)), ("V-M-S", Some(64)), ("M-V-S", Some(64)), ("V-M-S", None)] {
         let dir = tempfile::tempdir().unwrap();
         let path = format!("{}/s", dir.path().display());
-        write_blocks(&path, Placement::Dense, &WriterOptions { index_frame_bytes: Some(64), ..options(layout, None) });
+        write_blocks(
+            &path,
+            Placement::Dense,
+            &WriterOptions { index_frame_bytes: frame_bytes, ..options(layout, None) },
+        );
         let reader = StoreReader::open(Store::local(&path), None).unwrap();
         let mut compared = 0;
         for index in reader.slab_indexes().unwrap() {
-            assert!(index.stats_from_segments(), "{layout}: a framed index");
+            assert!(index.stats_from_segments(), "{layout}: positions read when needed");
             for &id in index.totals.keys() {
                 let from_positions =
                     index.bins_of(id).unwrap().map(|b| b.iter().map(BinStat::from).collect::<Vec<_>>());
