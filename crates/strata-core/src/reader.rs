@@ -947,8 +947,6 @@ impl StoreReader {
         widths: &[usize],
         want: &dyn Fn(u32) -> bool,
     ) -> Result<Vec<BinRead>> {
-        let (var, chunk, subchunk) = id;
-        let var_idx = var as usize;
         let binned = self.manifest.layout.order.contains(&crate::manifest::Level::V);
         let bins: Vec<(u32, u64)> = if binned {
             let list = index
@@ -966,6 +964,22 @@ impl StoreReader {
         } else {
             vec![(0, elements)]
         };
+        self.reads_for(index, slab, id, elements, widths, bins)
+    }
+
+    /// The segments to decode for `bins` (bin, elements) of a sub-chunk of `elements`
+    /// elements, one per byte group width in `widths`, checked against the variable.
+    pub(crate) fn reads_for(
+        &self,
+        index: &SlabIndex,
+        slab: &Slab,
+        id: SubchunkId,
+        elements: u64,
+        widths: &[usize],
+        bins: Vec<(u32, u64)>,
+    ) -> Result<Vec<BinRead>> {
+        let (var, chunk, subchunk) = id;
+        let var_idx = var as usize;
         let whole = self.is_in_place(slab);
         let mut reads = Vec::with_capacity(bins.len());
         for (bin, n) in bins {

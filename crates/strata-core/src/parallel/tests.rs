@@ -250,6 +250,47 @@ fn a_reader_keeps_a_few_frames_of_positions_over_all_its_slabs() {
 }
 
 #[test]
+fn counts_by_index_read_no_positions_and_equal_the_values_written() {
+    use crate::query::{CmpOp, Method, Predicate};
+    use crate::{Output, Query, Session};
+    for (layout, frame_bytes) in [("V-S", None), ("V-M-S", Some(64)), ("M-V-S", None)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = format!("{}/s", dir.path().display());
+        write_blocks(
+            &path,
+            Placement::Dense,
+            &WriterOptions { index_frame_bytes: frame_bytes, ..options(layout, None) },
+        );
+        let reader = StoreReader::open(Store::local(&path), None).unwrap();
+        let sel = |n: u64, step: u64| DimSelection { start: 0, stop: n, step };
+        // Whole boxes (no positions needed), then every other column (positions needed).
+        for step in [1, 2] {
+            for (op, value) in [(CmpOp::Gt, 15.0), (CmpOp::Le, 33.3), (CmpOp::Ge, 0.0), (CmpOp::Lt, -1.0)] {
+                let query = Query {
+                    predicate: Predicate::Cmp { var: "a".into(), op, value },
+                    region: vec![sel(T, 1), sel(NY, 1), sel(NX, step)],
+                    output: Output::Count,
+                    variables: vec![],
+                    level: None,
+                    method: Some(Method::Index),
+                    mask: None,
+                    raw: false,
+                };
+                let got = Session::default().run(&reader, &query).unwrap().count;
+                let want = (0..T)
+                    .flat_map(|t| (0..NY).flat_map(move |y| (0..NX).step_by(step as usize).map(move |x| a(t, y, x))))
+                    .filter(|&v| op.matches(&[f64::from(v)], value, &[])[0])
+                    .count() as u64;
+                assert_eq!(got, want, "{layout} {op:?} {value} step {step}");
+                if step == 1 {
+                    assert_eq!(reader.frames_kept(), 0, "{layout}: a whole count read positions");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn positions_changed_on_disk_after_their_index_was_read_are_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = format!("{}/s", dir.path().display());

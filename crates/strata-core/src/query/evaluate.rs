@@ -207,6 +207,67 @@ impl Executor<'_> {
         self.with_verdicts(name, op, value, b, mask, counters, |v| v.positions(n))
     }
 
+    /// How many elements of box `b`, whole, hold `x op value`, counted from the bins'
+    /// summaries and the boundary bins' values alone: no positions read, as a count of a
+    /// whole box needs none. None where it cannot be (no level V, another sub-chunk grid,
+    /// a file indexed in place): [`with_verdicts`](Self::with_verdicts) counts those.
+    pub(super) fn count_whole_box(
+        &self,
+        name: &str,
+        op: CmpOp,
+        value: f64,
+        b: &QueryBox,
+        counters: &Counters,
+    ) -> Result<Option<u64>> {
+        let (var_idx, var) = self.reader.manifest().variable(name)?;
+        let driver = &self.reader.manifest().variables[b.id.0 as usize];
+        let slab = &self.reader.manifest().slabs[b.slab];
+        let binned = self.reader.manifest().layout.order.contains(&Level::V);
+        if !binned || var.chunking != driver.chunking || self.reader.is_in_place(slab) {
+            return Ok(None);
+        }
+        let index = self.reader.slab_index(slab)?;
+        let id = (var_idx as u32, b.id.1, b.id.2);
+        let n = b.len.iter().product::<u64>();
+        let stats =
+            index.bin_stats(id)?.ok_or_else(|| Error::Corruption(format!("slab {}: no bins for {id:?}", slab.id)))?;
+        if stats.iter().map(|e| e.len).sum::<u64>() != n {
+            return Err(Error::Corruption(format!(
+                "slab {}: the bins of {id:?} do not hold its {n} elements",
+                slab.id
+            )));
+        }
+        let (mut count, mut boundary) = (0u64, Vec::new());
+        for e in &stats {
+            match op.coverage(e.count, e.min, e.max, e.count == e.len, value) {
+                Coverage::Empty => {
+                    counters.empty.fetch_add(1, Ordering::Relaxed);
+                }
+                Coverage::Full => {
+                    counters.full.fetch_add(1, Ordering::Relaxed);
+                    count += e.len;
+                }
+                Coverage::Boundary => boundary.push((e.bin, e.len)),
+            }
+        }
+        if boundary.is_empty() {
+            return Ok(Some(count));
+        }
+        counters.boundary.fetch_add(boundary.len() as u64, Ordering::Relaxed);
+        let groups = crate::precision::byte_groups(&self.reader.manifest().layout, var)?;
+        let widths = groups.clone().unwrap_or_else(|| vec![var.dtype.size()]);
+        let lens: Vec<u64> = boundary.iter().map(|&(_, len)| len).collect();
+        let reads = self.reader.reads_for(&index, slab, id, n, &widths, boundary)?;
+        let fetched = self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
+        let split = groups.map(|g| (g.clone(), g.len()));
+        let missing = var.missing_values();
+        for (r, len) in reads.iter().zip(lens) {
+            let values = self.reader.decode_bin((b.slab, id), r, &[len as usize], split.as_ref(), &fetched)?;
+            count += op.matches_raw(var.dtype, &values, value, &missing).iter().filter(|&&k| k).count() as u64;
+        }
+        Ok(Some(count))
+    }
+
     /// Classifies the segments of `name` in box `b` for `x op value` (from the index
     /// summaries), reads and tests the boundary ones, and hands the verdicts to `then`.
     #[allow(clippy::too_many_arguments)] // internal: one comparison and its context

@@ -355,6 +355,11 @@ impl<'r> Executor<'r> {
                     // (a box's region, from strides or an area's mask, is looked up).
                     let n = b.len.iter().product::<u64>();
                     let (region, bits) = (b.region.as_ref(), b.region());
+                    if count_only && region.is_none() {
+                        if let Some(count) = self.count_whole_box(var, *op, *value, b, &counters)? {
+                            return Ok((count, vec![]));
+                        }
+                    }
                     if count_only {
                         let count = self.with_verdicts(var, *op, *value, b, region, &counters, |v| v.count(n, bits))?;
                         return Ok((count, vec![]));
