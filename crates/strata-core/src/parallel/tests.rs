@@ -193,6 +193,16 @@ fn dense_and_hybrid_blocks_read_back_and_verify() {
     }
 }
 
+/// A store of the blocks in `layout` (with level V), positions in frames of
+/// `frame_bytes` (None: the default, each slab's whole), opened.
+fn binned_store(layout: &str, frame_bytes: Option<u64>) -> (tempfile::TempDir, StoreReader) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("{}/s", dir.path().display());
+    write_blocks(&path, Placement::Dense, &WriterOptions { index_frame_bytes: frame_bytes, ..options(layout, None) });
+    let reader = StoreReader::open(Store::local(&path), None).unwrap();
+    (dir, reader)
+}
+
 /// A positions query through every slab of a V-S store (three record slabs and the
 /// static one), by index, checked against the values written.
 fn positions_query_through_every_slab(reader: &StoreReader) -> crate::Result<u64> {
@@ -254,14 +264,7 @@ fn counts_by_index_read_no_positions_and_equal_the_values_written() {
     use crate::query::{CmpOp, Method, Predicate};
     use crate::{Output, Query, Session};
     for (layout, frame_bytes) in [("V-S", None), ("V-M-S", Some(64)), ("M-V-S", None)] {
-        let dir = tempfile::tempdir().unwrap();
-        let path = format!("{}/s", dir.path().display());
-        write_blocks(
-            &path,
-            Placement::Dense,
-            &WriterOptions { index_frame_bytes: frame_bytes, ..options(layout, None) },
-        );
-        let reader = StoreReader::open(Store::local(&path), None).unwrap();
+        let (_dir, reader) = binned_store(layout, frame_bytes);
         let sel = |n: u64, step: u64| DimSelection { start: 0, stop: n, step };
         // Whole boxes (no positions needed), then every other column (positions needed).
         for step in [1, 2] {
@@ -319,14 +322,7 @@ fn planning_sees_each_bin_from_the_segments_table_as_its_positions_tell_it() {
     // segments, without reading them; the lengths must be the positions' counts, under
     // level M's byte groups too.
     for (layout, frame_bytes) in [("V-S", Some(64)), ("V-M-S", Some(64)), ("M-V-S", Some(64)), ("V-M-S", None)] {
-        let dir = tempfile::tempdir().unwrap();
-        let path = format!("{}/s", dir.path().display());
-        write_blocks(
-            &path,
-            Placement::Dense,
-            &WriterOptions { index_frame_bytes: frame_bytes, ..options(layout, None) },
-        );
-        let reader = StoreReader::open(Store::local(&path), None).unwrap();
+        let (_dir, reader) = binned_store(layout, frame_bytes);
         let mut compared = 0;
         for index in reader.slab_indexes().unwrap() {
             assert!(index.stats_from_segments(), "{layout}: positions read when needed");
