@@ -243,6 +243,8 @@ pub struct PositionsSection {
     /// CRC-32C of the section's stored bytes, taken when the file was checked whole.
     pub checksum: u32,
     pub compressed: bool,
+    /// The positions' bytes once decompressed, as the section states them.
+    pub raw_len: u64,
 }
 
 /// Like [`decode`], but leaves whole positions (section 2) where they are: the index
@@ -286,11 +288,21 @@ fn decode_checked(buf: &[u8], what: &str, aside: bool) -> Result<(SlabIndexData,
             data.bitmaps.extend(crate::index_frames::decode_frame(stored, info, what)?);
         }
     }
-    let aside = aside.map(|s| PositionsSection {
-        at: s.offset as u64,
-        len: s.len as u64,
-        checksum: crc32c::crc32c(&buf[s.offset..s.offset + s.len]),
-        compressed: s.flags & FLAG_ZSTD != 0,
+    let aside = aside.map(|s| {
+        let stored = &buf[s.offset..s.offset + s.len];
+        let compressed = s.flags & FLAG_ZSTD != 0;
+        // A compressed body starts with its raw length (checked when decompressed).
+        let raw_len = match (compressed, stored.get(..8)) {
+            (true, Some(b)) => u64::from_le_bytes(b.try_into().unwrap_or_default()).min(MAX_SECTION_BYTES),
+            _ => s.len as u64,
+        };
+        PositionsSection {
+            at: s.offset as u64,
+            len: s.len as u64,
+            checksum: crc32c::crc32c(stored),
+            compressed,
+            raw_len,
+        }
     });
     Ok((data, aside))
 }

@@ -199,54 +199,79 @@ enum Positions {
 
 type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
 
-/// Frames of positions a reader keeps loaded, over all its slabs (each about
-/// `index_frame_bytes` of positions, 1 MiB by default; a slab whose index is read whole
-/// counts its positions as one frame, at most that size). A count over a 1 GB field under
-/// V-S (250 frames) took 4.7 s keeping 8, as its Hilbert-ordered walk came back to frames
-/// dropped; 0.68 s keeping 64 (174 MB resident); 0.48 s keeping all (299 MB). Kept per
-/// slab, a store of many slabs held 64 of each: on a 200 MB field in ten framed slabs a
-/// first query grew the process by 114 MB kept per slab, 88 MB kept here, in the same
-/// time; a query repeated at once reads its frames again. Shared only because planning
-/// reads none ([`SlabIndex::bin_stats`]): walked twice, they were read twice. (2 in this
-/// crate's unit tests, so that they drop frames and read them again.)
-const FRAMES_KEPT: usize = if cfg!(test) { 2 } else { 64 };
+/// Bytes of positions (as stored, decompressed) a reader keeps loaded, over all its slabs:
+/// frames of about `index_frame_bytes` (1 MiB by default), and the whole positions of
+/// slabs whose index is read whole (at most that size each). A count over a 1 GB field
+/// under V-S (250 frames) took 4.7 s keeping 8 frames, as its Hilbert-ordered walk came
+/// back to frames dropped; 0.68 s keeping 64 (174 MB resident); 0.48 s keeping all (299
+/// MB). Kept per slab, a store of many slabs held up to 64 frames of each: on a 200 MB
+/// field in ten framed slabs a first query grew the process by 114 MB kept per slab, 88
+/// MB kept here, in the same time. Counted in bytes, not frames: 114 slabs of 30 kB held
+/// as 64 entries read most of them again on every query (points 4.5 -> 12 ms). Shared
+/// only because planning reads none ([`SlabIndex::bin_stats`]): walked twice, they were
+/// read twice. (4 KiB in this crate's unit tests, so that they drop frames and read them
+/// again.)
+const POSITIONS_KEPT_BYTES: u64 = if cfg!(test) { 4 << 10 } else { 64 << 20 };
 
-/// A frame of positions by slab and frame number, with its bins.
-type KeptFrame = ((u64, usize), Arc<BinMap>);
+/// A kept frame: its bins, its size, when it was last used.
+#[derive(Debug)]
+struct KeptFrame {
+    map: Arc<BinMap>,
+    bytes: u64,
+    used: u64,
+}
 
-/// The frames of positions a reader keeps: the [`FRAMES_KEPT`] last used, most recent last.
+#[derive(Debug, Default)]
+struct Kept {
+    frames: FxHashMap<(u64, usize), KeptFrame>,
+    bytes: u64,
+    clock: u64,
+}
+
+/// The frames of positions a reader keeps, by (slab, frame): the last used, up to
+/// [`POSITIONS_KEPT_BYTES`] (the newest always).
 #[derive(Debug, Default)]
 pub(crate) struct FrameCache {
-    kept: Mutex<Vec<KeptFrame>>,
+    kept: Mutex<Kept>,
 }
 
 impl FrameCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<KeptFrame>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Frame `key`, now the most recently used, if kept.
     fn get(&self, key: (u64, usize)) -> Option<Arc<BinMap>> {
         let mut kept = self.lock();
-        let at = kept.iter().position(|(k, _)| *k == key)?;
-        let entry = kept.remove(at);
-        kept.push(entry.clone());
-        Some(entry.1)
+        kept.clock += 1;
+        let now = kept.clock;
+        let f = kept.frames.get_mut(&key)?;
+        f.used = now;
+        Some(f.map.clone())
     }
 
-    /// Keeps frame `key`, dropping the least recently used past [`FRAMES_KEPT`].
-    fn put(&self, key: (u64, usize), map: Arc<BinMap>) {
+    /// Keeps frame `key` of `bytes`, dropping the least recently used past the budget.
+    fn put(&self, key: (u64, usize), map: Arc<BinMap>, bytes: u64) {
         let mut kept = self.lock();
-        kept.retain(|(k, _)| *k != key);
-        if kept.len() >= FRAMES_KEPT {
-            kept.remove(0);
+        kept.clock += 1;
+        let used = kept.clock;
+        if let Some(old) = kept.frames.insert(key, KeptFrame { map, bytes, used }) {
+            kept.bytes -= old.bytes;
         }
-        kept.push((key, map));
+        kept.bytes += bytes;
+        while kept.bytes > POSITIONS_KEPT_BYTES && kept.frames.len() > 1 {
+            let Some(oldest) = kept.frames.iter().min_by_key(|(_, f)| f.used).map(|(k, _)| *k) else { break };
+            if let Some(f) = kept.frames.remove(&oldest) {
+                kept.bytes -= f.bytes;
+            }
+        }
     }
 
+    /// Frames and bytes kept.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+    pub(crate) fn kept(&self) -> (usize, u64) {
+        let kept = self.lock();
+        (kept.frames.len(), kept.bytes)
     }
 }
 
@@ -305,7 +330,7 @@ impl SlabIndex {
                         let what = format!("index file {path}");
                         let bitmaps = crate::index_frames::load_frame(storage.as_ref(), path, frames, i, &what)?;
                         let m = Arc::new(bin_entries(bitmaps, &self.segments, path)?);
-                        cache.put((*slab, i), m.clone());
+                        cache.put((*slab, i), m.clone(), frames.frames[i].raw_length);
                         m
                     }
                 }
@@ -317,7 +342,7 @@ impl SlabIndex {
                     let stored = storage.read_range(path, section.at, section.len)?;
                     let bitmaps = index_file::decode_positions(&stored, section, &what)?;
                     let m = Arc::new(bin_entries(bitmaps, &self.segments, path)?);
-                    cache.put((*slab, 0), m.clone());
+                    cache.put((*slab, 0), m.clone(), section.raw_len);
                     m
                 }
             },
@@ -587,10 +612,10 @@ impl StoreReader {
         }
     }
 
-    /// How many frames of positions it keeps loaded, over every slab.
+    /// How many frames of positions it keeps loaded, over every slab, and their bytes.
     #[cfg(test)]
-    pub(crate) fn frames_kept(&self) -> usize {
-        self.frames.len()
+    pub(crate) fn frames_kept(&self) -> (usize, u64) {
+        self.frames.kept()
     }
 
     /// Loads the indexes of the slabs at `positions` (in the manifest) that are not loaded
