@@ -149,10 +149,10 @@ pub struct SlabIndex {
     /// Per sub-chunk, its stored bytes and segments by byte group (all bins together):
     /// what a scan reads, looked up once instead of per (bin, group) when planning.
     pub totals: FxHashMap<SubchunkId, Vec<(u64, u32)>>,
-    /// Level V with framed positions: each sub-chunk's bins as the segments table tells
-    /// them, so that planning reads no frame (the query that follows walks them once).
-    /// None where positions are read whole, or where a bin's segment is the file's whole
-    /// chunk (in place) and its length says nothing of the bin's.
+    /// Level V with positions read when needed: each sub-chunk's bins as the segments
+    /// table tells them, so that planning reads none (the query that follows reads them
+    /// once). None where positions are read with the index: in place, where a bin's
+    /// segment is the file's whole chunk and its length says nothing of the bin's.
     stats: Option<FxHashMap<SubchunkId, Vec<BinStat>>>,
 }
 
@@ -174,27 +174,51 @@ impl From<&BinEntry> for BinStat {
 }
 
 /// Level V's positions of a slab: read with its index (in place, or none at all), or
-/// loaded when a query needs them — the whole section, or the frame holding the sub-chunk —
-/// the last few used kept in the reader's [`FrameCache`] (a query that walks a whole store
-/// holds a few frames, not all its positions).
+/// loaded when a query needs them, the last used kept in the reader's [`FrameCache`] (a
+/// query that walks a whole store holds a few frames, not all its positions).
 enum Positions {
     Whole(Arc<BinMap>),
-    /// An index file small enough to be read whole: its positions section, read again
-    /// when needed (one frame in the cache).
-    Section {
-        storage: Arc<dyn crate::storage::Storage>,
-        path: String,
-        section: index_file::PositionsSection,
-        slab: u64,
-        cache: Arc<FrameCache>,
-    },
-    Framed {
-        storage: Arc<dyn crate::storage::Storage>,
-        path: String,
-        frames: Frames,
-        slab: u64,
-        cache: Arc<FrameCache>,
-    },
+    Lazy(LazyPositions),
+}
+
+/// Positions left in their index file, read a part at a time: a frame (the one holding a
+/// sub-chunk), or the whole positions section of a file small enough to be read whole.
+struct LazyPositions {
+    storage: Arc<dyn crate::storage::Storage>,
+    path: String,
+    parts: Parts,
+    slab: u64,
+    cache: Arc<FrameCache>,
+}
+
+enum Parts {
+    Frames(Frames),
+    Section(index_file::PositionsSection),
+}
+
+impl LazyPositions {
+    /// The part that may hold sub-chunk `id`.
+    fn part_of(&self, id: SubchunkId) -> Option<usize> {
+        match &self.parts {
+            Parts::Frames(frames) => frames.frame_of(id),
+            Parts::Section(_) => Some(0),
+        }
+    }
+
+    /// Part `i`'s positions, read and checked, and its size as the cache counts it.
+    fn load(&self, i: usize) -> Result<(Vec<index_file::BinPositions>, u64)> {
+        let what = format!("index file {}", self.path);
+        match &self.parts {
+            Parts::Frames(frames) => {
+                let bitmaps = crate::index_frames::load_frame(self.storage.as_ref(), &self.path, frames, i, &what)?;
+                Ok((bitmaps, frames.frames[i].raw_length))
+            }
+            Parts::Section(section) => {
+                let stored = self.storage.read_range(&self.path, section.at, section.len)?;
+                Ok((index_file::decode_positions(&stored, section, &what)?, section.raw_len))
+            }
+        }
+    }
 }
 
 type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
@@ -279,10 +303,12 @@ impl std::fmt::Debug for Positions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Positions::Whole(m) => write!(f, "Positions::Whole({} sub-chunks)", m.len()),
-            Positions::Framed { path, frames, .. } => {
-                write!(f, "Positions::Framed({path}, {} frames)", frames.frames.len())
+            Positions::Lazy(LazyPositions { path, parts: Parts::Frames(frames), .. }) => {
+                write!(f, "Positions::Lazy({path}, {} frames)", frames.frames.len())
             }
-            Positions::Section { path, section, .. } => write!(f, "Positions::Section({path}, {} bytes)", section.len),
+            Positions::Lazy(LazyPositions { path, parts: Parts::Section(s), .. }) => {
+                write!(f, "Positions::Lazy({path}, {} bytes whole)", s.len)
+            }
         }
     }
 }
@@ -321,31 +347,19 @@ impl SlabIndex {
     pub fn bins_of(&self, id: SubchunkId) -> Result<Option<Bins>> {
         let map = match &self.positions {
             Positions::Whole(m) => m.clone(),
-            Positions::Framed { storage, path, frames, slab, cache } => {
-                let Some(i) = frames.frame_of(id) else { return Ok(None) };
-                match cache.get((*slab, i)) {
+            Positions::Lazy(lazy) => {
+                let Some(i) = lazy.part_of(id) else { return Ok(None) };
+                match lazy.cache.get((lazy.slab, i)) {
                     Some(m) => m,
                     None => {
-                        // Read outside the lock: two threads may read the same frame.
-                        let what = format!("index file {path}");
-                        let bitmaps = crate::index_frames::load_frame(storage.as_ref(), path, frames, i, &what)?;
-                        let m = Arc::new(bin_entries(bitmaps, &self.segments, path)?);
-                        cache.put((*slab, i), m.clone(), frames.frames[i].raw_length);
+                        // Read outside the lock: two threads may read the same part.
+                        let (bitmaps, bytes) = lazy.load(i)?;
+                        let m = Arc::new(bin_entries(bitmaps, &self.segments, &lazy.path)?);
+                        lazy.cache.put((lazy.slab, i), m.clone(), bytes);
                         m
                     }
                 }
             }
-            Positions::Section { storage, path, section, slab, cache } => match cache.get((*slab, 0)) {
-                Some(m) => m,
-                None => {
-                    let what = format!("index file {path}");
-                    let stored = storage.read_range(path, section.at, section.len)?;
-                    let bitmaps = index_file::decode_positions(&stored, section, &what)?;
-                    let m = Arc::new(bin_entries(bitmaps, &self.segments, path)?);
-                    cache.put((*slab, 0), m.clone(), section.raw_len);
-                    m
-                }
-            },
         };
         Ok(map.contains_key(&id).then_some(Bins { map, id }))
     }
@@ -724,13 +738,20 @@ impl StoreReader {
             true => Some(self.bin_stats_of(&segments, &bins, &slab.index)?),
             false => None,
         };
-        let (path, cache) = (slab.index.clone(), self.frames.clone());
-        let positions = match (frames, aside) {
-            (Some(frames), _) => Positions::Framed { storage: storage.clone(), path, frames, slab: slab.id, cache },
-            (None, Some(section)) => {
-                Positions::Section { storage: storage.clone(), path, section, slab: slab.id, cache }
-            }
-            (None, None) => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
+        let parts = match (frames, aside) {
+            (Some(frames), _) => Some(Parts::Frames(frames)),
+            (None, Some(section)) => Some(Parts::Section(section)),
+            (None, None) => None,
+        };
+        let positions = match parts {
+            Some(parts) => Positions::Lazy(LazyPositions {
+                storage: storage.clone(),
+                path: slab.index.clone(),
+                parts,
+                slab: slab.id,
+                cache: self.frames.clone(),
+            }),
+            None => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
         };
         let ix = Arc::new(SlabIndex { segments, positions, bins, totals, stats });
         self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
