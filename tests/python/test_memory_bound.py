@@ -98,22 +98,30 @@ STATIC_SCRIPT = textwrap.dedent(
     after = kb("VmHWM")
     with netCDF4.Dataset(out + ".nc") as nc:
         assert np.array_equal(nc["tas"][3, 399], got)
-    print(grew, (after - before) // 1024)
+    exported = (after - before) // 1024
+    # A count of the whole field, the store opened afresh without a decoded-segment cache.
+    ds = strata.open(out, cache_bytes=0)
+    before = reset_peak()
+    n = ds.query("tas > 2.5", output="count", method="index")
+    after = kb("VmHWM")
+    assert n == ds.query("tas > 2.5", output="count", method="scan")
+    print(grew, exported, (after - before) // 1024)
     """
 )
 
 
-def static_import(tmp_path, layout: str, noisy: bool = False) -> tuple[int, int]:
-    """Peak growth (MB) importing then exporting the 415 MB static field under `layout`."""
+def static_import(tmp_path, layout: str, noisy: bool = False) -> tuple[int, int, int]:
+    """Peak growth (MB) importing, exporting, then counting by index the 415 MB static
+    field under `layout`."""
     args = [str(tmp_path / "ens.nc"), str(tmp_path / "ens.strata"), layout, "noisy" if noisy else "smooth"]
     result = subprocess.run([sys.executable, "-c", MEMORY + STATIC_SCRIPT, *args], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    growth_mb, export_mb = map(int, result.stdout.strip().splitlines()[-1].split())
-    return growth_mb, export_mb
+    growth_mb, export_mb, count_mb = map(int, result.stdout.strip().splitlines()[-1].split())
+    return growth_mb, export_mb, count_mb
 
 
 def test_a_large_variable_without_the_record_dimension_is_imported_in_blocks(tmp_path):
-    growth_mb, export_mb = static_import(tmp_path, "S")
+    growth_mb, export_mb, _ = static_import(tmp_path, "S")
     # Read whole, the 415 MB field grew the process by 427 MB here (and by its compressed
     # bytes too before they spilled); in blocks of about a slab (64 MiB), by 75 MB.
     assert growth_mb < 200, f"peak memory grew by {growth_mb} MB importing a 415 MB static variable"
@@ -127,9 +135,11 @@ def test_level_v_positions_of_a_large_static_variable_are_bounded_too(tmp_path):
     # index was written, importing grew the process by 408 MB here; spilled with the
     # segments, by 232 MB (under S, noisy: 179 to 188 MB). Read back, every frame of them
     # stayed loaded: the export grew by 252 MB; the last few kept, by 126 MB.
-    growth_mb, export_mb = static_import(tmp_path, "V-S", noisy=True)
+    growth_mb, export_mb, count_mb = static_import(tmp_path, "V-S", noisy=True)
     assert growth_mb < 320, f"peak memory grew by {growth_mb} MB importing a 415 MB static variable under V-S"
     assert export_mb < 200, f"peak memory grew by {export_mb} MB exporting a 415 MB static variable under V-S"
+    # A count needs no positions: loading them (64 frames kept), it grew by 62 MB; now 0.
+    assert count_mb < 30, f"peak memory grew by {count_mb} MB counting a 415 MB static variable under V-S"
 
 
 QUERY_SCRIPT = textwrap.dedent(
