@@ -366,10 +366,11 @@ impl SlabIndex {
 
     /// The bins present in a sub-chunk (None without V), ascending, with their sizes and
     /// summaries: from the segments table where it holds them, without reading positions.
-    pub fn bin_stats(&self, id: SubchunkId) -> Result<Option<Vec<BinStat>>> {
+    pub fn bin_stats(&self, id: SubchunkId) -> Result<Option<std::borrow::Cow<'_, [BinStat]>>> {
+        use std::borrow::Cow;
         match &self.stats {
-            Some(stats) => Ok(stats.get(&id).cloned()),
-            None => Ok(self.bins_of(id)?.map(|b| b.iter().map(BinStat::from).collect())),
+            Some(stats) => Ok(stats.get(&id).map(|v| Cow::Borrowed(&v[..]))),
+            None => Ok(self.bins_of(id)?.map(|b| Cow::Owned(b.iter().map(BinStat::from).collect()))),
         }
     }
 
@@ -775,7 +776,7 @@ impl StoreReader {
                 None => {
                     let var = &self.manifest.variables[k.var as usize];
                     let groups = precision::byte_groups(&self.manifest.layout, var)?;
-                    let w = groups.map_or(var.dtype.size(), |g| g[0]) as u64;
+                    let w = precision::widths_read(groups.as_deref(), Some(1), var.dtype.size())[0] as u64;
                     widths.insert(k.var, w);
                     w
                 }

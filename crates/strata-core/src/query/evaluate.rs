@@ -238,7 +238,7 @@ impl Executor<'_> {
             )));
         }
         let (mut count, mut boundary) = (0u64, Vec::new());
-        for e in &stats {
+        for e in stats.iter() {
             match op.coverage(e.count, e.min, e.max, e.count == e.len, value) {
                 Coverage::Empty => {
                     counters.empty.fetch_add(1, Ordering::Relaxed);
@@ -255,7 +255,7 @@ impl Executor<'_> {
         }
         counters.boundary.fetch_add(boundary.len() as u64, Ordering::Relaxed);
         let groups = crate::precision::byte_groups(&self.reader.manifest().layout, var)?;
-        let widths = groups.clone().unwrap_or_else(|| vec![var.dtype.size()]);
+        let widths = crate::precision::widths_read(groups.as_deref(), None, var.dtype.size());
         let lens: Vec<u64> = boundary.iter().map(|&(_, len)| len).collect();
         let reads = self.reader.reads_for(&index, slab, id, n, &widths, boundary)?;
         let fetched = self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
@@ -347,7 +347,7 @@ impl Executor<'_> {
         counters.boundary.fetch_add(boundary.len() as u64, Ordering::Relaxed);
         // Boundary segments are read at full precision: the selection is exact.
         let groups = crate::precision::byte_groups(&self.reader.manifest().layout, var)?;
-        let widths = groups.clone().unwrap_or_else(|| vec![var.dtype.size()]);
+        let widths = crate::precision::widths_read(groups.as_deref(), None, var.dtype.size());
         let reads = self.reader.bin_reads(&index, slab, id, n, &widths, &|bin| boundary.contains(&bin))?;
         let fetched = self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
         let split = groups.map(|g| (g.clone(), g.len()));
