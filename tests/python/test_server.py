@@ -1212,6 +1212,31 @@ def test_appends_while_serving_show_whole_versions(served, tmp_path):
         shutil.rmtree(copy)
 
 
+def test_a_store_removed_or_made_again_under_its_name_is_seen(served):
+    """The server remembers where a name leads and its newest version; a store deleted, or
+    made again under the same name (version 1 again, other variables), is seen at once."""
+    base, root = served
+    path = root / "ocean" / "again"
+    strata.write_arrays(path, {"a": (("x",), np.arange(10, dtype=np.float32))})
+    try:
+        status, _, body = get(f"{base}/dap/ocean/again.dods?a")
+        assert status == 200 and "a[x = 10]" in body.decode("latin-1")
+        shutil.rmtree(path)
+        status, _, body = get(f"{base}/dap/ocean/again.dds")
+        assert status == 404, body
+        values = np.linspace(-1, 1, 7)
+        strata.write_arrays(path, {"b": (("y",), values)})
+        status, _, body = get(f"{base}/dap/ocean/again.dods?b")
+        assert status == 200, body
+        head, _, data = body.partition(b"\nData:\n")
+        assert b"b[y = 7]" in head
+        assert np.array_equal(np.frombuffer(data[8:], ">f8"), values)
+        status, _, body = get(f"{base}/dap/ocean/again.dds?a")
+        assert status == 404 and b"no variable 'a'" in body, body
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def get_len(base: str) -> int:
     return int(re.search(r"time = (\d+)\]", get(f"{base}/dap/ocean/grow.dds")[2].decode()).group(1))
 

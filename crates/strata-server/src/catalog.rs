@@ -16,12 +16,59 @@ use strata_sql::{SqlOptions, SqlSession};
 const MAX_DEPTH: usize = 4;
 /// Open readers kept (each holds its manifest and the slab indexes it loaded).
 const MAX_OPEN: usize = 32;
+/// Names whose directory and newest version are remembered (see [`Known`]).
+const MAX_KNOWN: usize = 1024;
 
 #[derive(Debug)]
 pub(crate) struct Catalog {
     root: PathBuf,
     open: Mutex<Recent<Arc<StoreReader>>>,
     sql: Mutex<Recent<Arc<SqlSession>>>,
+    known: Mutex<HashMap<String, Known>>,
+}
+
+/// A name already resolved: its directory inside the root and its newest version. Versions
+/// only grow, each with a manifest file of its own: while that file is the one seen and the
+/// next version's manifest does not exist, the version stands. Two metadata calls, where
+/// resolving again took about fifteen (the path walked link by link, `HEAD` opened, read
+/// and parsed) on each of the several small requests a DAP2 client sends per file it opens.
+#[derive(Debug, Clone)]
+struct Known {
+    dir: PathBuf,
+    stamp: Stamp,
+}
+
+/// A dataset's version as served: its number, and which manifest file it is. A store
+/// deleted and made again under the same name starts again at version 1 with another
+/// manifest file; readers opened on the old one must not answer for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    version: u64,
+    manifest: Option<FileId>,
+}
+
+/// Which file a path names, and its state: the same for a file left as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+}
+
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(FileId {
+        dev: m.dev(),
+        ino: m.ino(),
+        size: m.size(),
+        mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+    })
+}
+
+fn manifest_file(dir: &Path, version: u64) -> PathBuf {
+    dir.join(strata_core::store::manifest_path(version))
 }
 
 /// Objects opened per dataset version, at most `capacity`, the least recently used dropped
@@ -30,7 +77,7 @@ pub(crate) struct Catalog {
 struct Recent<T> {
     capacity: usize,
     tick: u64,
-    entries: HashMap<String, (u64, T, u64)>,
+    entries: HashMap<String, (Stamp, T, u64)>,
 }
 
 impl<T: Clone> Recent<T> {
@@ -39,7 +86,7 @@ impl<T: Clone> Recent<T> {
     }
 
     /// The object of `name` at `version`, if open.
-    fn get(&mut self, name: &str, version: u64) -> Option<T> {
+    fn get(&mut self, name: &str, version: Stamp) -> Option<T> {
         self.tick += 1;
         let tick = self.tick;
         let e = self.entries.get_mut(name).filter(|e| e.0 == version)?;
@@ -47,7 +94,7 @@ impl<T: Clone> Recent<T> {
         Some(e.1.clone())
     }
 
-    fn insert(&mut self, name: &str, version: u64, value: T) {
+    fn insert(&mut self, name: &str, version: Stamp, value: T) {
         self.tick += 1;
         if self.entries.len() >= self.capacity && !self.entries.contains_key(name) {
             if let Some(oldest) = self.entries.iter().min_by_key(|(_, e)| e.2).map(|(k, _)| k.clone()) {
@@ -72,7 +119,12 @@ impl Catalog {
         if !root.is_dir() {
             return Err(ApiError::startup(format!("cannot serve '{}': not a directory", root.display())));
         }
-        Ok(Catalog { root, open: Mutex::new(Recent::new(MAX_OPEN)), sql: Mutex::new(Recent::new(MAX_OPEN / 4)) })
+        Ok(Catalog {
+            root,
+            open: Mutex::new(Recent::new(MAX_OPEN)),
+            sql: Mutex::new(Recent::new(MAX_OPEN / 4)),
+            known: Mutex::new(HashMap::new()),
+        })
     }
 
     /// Every store's name, sorted. The root itself, when it is a store, is named by its
@@ -119,7 +171,7 @@ impl Catalog {
         if let Some(r) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, version) {
             return Ok(r);
         }
-        let reader = Arc::new(StoreReader::open(store, Some(version))?);
+        let reader = Arc::new(StoreReader::open(store, Some(version.version))?);
         self.check_in_place(&dir, reader.manifest())?;
         self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(name, version, reader.clone());
         Ok(reader)
@@ -127,12 +179,25 @@ impl Catalog {
 }
 
 impl Catalog {
-    /// The directory, store and newest version of dataset `name`: a few metadata calls.
-    fn newest(&self, name: &str) -> Result<(PathBuf, Store, u64), ApiError> {
+    /// The directory, store and newest version of dataset `name` (see [`Known`]).
+    fn newest(&self, name: &str) -> Result<(PathBuf, Store, Stamp), ApiError> {
+        let known = self.known.lock().unwrap_or_else(|p| p.into_inner()).get(name).cloned();
+        if let Some(k) = known {
+            let v = k.stamp.version;
+            if file_id(&manifest_file(&k.dir, v)) == k.stamp.manifest && !manifest_file(&k.dir, v + 1).exists() {
+                return Ok((k.dir.clone(), Store::local(&k.dir.to_string_lossy()), k.stamp));
+            }
+        }
         let dir = self.resolve(name)?;
         let store = Store::local(&dir.to_string_lossy());
         let version = store.latest_version()?;
-        Ok((dir, store, version))
+        let stamp = Stamp { version, manifest: file_id(&manifest_file(&dir, version)) };
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if known.len() >= MAX_KNOWN {
+            known.clear();
+        }
+        known.insert(name.to_string(), Known { dir: dir.clone(), stamp });
+        Ok((dir, store, stamp))
     }
 
     /// The reader of `name` if it is open at the newest version, else None ([`reader`]
@@ -163,14 +228,12 @@ impl Catalog {
 
     /// A SQL session over dataset `name`, its table named by [`sql_table`].
     pub fn sql(&self, name: &str, session: Arc<Session>) -> Result<Arc<SqlSession>, ApiError> {
-        let dir = self.resolve(name)?;
+        let (dir, store, version) = self.newest(name)?;
         let path = dir.to_string_lossy().into_owned();
-        let store = Store::local(&path);
-        let version = store.latest_version()?;
         if let Some(s) = self.sql.lock().unwrap_or_else(|p| p.into_inner()).get(name, version) {
             return Ok(s);
         }
-        self.check_in_place(&dir, &store.manifest(Some(version))?)?;
+        self.check_in_place(&dir, &store.manifest(Some(version.version))?)?;
         let options = SqlOptions { session, target_partitions: Some(2), ..SqlOptions::default() };
         let s = Arc::new(SqlSession::open(&[(path, Some(sql_table(name)))], options)?);
         self.sql.lock().unwrap_or_else(|p| p.into_inner()).insert(name, version, s.clone());
@@ -208,14 +271,20 @@ fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<String>) {
 mod tests {
     use super::*;
 
+    fn v(version: u64) -> Stamp {
+        Stamp { version, manifest: None }
+    }
+
     #[test]
     fn the_least_recently_used_goes_first() {
         let mut r = Recent::new(2);
-        r.insert("a", 1, 'a');
-        r.insert("b", 1, 'b');
-        assert_eq!(r.get("a", 1), Some('a'));
-        r.insert("c", 1, 'c'); // b is the least recently used
-        assert_eq!((r.get("a", 1), r.get("b", 1), r.get("c", 1)), (Some('a'), None, Some('c')));
-        assert_eq!(r.get("a", 2), None); // another version is not the same object
+        r.insert("a", v(1), 'a');
+        r.insert("b", v(1), 'b');
+        assert_eq!(r.get("a", v(1)), Some('a'));
+        r.insert("c", v(1), 'c'); // b is the least recently used
+        assert_eq!((r.get("a", v(1)), r.get("b", v(1)), r.get("c", v(1))), (Some('a'), None, Some('c')));
+        assert_eq!(r.get("a", v(2)), None); // another version is not the same object
+        let other = Stamp { version: 1, manifest: Some(FileId { dev: 1, ino: 2, size: 3, mtime_ns: 4 }) };
+        assert_eq!(r.get("a", other), None); // nor the same version of a store made again
     }
 }
