@@ -505,6 +505,14 @@ pub(crate) struct SelectedSubchunk {
     pub blocks: Vec<AxisBlock>,
 }
 
+/// The blocks of each axis a selection touches in one slab (see `touched_blocks`).
+struct TouchedBlocks {
+    slab: usize,
+    offsets: Vec<u64>,
+    extent: Vec<u64>,
+    per_axis: Vec<Vec<AxisBlock>>,
+}
+
 /// One sub-chunk to decode (one segment, or one per byte group read) and where its
 /// selected elements go.
 struct Task {
@@ -948,38 +956,67 @@ impl StoreReader {
     pub(crate) fn subchunks_in(&self, var_idx: usize, sel: &[DimSelection]) -> Vec<SelectedSubchunk> {
         let var = &self.manifest.variables[var_idx];
         let Some(chunking) = &var.chunking else { return vec![] };
-        let full_shape = self.manifest.shape(var);
         let sub_grid = subchunk_grid(&chunking.chunk, &chunking.subchunk);
         let mut out = Vec::new();
-        for (slab_pos, offset, count) in self.parts_of(var) {
+        for touched in self.touched_blocks(var, sel) {
+            let grid = crate::grid::chunk_grid(&touched.extent, &chunking.chunk);
+            // Every combination of one block per axis is one sub-chunk.
+            let lens: Vec<u64> = touched.per_axis.iter().map(|b| b.len() as u64).collect();
+            for combo in 0..lens.iter().product::<u64>() {
+                let pick = unravel(combo, &lens);
+                let blocks: Vec<AxisBlock> = pick.iter().zip(&touched.per_axis).map(|(&i, b)| b[i as usize]).collect();
+                let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
+                let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
+                let start = (0..touched.extent.len())
+                    .map(|d| {
+                        touched.offsets[d] + chunk_coords[d] * chunking.chunk[d] + sub_coords[d] * chunking.subchunk[d]
+                    })
+                    .collect();
+                let id = (var_idx as u32, ravel(&chunk_coords, &grid), ravel(&sub_coords, &sub_grid) as u32);
+                out.push(SelectedSubchunk { slab: touched.slab, id, start, blocks });
+            }
+        }
+        out
+    }
+
+    /// Per slab holding part of `var`, the sub-chunk blocks of each axis that a (checked)
+    /// selection touches (slabs it misses left out).
+    fn touched_blocks(&self, var: &Variable, sel: &[DimSelection]) -> Vec<TouchedBlocks> {
+        let Some(chunking) = &var.chunking else { return vec![] };
+        let full_shape = self.manifest.shape(var);
+        let mut out = Vec::new();
+        for (slab, offset, count) in self.parts_of(var) {
             let mut extent = full_shape.clone();
             let mut offsets = vec![0u64; extent.len()];
-            if self.manifest.slabs[slab_pos].records.is_some() {
+            if self.manifest.slabs[slab].records.is_some() {
                 extent[0] = count;
                 offsets[0] = offset;
             }
             let per_axis: Vec<Vec<AxisBlock>> = (0..extent.len())
                 .map(|d| axis_blocks(sel[d], offsets[d], extent[d], chunking.chunk[d], chunking.subchunk[d]))
                 .collect();
-            if per_axis.iter().any(|b| b.is_empty()) {
-                continue;
-            }
-            let grid = crate::grid::chunk_grid(&extent, &chunking.chunk);
-            // Every combination of one block per axis is one sub-chunk.
-            let lens: Vec<u64> = per_axis.iter().map(|b| b.len() as u64).collect();
-            for combo in 0..lens.iter().product::<u64>() {
-                let pick = unravel(combo, &lens);
-                let blocks: Vec<AxisBlock> = pick.iter().zip(&per_axis).map(|(&i, b)| b[i as usize]).collect();
-                let chunk_coords: Vec<u64> = blocks.iter().map(|b| b.chunk).collect();
-                let sub_coords: Vec<u64> = blocks.iter().map(|b| b.sub).collect();
-                let start = (0..extent.len())
-                    .map(|d| offsets[d] + chunk_coords[d] * chunking.chunk[d] + sub_coords[d] * chunking.subchunk[d])
-                    .collect();
-                let id = (var_idx as u32, ravel(&chunk_coords, &grid), ravel(&sub_coords, &sub_grid) as u32);
-                out.push(SelectedSubchunk { slab: slab_pos, id, start, blocks });
+            if !per_axis.iter().any(|b| b.is_empty()) {
+                out.push(TouchedBlocks { slab, offsets, extent, per_axis });
             }
         }
         out
+    }
+
+    /// At most how many bytes reading `sel` of `name` decodes: every sub-chunk it touches,
+    /// whole, at full precision. From the chunk grid alone (no index is read, and the
+    /// sub-chunks are counted, not listed): what a caller weighs a small read by before
+    /// choosing the thread it runs on.
+    pub fn decoded_bound(&self, name: &str, sel: &[DimSelection]) -> Result<u64> {
+        self.check_selection(name, sel)?;
+        let (_, var) = self.manifest.variable(name)?;
+        let Some(chunking) = &var.chunking else { return Ok(0) };
+        let per = chunking.subchunk.iter().product::<u64>().saturating_mul(var.dtype.size() as u64);
+        let count: u64 = self
+            .touched_blocks(var, sel)
+            .iter()
+            .map(|t| t.per_axis.iter().map(|b| b.len() as u64).fold(1u64, u64::saturating_mul))
+            .fold(0u64, u64::saturating_add);
+        Ok(count.saturating_mul(per))
     }
 
     /// The segments to decode for a sub-chunk of `elements` elements: per bin (only bin 0

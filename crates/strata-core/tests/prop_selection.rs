@@ -105,6 +105,13 @@ proptest! {
             let n: u64 = out_shape.iter().product();
             let mut out = vec![0u8; n as usize * 8];
             reader.read_into("v", sel, &mut out).unwrap();
+            // The bound counts the sub-chunks the read decodes, whole, without listing them.
+            let (_, var) = reader.manifest().variable("v").unwrap();
+            let sub_bytes: u64 = var.chunking.as_ref().map_or(0, |k| k.subchunk.iter().product::<u64>() * 8);
+            let decodes = reader.read_work("v", sel).unwrap().calls as u64;
+            let bound = reader.decoded_bound("v", sel).unwrap();
+            prop_assert_eq!(bound, decodes * sub_bytes, "selection {:?}", sel);
+            prop_assert!(bound >= n * 8);
             for o in 0..n {
                 let oc = unravel(o, &out_shape);
                 let src: Vec<u64> = oc.iter().zip(sel).map(|(&k, s)| s.start + k * s.step).collect();

@@ -23,7 +23,7 @@ pub(crate) mod strings;
 mod text;
 mod types;
 
-use crate::pieces::{boxes, produced_now, streamed, SMALL_ANSWER_BYTES};
+use crate::pieces::{boxes, produced_now, streamed, LIGHT_DECODE_BYTES, SMALL_ANSWER_BYTES};
 use crate::{ApiError, State};
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State as AxState};
@@ -503,6 +503,8 @@ fn dods(
 ) -> Result<Body, ApiError> {
     let mark = ask.mark;
     let target = state.config.limits.piece_bytes;
+    let small = length.is_some_and(|l| l <= SMALL_ANSWER_BYTES);
+    let light = small && is_light(&reader, &parts)?;
     let produce = move |send: &mut dyn FnMut(Bytes) -> bool| {
         let mut head = dds.into_bytes();
         head.extend_from_slice(mark.bytes());
@@ -561,10 +563,23 @@ fn dods(
         }
         Ok(())
     };
-    if length.is_some_and(|l| l <= SMALL_ANSWER_BYTES) {
-        return produced_now(ask.trailers, produce);
+    if small {
+        return produced_now(ask.trailers, light, produce);
     }
     Ok(streamed(ask.trailers, produce))
+}
+
+/// Whether reading `parts` is plain reads decoding at most [`LIGHT_DECODE_BYTES`] in all
+/// (selections by value or area run queries, and strings are read apart: never light).
+fn is_light(reader: &StoreReader, parts: &[Part]) -> Result<bool, ApiError> {
+    let mut decoded = 0u64;
+    for p in parts {
+        if p.filter.is_some() || p.area.is_some() || p.text.is_some() {
+            return Ok(false);
+        }
+        decoded = decoded.saturating_add(reader.decoded_bound(&p.name, &p.sel)?);
+    }
+    Ok(decoded <= LIGHT_DECODE_BYTES)
 }
 
 /// The text response: the DDS, a rule, then each array row by row (`[i][j], v, v, ...`).
