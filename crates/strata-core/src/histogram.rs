@@ -32,6 +32,7 @@ impl StoreReader {
         let mut summaries = Vec::new();
         let mut missing = 0u64;
         for index in self.slab_indexes()? {
+            let index = index?;
             for s in index.segments.values() {
                 if s.key.var as usize != var_idx || s.key.group != 0 || s.count == 0 {
                     continue;

@@ -35,6 +35,7 @@ pub mod in_place;
 pub mod index_file;
 pub mod index_frames;
 pub mod joined;
+mod kept;
 pub mod labels;
 mod large;
 pub mod manifest;

@@ -8,15 +8,15 @@ use crate::fxhash::FxHashMap;
 use crate::grid::{axis_blocks, copy_block_raw, ravel, subchunk_grid, unravel, AxisBlock, AxisSelection};
 use crate::index_file;
 use crate::index_frames::Frames;
+use crate::kept::Kept;
 use crate::manifest::{Manifest, Slab, Variable};
 use crate::precision;
 use crate::segment::{SegmentEntry, SegmentKey};
 use crate::store::Store;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use strata_codecs::{registry, CodecChain, ElementContext};
 
 /// Reads separated by less than this are merged into one (fewer requests, a little waste).
@@ -237,67 +237,17 @@ type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
 /// again.)
 const POSITIONS_KEPT_BYTES: u64 = if cfg!(test) { 4 << 10 } else { 64 << 20 };
 
-/// A kept frame: its bins, its size, when it was last used.
-#[derive(Debug)]
-struct KeptFrame {
-    map: Arc<BinMap>,
-    bytes: u64,
-    used: u64,
-}
-
-#[derive(Debug, Default)]
-struct Kept {
-    frames: FxHashMap<(u64, usize), KeptFrame>,
-    bytes: u64,
-    clock: u64,
-}
-
 /// The frames of positions a reader keeps, by (slab, frame): the last used, up to
-/// [`POSITIONS_KEPT_BYTES`] (the newest always).
-#[derive(Debug, Default)]
-pub(crate) struct FrameCache {
-    kept: Mutex<Kept>,
-}
+/// [`POSITIONS_KEPT_BYTES`].
+pub(crate) type FrameCache = Kept<(u64, usize), Arc<BinMap>>;
 
-impl FrameCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        self.kept.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Frame `key`, now the most recently used, if kept.
-    fn get(&self, key: (u64, usize)) -> Option<Arc<BinMap>> {
-        let mut kept = self.lock();
-        kept.clock += 1;
-        let now = kept.clock;
-        let f = kept.frames.get_mut(&key)?;
-        f.used = now;
-        Some(f.map.clone())
-    }
-
-    /// Keeps frame `key` of `bytes`, dropping the least recently used past the budget.
-    fn put(&self, key: (u64, usize), map: Arc<BinMap>, bytes: u64) {
-        let mut kept = self.lock();
-        kept.clock += 1;
-        let used = kept.clock;
-        if let Some(old) = kept.frames.insert(key, KeptFrame { map, bytes, used }) {
-            kept.bytes -= old.bytes;
-        }
-        kept.bytes += bytes;
-        while kept.bytes > POSITIONS_KEPT_BYTES && kept.frames.len() > 1 {
-            let Some(oldest) = kept.frames.iter().min_by_key(|(_, f)| f.used).map(|(k, _)| *k) else { break };
-            if let Some(f) = kept.frames.remove(&oldest) {
-                kept.bytes -= f.bytes;
-            }
-        }
-    }
-
-    /// Frames and bytes kept.
-    #[cfg(test)]
-    pub(crate) fn kept(&self) -> (usize, u64) {
-        let kept = self.lock();
-        (kept.frames.len(), kept.bytes)
-    }
-}
+/// Bytes of slab indexes a reader keeps loaded (their segments tables, bin summaries and
+/// the positions read with them), the last used first: every slab's stayed for the
+/// reader's life, about 1.25% of the raw data under V-S (5 MB for 100 slabs of a 400 MB
+/// field), so a count over a store of 10,000 appended files held them all. A query over
+/// more than this reads the indexes it dropped again. (12 KiB in this crate's unit tests,
+/// so that they drop indexes and read them again.)
+pub(crate) const INDEXES_KEPT_BYTES: u64 = if cfg!(test) { 12 << 10 } else { 256 << 20 };
 
 impl std::fmt::Debug for Positions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -341,7 +291,45 @@ impl Bins {
 /// (0 in this crate's unit tests, so that every store they write is read as a large one.)
 const WHOLE_INDEX_BYTES: u64 = if cfg!(test) { 0 } else { 1 << 20 };
 
+/// Bytes a hash map's table takes (its entries and control bytes), its entries' own heap
+/// left to the caller.
+fn table_bytes<K, V, S>(m: &std::collections::HashMap<K, V, S>) -> u64 {
+    (m.capacity() * (std::mem::size_of::<(K, V)>() + 1)) as u64
+}
+
+/// Bytes a map of positions takes: its table, its entries, their bitmaps as serialized.
+fn bin_map_bytes(m: &BinMap) -> u64 {
+    let entries = m.values().map(|v| {
+        (v.capacity() * std::mem::size_of::<BinEntry>()) as u64
+            + v.iter().map(|e| e.positions.serialized_size() as u64).sum::<u64>()
+    });
+    table_bytes(m) + entries.sum::<u64>()
+}
+
 impl SlabIndex {
+    /// About how many bytes of memory it holds (positions read when needed are counted
+    /// where they are kept, see [`FrameCache`]): what the reader's budget of kept indexes
+    /// counts.
+    pub fn heap_bytes(&self) -> u64 {
+        let vecs = |n: usize, each: usize| (n * each) as u64;
+        let bins = self.bins.values().map(|b| vecs(b.boundaries.capacity() + b.counts.capacity(), 8));
+        let totals = self.totals.values().map(|t| vecs(t.capacity(), std::mem::size_of::<(u64, u32)>()));
+        let stats = self.stats.as_ref().map_or(0, |m| {
+            table_bytes(m) + m.values().map(|v| vecs(v.capacity(), std::mem::size_of::<BinStat>())).sum::<u64>()
+        });
+        let positions = match &self.positions {
+            Positions::Whole(m) => bin_map_bytes(m),
+            Positions::Lazy(_) => 0,
+        };
+        table_bytes(&self.segments)
+            + table_bytes(&self.bins)
+            + bins.sum::<u64>()
+            + table_bytes(&self.totals)
+            + totals.sum::<u64>()
+            + stats
+            + positions
+    }
+
     /// The bins present in a sub-chunk (None without V). A framed index reads the frame
     /// holding them unless it is among the last few used.
     pub fn bins_of(&self, id: SubchunkId) -> Result<Option<Bins>> {
@@ -349,7 +337,7 @@ impl SlabIndex {
             Positions::Whole(m) => m.clone(),
             Positions::Lazy(lazy) => {
                 let Some(i) = lazy.part_of(id) else { return Ok(None) };
-                match lazy.cache.get((lazy.slab, i)) {
+                match lazy.cache.get(&(lazy.slab, i)) {
                     Some(m) => m,
                     None => {
                         // Read outside the lock: two threads may read the same part.
@@ -475,7 +463,8 @@ pub struct StoreReader {
     store: Store,
     manifest: Manifest,
     chains: Vec<Vec<CodecChain>>,
-    indexes: Mutex<HashMap<u64, Arc<SlabIndex>>>,
+    /// Slab indexes loaded last, by slab id.
+    indexes: Kept<u64, Arc<SlabIndex>>,
     /// Level V's frames of positions loaded last, over every slab.
     frames: Arc<FrameCache>,
     counters: Counters,
@@ -600,8 +589,8 @@ impl StoreReader {
             store,
             manifest,
             chains,
-            indexes: Mutex::new(HashMap::new()),
-            frames: Arc::default(),
+            indexes: Kept::new(INDEXES_KEPT_BYTES),
+            frames: Arc::new(Kept::new(POSITIONS_KEPT_BYTES)),
             counters: Counters::default(),
             cache: SegmentCache::new(cache_bytes),
             overlap: std::sync::atomic::AtomicBool::new(true),
@@ -644,32 +633,48 @@ impl StoreReader {
     /// Loads the indexes of the slabs at `positions` (in the manifest) that are not loaded
     /// yet, side by side: a read or a query spanning several slabs would otherwise decode
     /// them one after another (ERSST x4's three V-S slab indexes: 10 MB of bitmaps, most of
-    /// what opening it for SQL cost).
+    /// what opening it for SQL cost). Stops after half the budget of kept indexes: the rest
+    /// are loaded one by one as they are used, rather than loaded here to be dropped unused.
     pub(crate) fn load_indexes(&self, positions: impl IntoIterator<Item = usize>) -> Result<()> {
         let mut wanted: Vec<usize> = positions.into_iter().collect();
         wanted.sort_unstable();
         wanted.dedup();
-        {
-            let loaded = self.indexes.lock().unwrap_or_else(|p| p.into_inner());
-            wanted.retain(|&i| self.manifest.slabs.get(i).is_some_and(|s| !loaded.contains_key(&s.id)));
+        wanted.retain(|&i| self.manifest.slabs.get(i).is_some_and(|s| !self.indexes.contains(&s.id)));
+        if wanted.len() < 2 {
+            return Ok(());
         }
-        if wanted.len() > 1 {
-            wanted.par_iter().try_for_each(|&i| self.slab_index(&self.manifest.slabs[i]).map(drop))?;
+        let mut loaded = 0u64;
+        for batch in wanted.chunks(4 * rayon::current_num_threads().max(1)) {
+            if loaded >= self.indexes.budget() / 2 {
+                break;
+            }
+            loaded += batch
+                .par_iter()
+                .map(|&i| self.slab_index(&self.manifest.slabs[i]).map(|ix| ix.heap_bytes()))
+                .sum::<Result<u64>>()?;
         }
         Ok(())
     }
 
-    /// Every slab's index, in manifest order, loaded side by side (see
+    /// Every slab's index, in manifest order, the first ones loaded side by side (see
     /// [`load_indexes`](Self::load_indexes)): what the summaries over a whole store read.
-    pub fn slab_indexes(&self) -> Result<Vec<Arc<SlabIndex>>> {
+    /// Each is loaded as the walk comes to it, and may be dropped after (see
+    /// [`INDEXES_KEPT_BYTES`]).
+    pub fn slab_indexes(&self) -> Result<impl Iterator<Item = Result<Arc<SlabIndex>>> + '_> {
         self.load_indexes(0..self.manifest.slabs.len())?;
-        self.manifest.slabs.iter().map(|s| self.slab_index(s)).collect()
+        Ok(self.manifest.slabs.iter().map(|s| self.slab_index(s)))
+    }
+
+    /// Slab indexes kept loaded, and their bytes (see [`SlabIndex::heap_bytes`]).
+    #[cfg(test)]
+    pub(crate) fn indexes_kept(&self) -> (usize, u64) {
+        self.indexes.kept()
     }
 
     /// Loads (once) and checks a slab's index file.
     pub fn slab_index(&self, slab: &Slab) -> Result<Arc<SlabIndex>> {
-        if let Some(ix) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&slab.id) {
-            return Ok(ix.clone());
+        if let Some(ix) = self.indexes.get(&slab.id) {
+            return Ok(ix);
         }
         let storage = self.store.storage();
         let what = format!("index file {}", slab.index);
@@ -763,7 +768,7 @@ impl StoreReader {
             None => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
         };
         let ix = Arc::new(SlabIndex { segments, positions, bins, totals, stats });
-        self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(slab.id, ix.clone());
+        self.indexes.put(slab.id, ix.clone(), ix.heap_bytes());
         Ok(ix)
     }
 
@@ -1483,6 +1488,7 @@ impl StoreReader {
         let mut stats =
             vec![VariableStats { min: f64::NAN, max: f64::NAN, ..Default::default() }; self.manifest.variables.len()];
         for index in self.slab_indexes()? {
+            let index = index?;
             for s in index.segments.values() {
                 let st = &mut stats[s.key.var as usize];
                 st.raw_bytes += s.raw_length;

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::manifest::Dim;
-use crate::reader::BinStat;
+use crate::reader::{BinStat, INDEXES_KEPT_BYTES};
 use crate::store::Store;
 use crate::writer::{Block, DatasetSchema, VariableSchema, WriterOptions};
 use crate::{DType, DimSelection, StoreReader};
@@ -303,7 +303,9 @@ fn positions_changed_on_disk_after_their_index_was_read_are_an_error() {
     write_blocks(&path, Placement::Dense, &options("V-S", None));
     let reader = StoreReader::open(Store::local(&path), None).unwrap();
     // Indexes read (checked whole), positions left in their files.
-    reader.slab_indexes().unwrap();
+    for index in reader.slab_indexes().unwrap() {
+        index.unwrap();
+    }
     assert_eq!(reader.frames_kept().0, 0);
     let m = reader.manifest();
     let last = &m.slabs.last().unwrap().index;
@@ -328,6 +330,7 @@ fn planning_sees_each_bin_from_the_segments_table_as_its_positions_tell_it() {
         let (_dir, reader) = binned_store(layout, frame_bytes);
         let mut compared = 0;
         for index in reader.slab_indexes().unwrap() {
+            let index = index.unwrap();
             assert!(index.stats_from_segments(), "{layout}: positions read when needed");
             for &id in index.totals.keys() {
                 let from_positions =
@@ -455,4 +458,24 @@ fn a_missing_writer_or_range_fails_the_write() {
     let err = coord.commit("gap").unwrap_err().to_string();
     assert!(err.contains("records 0..10 were written by no writer"), "{err}");
     assert!(!Store::local(&path).exists().unwrap());
+}
+
+#[test]
+fn a_reader_keeps_slab_indexes_within_its_budget_and_reads_dropped_ones_again() {
+    // Whole-read indexes (positions left aside) and framed ones (frames of 64 bytes), of
+    // 4-9 KiB each here against the unit tests' budget of 12 KiB.
+    for (layout, frame_bytes) in [("V-S", None), ("V-M-S", Some(64)), ("M-V-S", None)] {
+        let (_dir, reader) = binned_store(layout, frame_bytes);
+        let slabs = reader.manifest().slabs.len();
+        for index in reader.slab_indexes().unwrap() {
+            assert!(index.unwrap().heap_bytes() > 0);
+        }
+        let (kept, bytes) = reader.indexes_kept();
+        assert!(kept >= 1 && (bytes <= INDEXES_KEPT_BYTES || kept == 1), "{layout}: {kept} kept, {bytes} B");
+        assert!(kept < slabs, "{layout}: all {slabs} kept in {bytes} B of {INDEXES_KEPT_BYTES}");
+        let loads = reader.stats().index_loads;
+        assert_eq!(positions_query_through_every_slab(&reader).unwrap(), a_gt_15(), "{layout}");
+        assert!(reader.stats().index_loads > loads, "{layout}: dropped indexes are read again");
+        assert!(reader.indexes_kept().1 <= INDEXES_KEPT_BYTES || reader.indexes_kept().0 == 1);
+    }
 }
