@@ -3,6 +3,7 @@
 //! than the budget, so that what was just loaded can be used.
 
 use crate::fxhash::FxHashMap;
+use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
 
@@ -16,6 +17,9 @@ struct Entry<V> {
 #[derive(Debug)]
 struct Entries<K, V> {
     map: FxHashMap<K, Entry<V>>,
+    /// Keys by last use, the least recent first: dropping one is not a walk over all (a
+    /// store of thousands of small slab indexes keeps thousands).
+    order: BTreeMap<u64, K>,
     bytes: u64,
     clock: u64,
 }
@@ -30,7 +34,8 @@ pub(crate) struct Kept<K, V> {
 
 impl<K: Hash + Eq + Copy, V: Clone> Kept<K, V> {
     pub fn new(budget: u64) -> Self {
-        Kept { budget, entries: Mutex::new(Entries { map: FxHashMap::default(), bytes: 0, clock: 0 }) }
+        let entries = Entries { map: FxHashMap::default(), order: BTreeMap::new(), bytes: 0, clock: 0 };
+        Kept { budget, entries: Mutex::new(entries) }
     }
 
     fn lock(&self) -> MutexGuard<'_, Entries<K, V>> {
@@ -40,10 +45,12 @@ impl<K: Hash + Eq + Copy, V: Clone> Kept<K, V> {
     /// The value of `key`, now the most recently used, if kept.
     pub fn get(&self, key: &K) -> Option<V> {
         let mut e = self.lock();
-        e.clock += 1;
-        let now = e.clock;
+        let e = &mut *e;
         let entry = e.map.get_mut(key)?;
-        entry.used = now;
+        e.clock += 1;
+        e.order.remove(&entry.used);
+        e.order.insert(e.clock, *key);
+        entry.used = e.clock;
         Some(entry.value.clone())
     }
 
@@ -59,10 +66,12 @@ impl<K: Hash + Eq + Copy, V: Clone> Kept<K, V> {
         let used = e.clock;
         if let Some(old) = e.map.insert(key, Entry { value, bytes, used }) {
             e.bytes -= old.bytes;
+            e.order.remove(&old.used);
         }
+        e.order.insert(used, key);
         e.bytes += bytes;
         while e.bytes > self.budget && e.map.len() > 1 {
-            let Some(oldest) = e.map.iter().min_by_key(|(_, v)| v.used).map(|(k, _)| *k) else { break };
+            let Some((_, oldest)) = e.order.pop_first() else { break };
             if let Some(v) = e.map.remove(&oldest) {
                 e.bytes -= v.bytes;
             }
@@ -98,5 +107,35 @@ mod tests {
         assert_eq!(k.kept(), (2, 6));
         k.put(4, 'd', 50); // larger than the budget: kept alone
         assert_eq!((k.kept(), k.get(&4), k.contains(&1)), ((1, 50), Some('d'), false));
+    }
+
+    proptest::proptest! {
+        /// Against a list in order of use: the same entries kept, the same bytes.
+        #[test]
+        fn keeps_what_a_list_in_order_of_use_keeps(ops in proptest::collection::vec((0u8..8, 0u64..7, proptest::bool::ANY), 1..200)) {
+            let k: Kept<u8, u64> = Kept::new(12);
+            let mut list: Vec<(u8, u64)> = Vec::new(); // least recently used first
+            for (key, bytes, put) in ops {
+                if put {
+                    list.retain(|e| e.0 != key);
+                    list.push((key, bytes));
+                    while list.iter().map(|e| e.1).sum::<u64>() > 12 && list.len() > 1 {
+                        list.remove(0);
+                    }
+                    k.put(key, bytes, bytes);
+                } else {
+                    let at = list.iter().position(|e| e.0 == key);
+                    if let Some(i) = at {
+                        let e = list.remove(i);
+                        list.push(e);
+                    }
+                    proptest::prop_assert_eq!(k.get(&key), at.map(|_| list.last().unwrap().1));
+                }
+                let bytes: u64 = list.iter().map(|e| e.1).sum();
+                proptest::prop_assert_eq!(k.kept(), (list.len(), bytes));
+                let e = k.lock();
+                proptest::prop_assert_eq!(e.order.len(), e.map.len());
+            }
+        }
     }
 }
