@@ -85,23 +85,23 @@ impl<T: Clone> Recent<T> {
         Recent { capacity: capacity.max(1), tick: 0, entries: HashMap::new() }
     }
 
-    /// The object of `name` at `version`, if open.
-    fn get(&mut self, name: &str, version: Stamp) -> Option<T> {
+    /// The object of `name` at version `stamp`, if open.
+    fn get(&mut self, name: &str, stamp: Stamp) -> Option<T> {
         self.tick += 1;
         let tick = self.tick;
-        let e = self.entries.get_mut(name).filter(|e| e.0 == version)?;
+        let e = self.entries.get_mut(name).filter(|e| e.0 == stamp)?;
         e.2 = tick;
         Some(e.1.clone())
     }
 
-    fn insert(&mut self, name: &str, version: Stamp, value: T) {
+    fn insert(&mut self, name: &str, stamp: Stamp, value: T) {
         self.tick += 1;
         if self.entries.len() >= self.capacity && !self.entries.contains_key(name) {
             if let Some(oldest) = self.entries.iter().min_by_key(|(_, e)| e.2).map(|(k, _)| k.clone()) {
                 self.entries.remove(&oldest);
             }
         }
-        self.entries.insert(name.to_string(), (version, value, self.tick));
+        self.entries.insert(name.to_string(), (stamp, value, self.tick));
     }
 }
 
@@ -167,13 +167,13 @@ impl Catalog {
 
     /// A reader on the newest version of dataset `name` (opened once per version).
     pub fn reader(&self, name: &str) -> Result<Arc<StoreReader>, ApiError> {
-        let (dir, store, version) = self.newest(name)?;
-        if let Some(r) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, version) {
+        let (dir, store, stamp) = self.newest(name)?;
+        if let Some(r) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, stamp) {
             return Ok(r);
         }
-        let reader = Arc::new(StoreReader::open(store, Some(version.version))?);
+        let reader = Arc::new(StoreReader::open(store, Some(stamp.version))?);
         self.check_in_place(&dir, reader.manifest())?;
-        self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(name, version, reader.clone());
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(name, stamp, reader.clone());
         Ok(reader)
     }
 }
@@ -205,8 +205,8 @@ impl Catalog {
     /// thread, where handing the lookup to a blocking thread and back cost more than the
     /// lookup (DAP2 clients send several small requests per file they open).
     pub fn open_reader(&self, name: &str) -> Result<Option<Arc<StoreReader>>, ApiError> {
-        let (_, _, version) = self.newest(name)?;
-        Ok(self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, version))
+        let (_, _, stamp) = self.newest(name)?;
+        Ok(self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, stamp))
     }
 
     /// A store that indexes a file in place reads that file beside it: the file, links
@@ -228,15 +228,15 @@ impl Catalog {
 
     /// A SQL session over dataset `name`, its table named by [`sql_table`].
     pub fn sql(&self, name: &str, session: Arc<Session>) -> Result<Arc<SqlSession>, ApiError> {
-        let (dir, store, version) = self.newest(name)?;
+        let (dir, store, stamp) = self.newest(name)?;
         let path = dir.to_string_lossy().into_owned();
-        if let Some(s) = self.sql.lock().unwrap_or_else(|p| p.into_inner()).get(name, version) {
+        if let Some(s) = self.sql.lock().unwrap_or_else(|p| p.into_inner()).get(name, stamp) {
             return Ok(s);
         }
-        self.check_in_place(&dir, &store.manifest(Some(version.version))?)?;
+        self.check_in_place(&dir, &store.manifest(Some(stamp.version))?)?;
         let options = SqlOptions { session, target_partitions: Some(2), ..SqlOptions::default() };
         let s = Arc::new(SqlSession::open(&[(path, Some(sql_table(name)))], options)?);
-        self.sql.lock().unwrap_or_else(|p| p.into_inner()).insert(name, version, s.clone());
+        self.sql.lock().unwrap_or_else(|p| p.into_inner()).insert(name, stamp, s.clone());
         Ok(s)
     }
 }
