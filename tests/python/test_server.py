@@ -122,6 +122,24 @@ def test_pydap_subsets_at_the_server(served, source):
     assert ds["sst"].attributes["long_name"].startswith("Extended reconstructed")
 
 
+def test_clients_see_every_attribute_as_the_file_names_it(served):
+    """netCDF4-python and pydap over DAP2 name and value each attribute of ERSST as the file
+    does, `iridl:hasSemantics` (a colon inside the name) included."""
+    from pydap.client import open_url
+
+    base, _ = served
+    remote = open_url(f"{base}/dap/ersst", protocol="dap2")
+    with netCDF4.Dataset(DATA / ERSST) as src, netCDF4.Dataset(f"{base}/dap/ersst") as ds:
+        assert "iridl:hasSemantics" in src["sst"].ncattrs()
+        for name in ("sst", "lat", "lon"):
+            want = {a: src[name].getncattr(a) for a in src[name].ncattrs()}
+            assert set(ds[name].ncattrs()) == set(want), name
+            assert set(remote[name].attributes) == set(want), name
+            for a, v in want.items():
+                np.testing.assert_array_equal(ds[name].getncattr(a), v, err_msg=f"{name}.{a}")
+                np.testing.assert_array_equal(remote[name].attributes[a], v, err_msg=f"{name}.{a} (pydap)")
+
+
 def test_dods_separator_suits_the_client(served, source):
     """netCDF's DAP2 library (User-Agent oc...) gets `Data:` with CRLF, which it finds without
     searching the whole response; everyone else the standard's LF, which pydap splits on.

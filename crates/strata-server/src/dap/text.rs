@@ -29,6 +29,21 @@ pub(crate) fn ident(name: &str) -> String {
     out
 }
 
+/// An attribute's name in a DAS: as [`ident`], but a colon after the first character stays
+/// (`iridl:hasSemantics`, `NCO:...`). netCDF's DAP client takes colons in DAS words (its
+/// lexer keeps them "for historical reasons") and pydap splits on spaces only, so both then
+/// name the attribute as the file does; escaped, both showed `iridl%3AhasSemantics`.
+pub(crate) fn attribute_ident(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for (i, part) in name.split(':').enumerate() {
+        if i > 0 {
+            out.push_str(if out.is_empty() { "%3A" } else { ":" });
+        }
+        out.push_str(&ident(part));
+    }
+    out
+}
+
 pub(crate) fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
@@ -76,7 +91,7 @@ fn attribute(a: &Attribute, bytes: bool) -> String {
     };
     let values = if values.is_empty() { "\"\"".to_string() } else { values };
     let ty = if values == "\"\"" { "String" } else { ty };
-    format!("{ty} {} {values};", ident(&a.name))
+    format!("{ty} {} {values};", attribute_ident(&a.name))
 }
 
 /// Attributes of the variables served, the globals as `NC_GLOBAL`, and the unlimited
@@ -207,6 +222,9 @@ mod tests {
     fn identifiers_and_strings_are_escaped() {
         assert_eq!(ident("sea ice"), "sea%20ice");
         assert_eq!(ident("iridl:x+y"), "iridl%3Ax%2By");
+        assert_eq!(attribute_ident("iridl:x+y"), "iridl:x%2By");
+        assert_eq!(attribute_ident(":lead"), "%3Alead");
+        assert_eq!(attribute_ident("::a:"), "%3A:a:");
         assert_eq!(quoted("say \"hi\" \\o/"), "\"say \\\"hi\\\" \\\\o/\"");
     }
 
