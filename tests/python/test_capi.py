@@ -26,7 +26,8 @@ def libstrata():
 
 def build(compiler, source, out, lib, *extra):
     cmd = [compiler, "-O1", str(source), f"-I{INCLUDE}", f"-L{lib}", "-lstrata", f"-Wl,-rpath,{lib}", "-o", str(out)]
-    result = subprocess.run([*cmd, *extra], capture_output=True, text=True)
+    # In the output's directory: gfortran writes its module file (strata.mod) where it runs.
+    result = subprocess.run([*cmd, *extra], capture_output=True, text=True, cwd=pathlib.Path(out).parent)
     assert result.returncode == 0, result.stderr
     return out
 
