@@ -1,8 +1,8 @@
 //! A bounded LRU cache of decoded segments, so repeated and overlapping reads skip I/O and
 //! decompression (the role HDF5's chunk cache plays; same 64 MiB default as netCDF-C).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use crate::kept::Kept;
+use std::sync::Arc;
 
 pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
@@ -11,75 +11,40 @@ pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 /// file in place, every chunk never written is an empty segment at offset 0.)
 pub type SegmentId = (u64, (u32, u64, u32), u8);
 
-#[derive(Debug, Default)]
-struct State {
-    entries: HashMap<SegmentId, (Arc<Vec<u8>>, u64)>,
-    order: BTreeMap<u64, SegmentId>,
-    bytes: u64,
-    tick: u64,
-}
-
+/// Decoded segments, the last used kept up to `capacity` bytes (see [`Kept`]); none with
+/// a capacity of 0.
 #[derive(Debug)]
 pub struct SegmentCache {
-    capacity: u64,
-    state: Mutex<State>,
+    kept: Kept<SegmentId, Arc<Vec<u8>>>,
 }
 
 impl SegmentCache {
     pub fn new(capacity: u64) -> Self {
-        Self { capacity, state: Mutex::new(State::default()) }
+        Self { kept: Kept::new(capacity) }
     }
 
     pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.kept.budget()
     }
 
     pub fn get(&self, id: SegmentId) -> Option<Arc<Vec<u8>>> {
-        if self.capacity == 0 {
+        if self.capacity() == 0 {
             return None;
         }
-        let mut s = self.lock();
-        s.tick += 1;
-        let tick = s.tick;
-        let (data, old) = {
-            let entry = s.entries.get_mut(&id)?;
-            let old = std::mem::replace(&mut entry.1, tick);
-            (entry.0.clone(), old)
-        };
-        s.order.remove(&old);
-        s.order.insert(tick, id);
-        Some(data)
+        self.kept.get(&id)
     }
 
     /// Keeps `data` unless it is larger than an eighth of the cache (a scan must not flush it).
     pub fn insert(&self, id: SegmentId, data: Arc<Vec<u8>>) {
         let size = data.len() as u64;
-        if size == 0 || size > self.capacity / 8 {
+        if size == 0 || size > self.capacity() / 8 {
             return;
         }
-        let mut s = self.lock();
-        s.tick += 1;
-        let tick = s.tick;
-        if let Some((old, old_tick)) = s.entries.insert(id, (data, tick)) {
-            s.bytes -= old.len() as u64;
-            s.order.remove(&old_tick);
-        }
-        s.order.insert(tick, id);
-        s.bytes += size;
-        while s.bytes > self.capacity {
-            let Some((_, victim)) = s.order.pop_first() else { break };
-            if let Some((old, _)) = s.entries.remove(&victim) {
-                s.bytes -= old.len() as u64;
-            }
-        }
+        self.kept.put(id, data, size);
     }
 
     pub fn bytes(&self) -> u64 {
-        self.lock().bytes
+        self.kept.kept().1
     }
 }
 

@@ -1,4 +1,5 @@
-//! What a reader keeps loaded within a budget of bytes (slab indexes, frames of positions):
+//! What a reader keeps loaded within a budget of bytes (decoded segments, slab indexes,
+//! frames of positions):
 //! the most recently used first. The newest entry is always kept, alone if it is larger
 //! than the budget, so that what was just loaded can be used.
 
@@ -79,7 +80,6 @@ impl<K: Hash + Eq + Copy, V: Clone> Kept<K, V> {
     }
 
     /// Entries and bytes kept.
-    #[cfg(test)]
     pub fn kept(&self) -> (usize, u64) {
         let e = self.lock();
         (e.map.len(), e.bytes)
