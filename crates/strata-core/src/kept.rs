@@ -1,7 +1,6 @@
 //! What a reader keeps loaded within a budget of bytes (decoded segments, slab indexes,
-//! frames of positions):
-//! the most recently used first. The newest entry is always kept, alone if it is larger
-//! than the budget, so that what was just loaded can be used.
+//! frames of positions): the most recently used first. The newest entry is always kept,
+//! alone if it is larger than the budget, so that what was just loaded can be used.
 
 use crate::fxhash::FxHashMap;
 use std::collections::BTreeMap;
