@@ -382,6 +382,7 @@ impl SqlSession {
             force,
             target_partitions: partitions,
             cache_bytes,
+            caches: None,
         };
         let inner = py.detach(|| strata_sql::SqlSession::open(&stores, options)).map_err(to_py)?;
         Ok(Self { inner })

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
-/// (slab id, sub-chunk (variable, chunk, sub-chunk), precision level read, 0 for all):
-/// unique within one store version. (Not the segment's offset: in a store that indexes a
-/// file in place, every chunk never written is an empty segment at offset 0.)
-pub type SegmentId = (u64, (u32, u64, u32), u8);
+/// (reader, slab id, sub-chunk (variable, chunk, sub-chunk), precision level read, 0 for
+/// all): the slab's part unique within one store version, the reader's (a number of its
+/// own, see `StoreReader`) among the readers sharing the cache. (Not the segment's offset:
+/// in a store that indexes a file in place, every chunk never written is an empty segment
+/// at offset 0.)
+pub type SegmentId = (u64, u64, (u32, u64, u32), u8);
 
 /// Decoded segments, the last used kept up to `capacity` bytes (see [`Kept`]); none with
 /// a capacity of 0.
@@ -56,18 +58,18 @@ mod tests {
     fn evicts_least_recently_used_and_stays_bounded() {
         let c = SegmentCache::new(800);
         for i in 0..10u64 {
-            c.insert((0, (0, i, 0), 0), Arc::new(vec![i as u8; 100]));
+            c.insert((0, 0, (0, i, 0), 0), Arc::new(vec![i as u8; 100]));
             assert!(c.bytes() <= 800);
         }
-        assert!(c.get((0, (0, 0, 0), 0)).is_none() && c.get((0, (0, 1, 0), 0)).is_none());
-        assert!(c.get((0, (0, 2, 0), 0)).is_some()); // now most recent
-        c.insert((0, (0, 10, 0), 0), Arc::new(vec![0; 100]));
-        assert!(c.get((0, (0, 2, 0), 0)).is_some(), "recently used entries survive");
-        assert!(c.get((0, (0, 3, 0), 0)).is_none(), "the least recently used one went");
-        c.insert((0, (0, 11, 0), 0), Arc::new(vec![0; 200])); // larger than capacity / 8: not kept
-        assert!(c.get((0, (0, 11, 0), 0)).is_none());
+        assert!(c.get((0, 0, (0, 0, 0), 0)).is_none() && c.get((0, 0, (0, 1, 0), 0)).is_none());
+        assert!(c.get((0, 0, (0, 2, 0), 0)).is_some()); // now most recent
+        c.insert((0, 0, (0, 10, 0), 0), Arc::new(vec![0; 100]));
+        assert!(c.get((0, 0, (0, 2, 0), 0)).is_some(), "recently used entries survive");
+        assert!(c.get((0, 0, (0, 3, 0), 0)).is_none(), "the least recently used one went");
+        c.insert((0, 0, (0, 11, 0), 0), Arc::new(vec![0; 200])); // larger than capacity / 8: not kept
+        assert!(c.get((0, 0, (0, 11, 0), 0)).is_none());
         let off = SegmentCache::new(0);
-        off.insert((0, (0, 0, 0), 0), Arc::new(vec![1]));
-        assert!(off.get((0, (0, 0, 0), 0)).is_none());
+        off.insert((0, 0, (0, 0, 0), 0), Arc::new(vec![1]));
+        assert!(off.get((0, 0, (0, 0, 0), 0)).is_none());
     }
 }

@@ -64,7 +64,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use histogram::Histogram;
 pub use manifest::Manifest;
 pub use mask::Mask;
-pub use reader::{DimSelection, StoreReader};
+pub use reader::{DimSelection, ReaderCaches, StoreReader};
 pub use segment::{SegmentEntry, SegmentKey};
 pub use session::{Answer, Output, Query, Session};
 pub use store::Store;

@@ -187,7 +187,8 @@ struct LazyPositions {
     storage: Arc<dyn crate::storage::Storage>,
     path: String,
     parts: Parts,
-    slab: u64,
+    /// The reader's number (see [`ReaderCaches`]) and the slab's id.
+    slab: (u64, u64),
     cache: Arc<FrameCache>,
 }
 
@@ -237,9 +238,51 @@ type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
 /// again.)
 const POSITIONS_KEPT_BYTES: u64 = if cfg!(test) { 4 << 10 } else { 64 << 20 };
 
-/// The frames of positions a reader keeps, by (slab, frame): the last used, up to
+/// The frames of positions readers keep, by (reader, slab, frame): the last used, up to
 /// [`POSITIONS_KEPT_BYTES`].
-pub(crate) type FrameCache = Kept<(u64, usize), Arc<BinMap>>;
+pub(crate) type FrameCache = Kept<(u64, u64, usize), Arc<BinMap>>;
+
+/// Slab indexes readers keep, by (reader, slab): the last used, up to
+/// [`INDEXES_KEPT_BYTES`].
+type IndexCache = Kept<(u64, u64), Arc<SlabIndex>>;
+
+/// Where readers keep what they loaded: decoded segments, slab indexes, frames of
+/// positions, each within its budget. A reader opened alone has its own; a process that
+/// opens many stores at once (a server) gives them the same, so that what they hold
+/// together is bounded, not their number times each. Each reader keys its entries by a
+/// number of its own: two stores' slab 1 are not the same.
+#[derive(Debug, Clone)]
+pub struct ReaderCaches {
+    segments: Arc<SegmentCache>,
+    indexes: Arc<IndexCache>,
+    frames: Arc<FrameCache>,
+}
+
+impl ReaderCaches {
+    /// Caches of the default sizes for indexes and positions, and `segment_bytes` of
+    /// decoded segments (0 keeps none).
+    pub fn new(segment_bytes: u64) -> Self {
+        ReaderCaches {
+            segments: Arc::new(SegmentCache::new(segment_bytes)),
+            indexes: Arc::new(Kept::new(INDEXES_KEPT_BYTES)),
+            frames: Arc::new(Kept::new(POSITIONS_KEPT_BYTES)),
+        }
+    }
+
+    /// Bytes held: decoded segments, slab indexes, frames of positions.
+    pub fn bytes(&self) -> (u64, u64, u64) {
+        (self.segments.bytes(), self.indexes.kept().1, self.frames.kept().1)
+    }
+}
+
+impl Default for ReaderCaches {
+    fn default() -> Self {
+        ReaderCaches::new(DEFAULT_CACHE_BYTES)
+    }
+}
+
+/// The next reader's number (see [`ReaderCaches`]).
+static NEXT_READER: AtomicU64 = AtomicU64::new(1);
 
 /// Bytes of slab indexes a reader keeps loaded (their segments tables, bin summaries and
 /// the positions read with them), the last used first: every slab's stayed for the
@@ -337,13 +380,13 @@ impl SlabIndex {
             Positions::Whole(m) => m.clone(),
             Positions::Lazy(lazy) => {
                 let Some(i) = lazy.part_of(id) else { return Ok(None) };
-                match lazy.cache.get(&(lazy.slab, i)) {
+                match lazy.cache.get(&(lazy.slab.0, lazy.slab.1, i)) {
                     Some(m) => m,
                     None => {
                         // Read outside the lock: two threads may read the same part.
                         let (bitmaps, bytes) = lazy.load(i)?;
                         let m = Arc::new(bin_entries(bitmaps, &self.segments, &lazy.path)?);
-                        lazy.cache.put((lazy.slab, i), m.clone(), bytes);
+                        lazy.cache.put((lazy.slab.0, lazy.slab.1, i), m.clone(), bytes);
                         m
                     }
                 }
@@ -463,12 +506,11 @@ pub struct StoreReader {
     store: Store,
     manifest: Manifest,
     chains: Vec<Vec<CodecChain>>,
-    /// Slab indexes loaded last, by slab id.
-    indexes: Kept<u64, Arc<SlabIndex>>,
-    /// Level V's frames of positions loaded last, over every slab.
-    frames: Arc<FrameCache>,
+    /// Its number among the readers that share its caches.
+    key: u64,
+    /// Decoded segments, slab indexes and Level V's frames of positions loaded last.
+    caches: ReaderCaches,
     counters: Counters,
-    cache: SegmentCache,
     /// Whether large reads fetch the next batch of segments while decoding the current one.
     overlap: std::sync::atomic::AtomicBool,
     /// Per slab: its data file's header was read and found right (set once, on first use).
@@ -570,6 +612,11 @@ impl StoreReader {
 
     /// Opens with a decoded-segment cache of `cache_bytes` (0 disables it).
     pub fn open_with_cache(store: Store, version: Option<u64>, cache_bytes: u64) -> Result<Self> {
+        Self::open_sharing(store, version, ReaderCaches::new(cache_bytes))
+    }
+
+    /// Opens keeping what it loads in `caches`, which other readers may share.
+    pub fn open_sharing(store: Store, version: Option<u64>, caches: ReaderCaches) -> Result<Self> {
         let manifest = store.manifest(version)?;
         let chains = manifest
             .variables
@@ -589,10 +636,9 @@ impl StoreReader {
             store,
             manifest,
             chains,
-            indexes: Kept::new(INDEXES_KEPT_BYTES),
-            frames: Arc::new(Kept::new(POSITIONS_KEPT_BYTES)),
+            key: NEXT_READER.fetch_add(1, Ordering::Relaxed),
+            caches,
             counters: Counters::default(),
-            cache: SegmentCache::new(cache_bytes),
             overlap: std::sync::atomic::AtomicBool::new(true),
             header_checked: (0..n_slabs).map(|_| std::sync::OnceLock::new()).collect(),
             source: manifest_source,
@@ -627,7 +673,7 @@ impl StoreReader {
     /// How many frames of positions it keeps loaded, over every slab, and their bytes.
     #[cfg(test)]
     pub(crate) fn frames_kept(&self) -> (usize, u64) {
-        self.frames.kept()
+        self.caches.frames.kept()
     }
 
     /// Loads the indexes of the slabs at `positions` (in the manifest) that are not loaded
@@ -639,13 +685,14 @@ impl StoreReader {
         let mut wanted: Vec<usize> = positions.into_iter().collect();
         wanted.sort_unstable();
         wanted.dedup();
-        wanted.retain(|&i| self.manifest.slabs.get(i).is_some_and(|s| !self.indexes.contains(&s.id)));
+        wanted
+            .retain(|&i| self.manifest.slabs.get(i).is_some_and(|s| !self.caches.indexes.contains(&(self.key, s.id))));
         if wanted.len() < 2 {
             return Ok(());
         }
         let mut loaded = 0u64;
         for batch in wanted.chunks(4 * rayon::current_num_threads().max(1)) {
-            if loaded >= self.indexes.budget() / 2 {
+            if loaded >= self.caches.indexes.budget() / 2 {
                 break;
             }
             loaded += batch
@@ -668,12 +715,12 @@ impl StoreReader {
     /// Slab indexes kept loaded, and their bytes (see [`SlabIndex::heap_bytes`]).
     #[cfg(test)]
     pub(crate) fn indexes_kept(&self) -> (usize, u64) {
-        self.indexes.kept()
+        self.caches.indexes.kept()
     }
 
     /// Loads (once) and checks a slab's index file.
     pub fn slab_index(&self, slab: &Slab) -> Result<Arc<SlabIndex>> {
-        if let Some(ix) = self.indexes.get(&slab.id) {
+        if let Some(ix) = self.caches.indexes.get(&(self.key, slab.id)) {
             return Ok(ix);
         }
         let storage = self.store.storage();
@@ -762,13 +809,13 @@ impl StoreReader {
                 storage: storage.clone(),
                 path: slab.index.clone(),
                 parts,
-                slab: slab.id,
-                cache: self.frames.clone(),
+                slab: (self.key, slab.id),
+                cache: self.caches.frames.clone(),
             }),
             None => Positions::Whole(Arc::new(bin_entries(data.bitmaps, &segments, &slab.index)?)),
         };
         let ix = Arc::new(SlabIndex { segments, positions, bins, totals, stats });
-        self.indexes.put(slab.id, ix.clone(), ix.heap_bytes());
+        self.caches.indexes.put((self.key, slab.id), ix.clone(), ix.heap_bytes());
         Ok(ix)
     }
 
@@ -1392,11 +1439,11 @@ impl StoreReader {
             };
         };
         let level = split.map_or(0, |(_, k)| *k as u8);
-        let segment_id = |t: &Task| (self.manifest.slabs[t.slab].id, t.id, level);
+        let segment_id = |t: &Task| (self.key, self.manifest.slabs[t.slab].id, t.id, level);
         // Sub-chunks already decoded are served from the cache; only the rest are read.
         let mut pending = Vec::with_capacity(tasks.len());
         for (i, t) in tasks.iter().enumerate() {
-            match self.cache.get(segment_id(t)) {
+            match self.caches.segments.get(segment_id(t)) {
                 Some(raw) => {
                     self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                     scatter(t, &raw);
@@ -1418,8 +1465,8 @@ impl StoreReader {
             let shape: Vec<usize> = t.blocks.iter().map(|b| b.len as usize).collect();
             let raw = self.decode_subchunk((t.slab, &t.index, t.id), &t.reads, &shape, split, fetched)?;
             scatter(t, &raw);
-            if self.cache.capacity() > 0 {
-                self.cache.insert(segment_id(t), Arc::new(raw));
+            if self.caches.segments.capacity() > 0 {
+                self.caches.segments.insert(segment_id(t), Arc::new(raw));
             }
             Ok(())
         };

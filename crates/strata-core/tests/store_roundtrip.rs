@@ -304,3 +304,37 @@ fn writer_rejects_bad_input() {
     let e = StoreWriter::create(store, schema(1), &bins_without_v).unwrap_err();
     assert!(e.to_string().contains("need level V"), "{e}");
 }
+
+#[test]
+fn readers_of_two_stores_share_caches_without_mixing_them() {
+    // The same shape, chunking and slab ids, other values: a cache keyed by slab and
+    // sub-chunk alone would hand the second store the first one's decoded segments.
+    let shift = 1000;
+    let a = Store::new(Arc::new(MemoryStorage::new()), "a");
+    write(&a, 10);
+    let b = Store::new(Arc::new(MemoryStorage::new()), "b");
+    let mut w = StoreWriter::create(b.clone(), schema(10), &options()).unwrap();
+    w.put_static("lat", &(0..37).flat_map(|i| (i as f64).to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    for t0 in (0..10).step_by(4) {
+        let n = (10 - t0).min(4);
+        w.begin_slab(n).unwrap();
+        w.put_records("temp", &field(t0 + shift, n)).unwrap();
+        w.finish_slab().unwrap();
+    }
+    w.commit("shifted").unwrap();
+    let caches = strata_core::ReaderCaches::new(1 << 20);
+    let ra = StoreReader::open_sharing(a, None, caches.clone()).unwrap();
+    let rb = StoreReader::open_sharing(b, None, caches.clone()).unwrap();
+    let all = [s(0, 10, 1), s(0, 37, 1), s(0, 53, 1)];
+    let shifted = |sel: [DimSelection; 3]| {
+        let moved = [s(sel[0].start + shift, sel[0].stop + shift, sel[0].step), sel[1], sel[2]];
+        expected(moved)
+    };
+    for _ in 0..2 {
+        assert_eq!(read(&ra, all), expected(all));
+        assert_eq!(read(&rb, all), shifted(all));
+    }
+    let (segments, indexes, _) = caches.bytes();
+    assert!(segments > 0 && segments <= 1 << 20 && indexes > 0, "{segments} {indexes}");
+    assert!(rb.stats().cache_hits > 0, "the second read of each store is served from the shared cache");
+}

@@ -76,8 +76,15 @@ pub(crate) async fn health(AxState(state): AxState<State>) -> Response {
     })
     .await
     .unwrap_or(0);
-    Json(json!({"status": "ok", "datasets": n, "server": concat!("strata/", env!("CARGO_PKG_VERSION"))}))
-        .into_response()
+    let (segments, indexes, positions) = state.catalog.cache_bytes();
+    Json(json!({
+        "status": "ok",
+        "datasets": n,
+        "server": concat!("strata/", env!("CARGO_PKG_VERSION")),
+        // What the readers of every dataset hold together (one budget each, shared).
+        "cache_bytes": {"segments": segments, "indexes": indexes, "positions": positions},
+    }))
+    .into_response()
 }
 
 pub(crate) async fn not_found() -> Response {

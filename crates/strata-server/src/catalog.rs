@@ -9,12 +9,12 @@ use crate::ApiError;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use strata_core::{Session, Store, StoreReader};
+use strata_core::{ReaderCaches, Session, Store, StoreReader};
 use strata_sql::{SqlOptions, SqlSession};
 
 /// Directories deeper than this under the root are not searched for stores.
 const MAX_DEPTH: usize = 4;
-/// Open readers kept (each holds its manifest and the slab indexes it loaded).
+/// Open readers kept (each holds its manifest; what they load is in the shared caches).
 const MAX_OPEN: usize = 32;
 /// Names whose directory and newest version are remembered (see [`Known`]).
 const MAX_KNOWN: usize = 1024;
@@ -25,6 +25,9 @@ pub(crate) struct Catalog {
     open: Mutex<Recent<Arc<StoreReader>>>,
     sql: Mutex<Recent<Arc<SqlSession>>>,
     known: Mutex<HashMap<String, Known>>,
+    /// Where every reader the server opens keeps what it loaded: one budget for all the
+    /// datasets, whatever their number.
+    caches: ReaderCaches,
 }
 
 /// A name already resolved: its directory inside the root and its newest version. Versions
@@ -124,6 +127,7 @@ impl Catalog {
             open: Mutex::new(Recent::new(MAX_OPEN)),
             sql: Mutex::new(Recent::new(MAX_OPEN / 4)),
             known: Mutex::new(HashMap::new()),
+            caches: ReaderCaches::default(),
         })
     }
 
@@ -171,7 +175,7 @@ impl Catalog {
         if let Some(r) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, stamp) {
             return Ok(r);
         }
-        let reader = Arc::new(StoreReader::open(store, Some(stamp.version))?);
+        let reader = Arc::new(StoreReader::open_sharing(store, Some(stamp.version), self.caches.clone())?);
         self.check_in_place(&dir, reader.manifest())?;
         self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(name, stamp, reader.clone());
         Ok(reader)
@@ -226,6 +230,12 @@ impl Catalog {
         Ok(())
     }
 
+    /// Bytes the readers' shared caches hold: decoded segments, slab indexes, frames of
+    /// positions.
+    pub fn cache_bytes(&self) -> (u64, u64, u64) {
+        self.caches.bytes()
+    }
+
     /// A SQL session over dataset `name`, its table named by [`sql_table`].
     pub fn sql(&self, name: &str, session: Arc<Session>) -> Result<Arc<SqlSession>, ApiError> {
         let (dir, store, stamp) = self.newest(name)?;
@@ -234,7 +244,12 @@ impl Catalog {
             return Ok(s);
         }
         self.check_in_place(&dir, &store.manifest(Some(stamp.version))?)?;
-        let options = SqlOptions { session, target_partitions: Some(2), ..SqlOptions::default() };
+        let options = SqlOptions {
+            session,
+            target_partitions: Some(2),
+            caches: Some(self.caches.clone()),
+            ..SqlOptions::default()
+        };
         let s = Arc::new(SqlSession::open(&[(path, Some(sql_table(name)))], options)?);
         self.sql.lock().unwrap_or_else(|p| p.into_inner()).insert(name, stamp, s.clone());
         Ok(s)

@@ -137,6 +137,7 @@ impl Harness {
                 force,
                 target_partitions: Some(3),
                 cache_bytes: Some(0),
+                caches: None,
             };
             sessions.push((force, SqlSession::open(&[(path.clone(), Some("t".into()))], options)?));
         }

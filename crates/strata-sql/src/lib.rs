@@ -30,7 +30,7 @@ use std::sync::Arc;
 use strata_core::planner::CostModel;
 use strata_core::query::Method;
 use strata_core::session::Run;
-use strata_core::{Error, Result, Session, Store, StoreReader};
+use strata_core::{Error, ReaderCaches, Result, Session, Store, StoreReader};
 use table::{Planning, StrataTable};
 
 pub(crate) fn to_df(e: Error) -> DataFusionError {
@@ -90,6 +90,9 @@ pub struct SqlOptions {
     /// Bytes of decoded sub-chunks each store's reader keeps (default
     /// [`strata_core::cache::DEFAULT_CACHE_BYTES`]; 0 turns the cache off).
     pub cache_bytes: Option<u64>,
+    /// Caches the stores' readers share with other readers of the process (a server's);
+    /// None: each its own, of `cache_bytes`.
+    pub caches: Option<ReaderCaches>,
 }
 
 /// A SQL session over one or more stores, with its own runtime.
@@ -130,8 +133,10 @@ impl SqlSession {
         let mut tables: Vec<(String, String, Vec<String>)> = Vec::new();
         let mut columns = names::Columns::default();
         for (path, name) in stores {
-            let cache = options.cache_bytes.unwrap_or(strata_core::cache::DEFAULT_CACHE_BYTES);
-            let reader = Arc::new(StoreReader::open_with_cache(Store::local(path), None, cache)?);
+            let caches = options.caches.clone().unwrap_or_else(|| {
+                ReaderCaches::new(options.cache_bytes.unwrap_or(strata_core::cache::DEFAULT_CACHE_BYTES))
+            });
+            let reader = Arc::new(StoreReader::open_sharing(Store::local(path), None, caches)?);
             let groups = table::groups(&reader);
             if groups.is_empty() {
                 return Err(table::no_tables(path));

@@ -109,7 +109,13 @@ fn pushed_down_filters_answer_as_brute_force_by_every_method() {
     ];
     for force in [None, Some(Method::Index), Some(Method::Scan)] {
         let engine = Arc::new(Session::default());
-        let options = SqlOptions { session: engine.clone(), force, target_partitions: Some(2), cache_bytes: Some(0) };
+        let options = SqlOptions {
+            session: engine.clone(),
+            force,
+            target_partitions: Some(2),
+            cache_bytes: Some(0),
+            caches: None,
+        };
         let session = SqlSession::open(&[(path.clone(), None)], options).unwrap();
         for (filter, keep) in &cases {
             let got = count(&session, &format!("SELECT count(*) FROM grid WHERE {filter}"));
