@@ -78,16 +78,16 @@ def test_health_and_catalog(served):
     assert names == ["ersst", "ocean/sic"]
 
 
-def test_every_dataset_shares_one_budget_of_cache(served):
-    """What the readers of all datasets keep is one budget (64 MiB of decoded segments),
-    reported by /health, whatever the number of datasets read."""
+def test_every_dataset_shares_one_budget_of_indexes(served):
+    """The slab indexes and positions the readers of all datasets load are kept in one
+    budget each, reported by /health, whatever the number of datasets read."""
     base, _ = served
     for url in (f"{base}/dap/ersst.dods?sst[0:1:99][0:1:88][0:1:179]", f"{base}/dap/ocean/sic.dods?siconc"):
         status, _, body = get(url)
         assert status == 200 and len(body) > 1 << 20
     held = json.loads(get(f"{base}/health")[2])["cache_bytes"]
-    assert set(held) == {"segments", "indexes", "positions"}
-    assert 0 < held["segments"] <= 64 << 20 and held["indexes"] > 0, held
+    assert set(held) == {"indexes", "positions"}
+    assert 0 < held["indexes"] <= 256 << 20 and held["positions"] <= 64 << 20, held
 
 
 def test_netcdf4_python_subsets_at_the_server(served, source):

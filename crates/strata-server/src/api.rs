@@ -76,13 +76,13 @@ pub(crate) async fn health(AxState(state): AxState<State>) -> Response {
     })
     .await
     .unwrap_or(0);
-    let (segments, indexes, positions) = state.catalog.cache_bytes();
+    let (indexes, positions) = state.catalog.cache_bytes();
     Json(json!({
         "status": "ok",
         "datasets": n,
         "server": concat!("strata/", env!("CARGO_PKG_VERSION")),
         // What the readers of every dataset hold together (one budget each, shared).
-        "cache_bytes": {"segments": segments, "indexes": indexes, "positions": positions},
+        "cache_bytes": {"indexes": indexes, "positions": positions},
     }))
     .into_response()
 }

@@ -9,12 +9,14 @@ use crate::ApiError;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use strata_core::cache::DEFAULT_CACHE_BYTES;
 use strata_core::{ReaderCaches, Session, Store, StoreReader};
 use strata_sql::{SqlOptions, SqlSession};
 
 /// Directories deeper than this under the root are not searched for stores.
 const MAX_DEPTH: usize = 4;
-/// Open readers kept (each holds its manifest; what they load is in the shared caches).
+/// Open readers kept (each holds its manifest and its decoded segments; the indexes and
+/// positions they load are in the shared caches).
 const MAX_OPEN: usize = 32;
 /// Names whose directory and newest version are remembered (see [`Known`]).
 const MAX_KNOWN: usize = 1024;
@@ -25,8 +27,9 @@ pub(crate) struct Catalog {
     open: Mutex<Recent<Arc<StoreReader>>>,
     sql: Mutex<Recent<Arc<SqlSession>>>,
     known: Mutex<HashMap<String, Known>>,
-    /// Where every reader the server opens keeps what it loaded: one budget for all the
-    /// datasets, whatever their number.
+    /// Where every reader the server opens keeps the slab indexes and positions it loaded:
+    /// one budget for all the datasets, whatever their number. Decoded segments are each
+    /// reader's own (see `ReaderCaches::with_own_segments`).
     caches: ReaderCaches,
 }
 
@@ -127,7 +130,7 @@ impl Catalog {
             open: Mutex::new(Recent::new(MAX_OPEN)),
             sql: Mutex::new(Recent::new(MAX_OPEN / 4)),
             known: Mutex::new(HashMap::new()),
-            caches: ReaderCaches::default(),
+            caches: ReaderCaches::new(0),
         })
     }
 
@@ -175,7 +178,8 @@ impl Catalog {
         if let Some(r) = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(name, stamp) {
             return Ok(r);
         }
-        let reader = Arc::new(StoreReader::open_sharing(store, Some(stamp.version), self.caches.clone())?);
+        let caches = self.caches.with_own_segments(DEFAULT_CACHE_BYTES);
+        let reader = Arc::new(StoreReader::open_sharing(store, Some(stamp.version), caches)?);
         self.check_in_place(&dir, reader.manifest())?;
         self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(name, stamp, reader.clone());
         Ok(reader)
@@ -230,10 +234,10 @@ impl Catalog {
         Ok(())
     }
 
-    /// Bytes the readers' shared caches hold: decoded segments, slab indexes, frames of
-    /// positions.
-    pub fn cache_bytes(&self) -> (u64, u64, u64) {
-        self.caches.bytes()
+    /// Bytes the readers' shared caches hold: slab indexes, frames of positions.
+    pub fn cache_bytes(&self) -> (u64, u64) {
+        let (_, indexes, positions) = self.caches.bytes();
+        (indexes, positions)
     }
 
     /// A SQL session over dataset `name`, its table named by [`sql_table`].
@@ -247,7 +251,7 @@ impl Catalog {
         let options = SqlOptions {
             session,
             target_partitions: Some(2),
-            caches: Some(self.caches.clone()),
+            caches: Some(self.caches.with_own_segments(DEFAULT_CACHE_BYTES)),
             ..SqlOptions::default()
         };
         let s = Arc::new(SqlSession::open(&[(path, Some(sql_table(name)))], options)?);
