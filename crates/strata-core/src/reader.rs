@@ -1080,6 +1080,16 @@ impl StoreReader {
         Ok(count.saturating_mul(per))
     }
 
+    /// Whether reading `sel` of `name` would find every slab index it needs already loaded
+    /// (no index file read): with [`decoded_bound`](Self::decoded_bound), what tells a
+    /// caller that a read is light enough for a thread that must not wait on disk long.
+    pub fn indexes_loaded(&self, name: &str, sel: &[DimSelection]) -> Result<bool> {
+        self.check_selection(name, sel)?;
+        let (_, var) = self.manifest.variable(name)?;
+        let slabs = &self.manifest.slabs;
+        Ok(self.touched_blocks(var, sel).iter().all(|t| self.caches.indexes.contains(&(self.key, slabs[t.slab].id))))
+    }
+
     /// The segments to decode for a sub-chunk of `elements` elements: per bin (only bin 0
     /// without level V) accepted by `want`, one segment per byte group width in `widths`.
     /// Everything is checked against the variable so that decoding cannot misplace bytes.

@@ -569,12 +569,14 @@ fn dods(
     Ok(streamed(ask.trailers, produce))
 }
 
-/// Whether reading `parts` is plain reads decoding at most [`LIGHT_DECODE_BYTES`] in all
-/// (selections by value or area run queries, and strings are read apart: never light).
+/// Whether reading `parts` is plain reads decoding at most [`LIGHT_DECODE_BYTES`] in all,
+/// from slabs whose indexes are loaded (a first read of a dataset may read index files of
+/// megabytes). Selections by value or area run queries, and strings are read apart: never
+/// light.
 fn is_light(reader: &StoreReader, parts: &[Part]) -> Result<bool, ApiError> {
     let mut decoded = 0u64;
     for p in parts {
-        if p.filter.is_some() || p.area.is_some() || p.text.is_some() {
+        if p.filter.is_some() || p.area.is_some() || p.text.is_some() || !reader.indexes_loaded(&p.name, &p.sel)? {
             return Ok(false);
         }
         decoded = decoded.saturating_add(reader.decoded_bound(&p.name, &p.sel)?);
