@@ -254,24 +254,23 @@ pub unsafe fn copy_block_raw(
     let (ss, ds) = (strides(src_shape), strides(dst_shape));
     let inner = count[n - 1] as usize;
     let inner_step = src_step[n - 1] as usize;
+    // The first row's offsets (in elements), then moved by each outer step: recomputing
+    // them from every index took as long as copying a row of a few dozen elements.
+    let mut so: u64 = (0..n).map(|d| src_start[d] * ss[d]).sum();
+    let mut dof: u64 = (0..n).map(|d| dst_start[d] * ds[d]).sum();
+    let src_move: Vec<u64> = (0..n).map(|d| src_step[d] * ss[d]).collect();
     let mut idx = vec![0u64; n.saturating_sub(1)];
     loop {
-        let mut so = src_start[n - 1] * ss[n - 1];
-        let mut dof = dst_start[n - 1] * ds[n - 1];
-        for d in 0..n - 1 {
-            so += (src_start[d] + idx[d] * src_step[d]) * ss[d];
-            dof += (dst_start[d] + idx[d]) * ds[d];
-        }
-        let (so, dof) = (so as usize * elem, dof as usize * elem);
+        let (s0, d0) = (so as usize * elem, dof as usize * elem);
         if inner_step == 1 {
-            put(dof, &src[so..so + inner * elem]);
+            put(d0, &src[s0..s0 + inner * elem]);
         } else {
             for i in 0..inner {
-                let s = so + i * inner_step * elem;
-                put(dof + i * elem, &src[s..s + elem]);
+                let s = s0 + i * inner_step * elem;
+                put(d0 + i * elem, &src[s..s + elem]);
             }
         }
-        // Advance the outer index like an odometer.
+        // Advance the outer index like an odometer, the offsets with it.
         let mut d = n - 1;
         loop {
             if d == 0 {
@@ -280,8 +279,12 @@ pub unsafe fn copy_block_raw(
             d -= 1;
             idx[d] += 1;
             if idx[d] < count[d] {
+                so += src_move[d];
+                dof += ds[d];
                 break;
             }
+            so -= (count[d] - 1) * src_move[d];
+            dof -= (count[d] - 1) * ds[d];
             idx[d] = 0;
         }
     }
