@@ -239,14 +239,9 @@ impl Executor<'_> {
         }
         let (mut count, mut boundary) = (0u64, Vec::new());
         for e in stats.iter() {
-            match op.coverage(e.count, e.min, e.max, e.count == e.len, value) {
-                Coverage::Empty => {
-                    counters.empty.fetch_add(1, Ordering::Relaxed);
-                }
-                Coverage::Full => {
-                    counters.full.fetch_add(1, Ordering::Relaxed);
-                    count += e.len;
-                }
+            match counters.coverage(op, e.count, e.min, e.max, e.count == e.len, value) {
+                Coverage::Empty => {}
+                Coverage::Full => count += e.len,
                 Coverage::Boundary => boundary.push((e.bin, e.len)),
             }
         }
@@ -309,14 +304,9 @@ impl Executor<'_> {
         };
         if let Some(list) = &bins {
             for e in list.iter() {
-                match op.coverage(e.count, e.min, e.max, e.count == e.len, value) {
-                    Coverage::Empty => {
-                        counters.empty.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Coverage::Full => {
-                        counters.full.fetch_add(1, Ordering::Relaxed);
-                        v.full.push(e);
-                    }
+                match counters.coverage(op, e.count, e.min, e.max, e.count == e.len, value) {
+                    Coverage::Empty => {}
+                    Coverage::Full => v.full.push(e),
                     Coverage::Boundary if mask.is_some_and(|m| crate::bitset::disjoint(m, &e.positions)) => {
                         counters.empty.fetch_add(1, Ordering::Relaxed);
                     }
@@ -328,13 +318,9 @@ impl Executor<'_> {
             let e = index.segments.get(&key).ok_or_else(|| {
                 Error::Corruption(format!("slab {} has no segment for '{name}' sub-chunk {id:?}", slab.id))
             })?;
-            match op.coverage(e.count, e.min, e.max, e.count == n, value) {
-                Coverage::Empty => {
-                    counters.empty.fetch_add(1, Ordering::Relaxed);
-                    return Ok(then(v));
-                }
+            match counters.coverage(op, e.count, e.min, e.max, e.count == n, value) {
+                Coverage::Empty => return Ok(then(v)),
                 Coverage::Full => {
-                    counters.full.fetch_add(1, Ordering::Relaxed);
                     v.all = true;
                     return Ok(then(v));
                 }

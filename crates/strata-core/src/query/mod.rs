@@ -121,6 +121,18 @@ struct Counters {
 }
 
 impl Counters {
+    /// How `x op value` covers a summary (see [`CmpOp::coverage`]), counted as an empty or
+    /// a full segment when it is one.
+    fn coverage(&self, op: CmpOp, count: u64, min: f64, max: f64, all_valid: bool, value: f64) -> Coverage {
+        let c = op.coverage(count, min, max, all_valid, value);
+        match c {
+            Coverage::Empty => self.empty.fetch_add(1, Ordering::Relaxed),
+            Coverage::Full => self.full.fetch_add(1, Ordering::Relaxed),
+            Coverage::Boundary => 0,
+        };
+        c
+    }
+
     fn into_stats(self) -> QueryStats {
         QueryStats {
             subchunks: self.subchunks.into_inner(),
