@@ -545,6 +545,16 @@ pub(crate) struct SelectedSubchunk {
     pub blocks: Vec<AxisBlock>,
 }
 
+/// What a read weighs before it runs (see [`StoreReader::read_weight`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadWeight {
+    /// At most how many bytes it decodes: every sub-chunk it touches, whole, at full
+    /// precision.
+    pub decoded_bytes: u64,
+    /// Whether every slab index it needs is loaded (no index file would be read).
+    pub indexes_loaded: bool,
+}
+
 /// The blocks of each axis a selection touches in one slab (see `touched_blocks`).
 struct TouchedBlocks {
     slab: usize,
@@ -1063,31 +1073,21 @@ impl StoreReader {
         out
     }
 
-    /// At most how many bytes reading `sel` of `name` decodes: every sub-chunk it touches,
-    /// whole, at full precision. From the chunk grid alone (no index is read, and the
-    /// sub-chunks are counted, not listed): what a caller weighs a small read by before
-    /// choosing the thread it runs on.
-    pub fn decoded_bound(&self, name: &str, sel: &[DimSelection]) -> Result<u64> {
+    /// What reading `sel` of `name` weighs, from the chunk grid and the indexes already
+    /// kept (no index is read, and the sub-chunks are counted, not listed): what a caller
+    /// weighs a small read by before choosing the thread it runs on.
+    pub fn read_weight(&self, name: &str, sel: &[DimSelection]) -> Result<ReadWeight> {
         self.check_selection(name, sel)?;
         let (_, var) = self.manifest.variable(name)?;
-        let Some(chunking) = &var.chunking else { return Ok(0) };
+        let Some(chunking) = &var.chunking else { return Ok(ReadWeight { decoded_bytes: 0, indexes_loaded: true }) };
         let per = chunking.subchunk.iter().product::<u64>().saturating_mul(var.dtype.size() as u64);
-        let count: u64 = self
-            .touched_blocks(var, sel)
-            .iter()
-            .map(|t| t.per_axis.iter().map(|b| b.len() as u64).fold(1u64, u64::saturating_mul))
-            .fold(0u64, u64::saturating_add);
-        Ok(count.saturating_mul(per))
-    }
-
-    /// Whether reading `sel` of `name` would find every slab index it needs already loaded
-    /// (no index file read): with [`decoded_bound`](Self::decoded_bound), what tells a
-    /// caller that a read is light enough for a thread that must not wait on disk long.
-    pub fn indexes_loaded(&self, name: &str, sel: &[DimSelection]) -> Result<bool> {
-        self.check_selection(name, sel)?;
-        let (_, var) = self.manifest.variable(name)?;
-        let slabs = &self.manifest.slabs;
-        Ok(self.touched_blocks(var, sel).iter().all(|t| self.caches.indexes.contains(&(self.key, slabs[t.slab].id))))
+        let (mut count, mut indexes_loaded) = (0u64, true);
+        for t in self.touched_blocks(var, sel) {
+            let here = t.per_axis.iter().map(|b| b.len() as u64).fold(1u64, u64::saturating_mul);
+            count = count.saturating_add(here);
+            indexes_loaded &= self.caches.indexes.contains(&(self.key, self.manifest.slabs[t.slab].id));
+        }
+        Ok(ReadWeight { decoded_bytes: count.saturating_mul(per), indexes_loaded })
     }
 
     /// The segments to decode for a sub-chunk of `elements` elements: per bin (only bin 0

@@ -109,7 +109,7 @@ proptest! {
             let (_, var) = reader.manifest().variable("v").unwrap();
             let sub_bytes: u64 = var.chunking.as_ref().map_or(0, |k| k.subchunk.iter().product::<u64>() * 8);
             let decodes = reader.read_work("v", sel).unwrap().calls as u64;
-            let bound = reader.decoded_bound("v", sel).unwrap();
+            let bound = reader.read_weight("v", sel).unwrap().decoded_bytes;
             prop_assert_eq!(bound, decodes * sub_bytes, "selection {:?}", sel);
             prop_assert!(bound >= n * 8);
             for o in 0..n {

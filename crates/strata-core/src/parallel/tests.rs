@@ -485,11 +485,11 @@ fn a_read_tells_whether_the_indexes_it_needs_are_loaded() {
     let (_dir, reader) = binned_store("V-S", None);
     let all = |n: u64| DimSelection { start: 0, stop: n, step: 1 };
     let first = [DimSelection { start: 0, stop: 1, step: 1 }, all(NY), all(NX)];
-    assert!(!reader.indexes_loaded("a", &first).unwrap(), "a fresh reader has none");
+    assert!(!reader.read_weight("a", &first).unwrap().indexes_loaded, "a fresh reader has none");
     let mut out = vec![0u8; (NY * NX) as usize * 4];
     reader.read_into("a", &first, &mut out).unwrap();
-    assert!(reader.indexes_loaded("a", &first).unwrap());
+    assert!(reader.read_weight("a", &first).unwrap().indexes_loaded);
     // The whole field reaches slabs the first record's read did not load.
-    assert!(!reader.indexes_loaded("a", &[all(T), all(NY), all(NX)]).unwrap());
-    assert!(reader.indexes_loaded("nope", &first).is_err());
+    assert!(!reader.read_weight("a", &[all(T), all(NY), all(NX)]).unwrap().indexes_loaded);
+    assert!(reader.read_weight("nope", &first).is_err());
 }

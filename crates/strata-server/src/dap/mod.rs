@@ -576,10 +576,14 @@ fn dods(
 fn is_light(reader: &StoreReader, parts: &[Part]) -> Result<bool, ApiError> {
     let mut decoded = 0u64;
     for p in parts {
-        if p.filter.is_some() || p.area.is_some() || p.text.is_some() || !reader.indexes_loaded(&p.name, &p.sel)? {
+        if p.filter.is_some() || p.area.is_some() || p.text.is_some() {
             return Ok(false);
         }
-        decoded = decoded.saturating_add(reader.decoded_bound(&p.name, &p.sel)?);
+        let weight = reader.read_weight(&p.name, &p.sel)?;
+        if !weight.indexes_loaded {
+            return Ok(false);
+        }
+        decoded = decoded.saturating_add(weight.decoded_bytes);
     }
     Ok(decoded <= LIGHT_DECODE_BYTES)
 }
