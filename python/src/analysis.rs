@@ -5,7 +5,7 @@ use crate::to_py;
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
-use strata_codecs::analyzer::{candidates_for, choose, evaluate, measure, objective_value, Objective, Sample};
+use strata_codecs::analyzer::{candidates_for, choose, evaluate_each, measure, objective_value, Objective, Sample};
 use strata_codecs::NumType;
 use strata_core::Error;
 
@@ -85,14 +85,9 @@ pub(crate) fn analyze_samples(
     let texts: Vec<String> =
         candidates.unwrap_or_else(|| strata_codecs::analyzer::candidates(t).into_iter().map(String::from).collect());
     let scores = py
-        .detach(|| {
-            texts
-                .iter()
-                .map(|c| match min_seconds {
-                    Some(m) => measure(c, t, &owned, m),
-                    None => evaluate(c, t, &owned),
-                })
-                .collect::<Result<Vec<_>, _>>()
+        .detach(|| match min_seconds {
+            Some(m) => texts.iter().map(|c| measure(c, t, &owned, m)).collect::<Result<Vec<_>, _>>(),
+            None => evaluate_each(&texts, t, &owned).into_iter().collect(),
         })
         .map_err(|e| to_py(e.into()))?;
     let choice =

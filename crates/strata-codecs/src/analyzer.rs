@@ -1,10 +1,14 @@
 //! Scores candidate chains on sample segments and picks one per objective (PStore's
 //! sample-based selection, with a wider candidate set).
 
+use crate::chain::CodecChain;
 use crate::error::{CodecError, Result};
 use crate::registry::{chain, parse_chain};
 use crate::spec::{ElementContext, NumType, Speed};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// One sample segment: little-endian elements and their shape.
@@ -191,6 +195,70 @@ pub fn measure(text: &str, dtype: NumType, samples: &[Sample], min_seconds: f64)
     score(text, dtype, samples, Some(min_seconds))
 }
 
+/// [`evaluate`] of every chain of `texts` on the same samples, each result in its place,
+/// in parallel. Lossless chains whose transforms hand their backend the same bytes (a delta
+/// along an axis one element long, a delta along the one axis of a series spelled two
+/// ways) share one compression, which gives them the same output: on real variables up to
+/// a third of the candidates. Each chain is still transformed, then compressed at once
+/// while its bytes are in cache; the staged bytes of each compression stay until the end
+/// (candidates times the samples' bytes, a few MB), to be compared with the next chains'.
+pub fn evaluate_each(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Result<Score>> {
+    evaluate_sharing(texts, dtype, samples).0
+}
+
+/// A compression [`evaluate_each`] ran: what went in, and how many bytes came out.
+struct Compressed<'a> {
+    backend: String,
+    staged: Vec<Cow<'a, [u8]>>,
+    stored: Result<usize>,
+}
+
+/// [`evaluate_each`], and how many compressions it ran.
+fn evaluate_sharing(texts: &[String], dtype: NumType, samples: &[Sample]) -> (Vec<Result<Score>>, usize) {
+    let raw: usize = samples.iter().map(|s| s.bytes.len()).sum();
+    let done: Mutex<Vec<Arc<Compressed<'_>>>> = Mutex::new(Vec::new());
+    let scores = texts
+        .par_iter()
+        .map(|text| {
+            let c = chain(&parse_chain(text)?, ElementContext::new(dtype))?;
+            if !c.capabilities().lossless {
+                return score(text, dtype, samples, None);
+            }
+            let staged = samples.iter().map(|s| c.staged(&s.bytes, &s.shape)).collect::<Result<Vec<_>>>()?;
+            let backend = c.backend_key();
+            let seen = |d: &Arc<Compressed<'_>>| d.backend == backend && d.staged == staged;
+            let earlier = done.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|d| seen(d)).cloned();
+            let stored = match earlier {
+                Some(d) => d.stored.clone(),
+                None => {
+                    let stored = staged
+                        .iter()
+                        .zip(samples)
+                        .map(|(p, s)| c.encode_staged(p, &s.shape).map(|e| e.len()))
+                        .sum::<Result<usize>>();
+                    let d = Compressed { backend, staged, stored: stored.clone() };
+                    done.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::new(d));
+                    stored
+                }
+            };
+            stored.map(|stored| lossless_score(text, &c, raw, stored))
+        })
+        .collect();
+    let runs = done.into_inner().unwrap_or_else(|p| p.into_inner()).len();
+    (scores, runs)
+}
+
+/// A lossless chain's planning score: the ratio measured, the speed declared.
+fn lossless_score(text: &str, c: &CodecChain, raw: usize, stored: usize) -> Score {
+    Score {
+        chain: text.to_string(),
+        ratio: raw as f64 / stored.max(1) as f64,
+        lossless: true,
+        nominal: c.speed(),
+        measured: None,
+    }
+}
+
 fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: Option<f64>) -> Result<Score> {
     let c = chain(&parse_chain(text)?, ElementContext::new(dtype))?;
     let raw: usize = samples.iter().map(|s| s.bytes.len()).sum();
@@ -211,13 +279,7 @@ fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: Option<f64
     if min_seconds.is_none() && caps.lossless {
         // Planning: a lossless chain's round trip is the codecs' own tested promise, and
         // decoding every candidate would cost a third of the planning time.
-        return Ok(Score {
-            chain: text.to_string(),
-            ratio: raw as f64 / encoded.iter().map(Vec::len).sum::<usize>().max(1) as f64,
-            lossless: true,
-            nominal: c.speed(),
-            measured: None,
-        });
+        return Ok(lossless_score(text, &c, raw, encoded.iter().map(Vec::len).sum()));
     }
     for (s, e) in samples.iter().zip(&encoded) {
         let d = c.decode(e, s.bytes.len(), &s.shape)?;
@@ -350,6 +412,65 @@ mod tests {
         assert!(!candidates_for(Objective::Balanced, NumType::I16, None).unwrap().iter().any(|c| c.contains("pco")));
         let lossy = candidates_for(Objective::Balanced, NumType::F32, Some("abs=0.01")).unwrap();
         assert!(lossy.contains(&"sz:abs=0.01".to_string()), "{lossy:?}");
+    }
+
+    fn texts(dtype: NumType, bound: Option<&str>) -> Vec<String> {
+        let mut t: Vec<String> = candidates(dtype).into_iter().map(String::from).collect();
+        t.extend(bound.map(|b| lossy_candidates(dtype, b)).unwrap_or_default());
+        t.push("nosuch:3".into());
+        t
+    }
+
+    fn field(shape: &[usize], f: impl Fn(usize) -> f64) -> Sample {
+        let n: usize = shape.iter().product();
+        Sample { bytes: (0..n).flat_map(|i| (f(i) as f32).to_le_bytes()).collect(), shape: shape.to_vec() }
+    }
+
+    #[test]
+    fn chains_that_share_a_compression_score_as_each_alone() {
+        let wave = |i: usize| ((i as f64) * 0.013).sin() * 40.0 + (i % 7) as f64 * 0.01;
+        let cases = [
+            vec![field(&[4096], wave), field(&[4096], |i| wave(i + 999))],
+            vec![field(&[1, 48, 64], wave)],
+            vec![field(&[12, 14, 16], wave)],
+            vec![field(&[8, 8, 8], |_| 273.15)],
+        ];
+        for samples in &cases {
+            let texts = texts(NumType::F32, Some("abs=0.01"));
+            let each = evaluate_each(&texts, NumType::F32, samples);
+            assert_eq!(each.len(), texts.len());
+            for (text, got) in texts.iter().zip(each) {
+                assert_eq!(got, evaluate(text, NumType::F32, samples), "{text} on {:?}", samples[0].shape);
+            }
+        }
+        // Integers and doubles too, with bytes that repeat along the leading axis.
+        for t in [NumType::I16, NumType::F64] {
+            let n = 2 * 40 * 50;
+            let bytes: Vec<u8> = (0..n * t.size()).map(|i| ((i / t.size()) % 2000 / 7) as u8).collect();
+            let samples = [Sample { bytes, shape: vec![2, 40, 50] }];
+            let texts = texts(t, None);
+            for (text, got) in texts.iter().zip(evaluate_each(&texts, t, &samples)) {
+                assert_eq!(got, evaluate(text, t, &samples), "{text} ({t:?})");
+            }
+        }
+    }
+
+    #[test]
+    fn transforms_that_change_nothing_share_their_backend() {
+        let texts: Vec<String> =
+            ["delta+pco:6", "delta:0+pco:6", "delta:-1+pco:6", "pco:6", "delta:-2+pco:6", "delta+zstd:3", "pco:8"]
+                .map(String::from)
+                .to_vec();
+        let wave = |i: usize| ((i as f64) * 0.02).cos() * 9.0;
+        // On one thread, so that no two chains of a group are compressed side by side.
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let runs = |samples: &[Sample]| one.install(|| evaluate_sharing(&texts, NumType::F32, samples).1);
+        // A series: `delta` is `delta:-1`, and no second-last axis: delta:-2 changes
+        // nothing. delta:0 is not delta there: pcodec searches for its own delta when no
+        // delta ran along the last axis, so the backends differ.
+        assert_eq!(runs(&[field(&[2048], wave)]), 5);
+        // A block whose every axis is long: `delta` and `delta:-1` alone are the same.
+        assert_eq!(runs(&[field(&[16, 16, 16], wave)]), 6);
     }
 
     #[test]

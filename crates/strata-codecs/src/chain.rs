@@ -2,6 +2,7 @@ use crate::backend::Backend;
 use crate::error::Result;
 use crate::spec::{Capabilities, CodecSpec, Speed};
 use crate::transform::Transform;
+use std::borrow::Cow;
 
 /// Transforms applied in order on encode (and in reverse on decode), then one backend.
 #[derive(Debug)]
@@ -41,15 +42,34 @@ impl CodecChain {
 
     /// Encodes one segment of shape `shape` (C order).
     pub fn encode(&self, input: &[u8], shape: &[usize]) -> Result<Vec<u8>> {
-        let mut staged: Option<Vec<u8>> = None;
+        self.encode_staged(&self.staged(input, shape)?, shape)
+    }
+
+    /// `input` after every transform: the bytes the backend compresses (`input` itself
+    /// when there are no transforms).
+    pub fn staged<'a>(&self, input: &'a [u8], shape: &[usize]) -> Result<Cow<'a, [u8]>> {
+        let mut staged = Cow::Borrowed(input);
         for t in &self.transforms {
             let mut next = Vec::new();
-            t.encode(staged.as_deref().unwrap_or(input), shape, &mut next)?;
-            staged = Some(next);
+            t.encode(&staged, shape, &mut next)?;
+            staged = Cow::Owned(next);
         }
+        Ok(staged)
+    }
+
+    /// The backend alone, on bytes already [`staged`](Self::staged): `encode` is the two.
+    pub fn encode_staged(&self, staged: &[u8], shape: &[usize]) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.backend.encode(staged.as_deref().unwrap_or(input), shape, &mut out)?;
+        self.backend.encode(staged, shape, &mut out)?;
         Ok(out)
+    }
+
+    /// The backend with every setting it encodes with (its `Debug` form: the registry's
+    /// context, such as pcodec's delta search, is in its fields but not in its spec).
+    /// Backends are deterministic, so two chains of one key turn the same staged bytes
+    /// into the same output.
+    pub fn backend_key(&self) -> String {
+        format!("{:?}", self.backend)
     }
 
     /// Decodes into `out`, which ends up exactly `decoded_len` bytes long.

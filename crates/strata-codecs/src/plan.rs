@@ -2,7 +2,9 @@
 //! into what is stored (a chain and its [`PlanRecord`]). One rule for every writer: the
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
-use crate::analyzer::{candidates_for, choose, evaluate, objective_value, Objective, Sample, Score, RATIO_TIE};
+use crate::analyzer::{
+    candidates_for, choose, evaluate, evaluate_each, objective_value, Objective, Sample, Score, RATIO_TIE,
+};
 use crate::error::{CodecError, Result};
 use crate::spec::NumType;
 use rayon::prelude::*;
@@ -146,7 +148,7 @@ fn sample_bytes(samples: &[Sample]) -> u64 {
 /// Every candidate on the samples, in parallel; a candidate that fails on this data (a
 /// lossy chain that cannot hold the bound, say) is left out.
 fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Score> {
-    texts.par_iter().filter_map(|t| evaluate(t, dtype, samples).ok()).collect()
+    evaluate_each(texts, dtype, samples).into_iter().filter_map(Result::ok).collect()
 }
 
 /// The best `n` chains of `scores` for `objective`.
