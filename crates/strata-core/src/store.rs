@@ -168,10 +168,10 @@ impl Store {
     /// Publishes `manifest` as the next version. Fails with `Conflict` if another writer
     /// published that version first; the store is then unchanged.
     pub fn commit(&self, manifest: &Manifest) -> Result<()> {
-        self.storage.create_new(&manifest_path(manifest.version), &manifest.to_json())?;
         let head =
             HeadPointer { format: FORMAT_NAME.into(), format_version: FORMAT_VERSION, version: manifest.version };
-        self.storage.write_atomic(HEAD, &serde_json::to_vec(&head).unwrap_or_default())
+        let head = serde_json::to_vec(&head).unwrap_or_default();
+        self.storage.create_new_then_replace(&manifest_path(manifest.version), &manifest.to_json(), HEAD, &head)
     }
 }
 

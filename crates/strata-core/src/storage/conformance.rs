@@ -48,6 +48,17 @@ pub fn run(storage: &dyn Storage) {
     assert_eq!(kind(storage.create_new("m/v1.json", b"two")), Some(ErrorKind::Conflict), "second create_new");
     assert_eq!(storage.read("m/v1.json").expect("read"), b"one", "a failed create_new leaves the first bytes");
 
+    // A commit: a manifest made exclusively, then the pointer that names it; a conflict
+    // leaves both as they were and no temporary file behind (the listing below counts).
+    storage.create_new_then_replace("m/v3.json", b"three", "m/head", b"3").expect("create then replace");
+    assert_eq!(storage.read("m/head").expect("read pointer"), b"3");
+    let again = storage.create_new_then_replace("m/v3.json", b"x", "m/head", b"x");
+    assert_eq!(kind(again), Some(ErrorKind::Conflict), "second create_new_then_replace");
+    assert_eq!(storage.read("m/v3.json").expect("read"), b"three");
+    assert_eq!(storage.read("m/head").expect("read pointer"), b"3", "a conflict leaves the pointer");
+    storage.delete("m/v3.json").expect("delete");
+    storage.delete("m/head").expect("delete");
+
     // Listing.
     storage.write_atomic("m/v2.json", b"2").expect("write");
     assert_eq!(storage.list("m/").expect("list"), vec!["m/v1.json".to_string(), "m/v2.json".to_string()]);

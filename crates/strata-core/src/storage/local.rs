@@ -152,6 +152,20 @@ impl LocalStorage {
         })?;
         Ok((tmp, target))
     }
+
+    /// Gives a file written by `write_temp` its name, replacing what had it.
+    fn publish(&self, path: &str, tmp: &Path, target: &Path) -> Result<()> {
+        fs::rename(tmp, target).map_err(|e| {
+            let _ = fs::remove_file(tmp);
+            self.map_err(path, e)
+        })?;
+        // The new name is durable once its directory is, before any manifest names it.
+        if let Some(dir) = target.parent() {
+            self.changed(dir);
+        }
+        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
+        Ok(())
+    }
 }
 
 /// Flushes a directory's entries (names created, renamed or removed in it) to disk.
@@ -198,22 +212,22 @@ impl Storage for LocalStorage {
 
     fn write_atomic_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
         let (tmp, target) = self.write_temp(path, parts)?;
-        fs::rename(&tmp, &target).map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            self.map_err(path, e)
-        })?;
-        // The new name is durable once its directory is, before any manifest names it.
-        if let Some(dir) = target.parent() {
-            self.changed(dir);
-        }
-        self.handles.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
-        Ok(())
+        self.publish(path, &tmp, &target)
     }
 
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()> {
-        let (tmp, target) = self.write_temp(path, &[data])?;
-        // What the new file names must be on disk before it is (a manifest is the commit).
-        if let Err(e) = self.flush_dirs(path) {
+        // What the new file names must be on disk before it is (a manifest is the commit):
+        // the directories that gained names are flushed while the file itself is written
+        // and flushed, each waiting on the disk, as neither needs the other.
+        let (written, flushed) = std::thread::scope(|s| {
+            let dirs = s.spawn(|| self.flush_dirs(path));
+            let written = self.write_temp(path, &[data]);
+            let panicked = || Err(self.map_err(path, std::io::Error::other("flushing directories panicked")));
+            (written, dirs.join().unwrap_or_else(|_| panicked()))
+        });
+        let (tmp, target) = written?;
+        // Then any directory the write itself made (`manifests/`, on a first commit).
+        if let Err(e) = flushed.and_then(|_| self.flush_dirs(path)) {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
@@ -224,6 +238,27 @@ impl Storage for LocalStorage {
             Ok(()) => target.parent().map_or(Ok(()), sync_dir).map_err(|e| self.map_err(path, e)),
             Err(e) if e.kind() == IoKind::AlreadyExists => Err(Error::Conflict(format!("'{path}' already exists"))),
             Err(e) => Err(self.map_err(path, e)),
+        }
+    }
+
+    fn create_new_then_replace(&self, path: &str, data: &[u8], then: &str, then_data: &[u8]) -> Result<()> {
+        // `then` is written and flushed under its temporary name while `path` is made, so
+        // its wait on the disk is not one more after the commit's.
+        let (made, staged) = std::thread::scope(|s| {
+            let staged = s.spawn(|| self.write_temp(then, &[then_data]));
+            let made = self.create_new(path, data);
+            let panicked = || Err(self.map_err(then, std::io::Error::other("writing panicked")));
+            (made, staged.join().unwrap_or_else(|_| panicked()))
+        });
+        match (made, staged) {
+            (Ok(()), Ok((tmp, target))) => self.publish(then, &tmp, &target),
+            (Ok(()), Err(e)) => Err(e),
+            (Err(e), staged) => {
+                if let Ok((tmp, _)) = staged {
+                    let _ = fs::remove_file(&tmp);
+                }
+                Err(e)
+            }
         }
     }
 
@@ -334,6 +369,28 @@ mod tests {
         // A listing of files cannot see the empty directory; the top level does.
         assert_eq!(local.list("").unwrap(), ["data/a.sdat"]);
         assert_eq!(local.top_level().unwrap(), ["data", "empty"]);
+    }
+
+    #[test]
+    fn a_commit_flushes_what_it_names_and_a_conflict_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("s");
+        let local = LocalStorage::new(&root);
+        // The directories made for the manifest itself are flushed too.
+        local.create_new("manifests/v1.json", b"1").unwrap();
+        assert!(local.unsynced.lock().unwrap().is_empty());
+        local.write_atomic("data/a.sdat", b"x").unwrap();
+        local.create_new_then_replace("manifests/v2.json", b"2", "HEAD", b"2").unwrap();
+        // What is left is HEAD's rename: a hint, not waited for.
+        assert_eq!(*local.unsynced.lock().unwrap(), BTreeSet::from([root.clone()]));
+        let again = local.create_new_then_replace("manifests/v2.json", b"3", "HEAD", b"3");
+        assert!(matches!(again, Err(Error::Conflict(_))), "{again:?}");
+        assert_eq!(local.read("HEAD").unwrap(), b"2");
+        for d in [root.clone(), root.join("manifests")] {
+            let names: Vec<String> =
+                fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+            assert!(!names.iter().any(|n| n.contains(".tmp")), "{d:?}: {names:?}");
+        }
     }
 
     #[test]

@@ -33,6 +33,14 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     }
     /// Creates the object atomically only if it does not exist yet; `Conflict` otherwise.
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// [`create_new`](Self::create_new) of `path`, then, only if that succeeded,
+    /// [`write_atomic`](Self::write_atomic) of `then`: a commit's manifest and the `HEAD`
+    /// that names it. A storage may prepare `then` beside the first step, as long as it
+    /// takes its name only after `path` has.
+    fn create_new_then_replace(&self, path: &str, data: &[u8], then: &str, then_data: &[u8]) -> Result<()> {
+        self.create_new(path, data)?;
+        self.write_atomic(then, then_data)
+    }
     /// Writes `data` at `offset` of a file several writers fill at once (the parallel
     /// placements), creating it if needed; bytes never written read as zeros. Such a file
     /// is made durable by [`sync`](Self::sync) and becomes part of a store only when a
