@@ -115,12 +115,12 @@ __all__ = [
 ]
 
 
-def write_results(stem: str, rows: list, report) -> str:
-    """Writes ``results/<stem>.json`` (the rows, with the machine, commit and date) and
-    ``results/<stem>.md`` (``report`` of that); returns the Markdown."""
+def write_results(stem: str, rows: list, report, **figures) -> str:
+    """Writes ``results/<stem>.json`` (the rows and any other ``figures``, with the machine,
+    commit and date) and ``results/<stem>.md`` (``report`` of that); returns the Markdown."""
     import json
 
-    results = {"machine": machine(), "commit": git_rev(), "date": time.strftime("%Y-%m-%d"), "rows": rows}
+    results = {"machine": machine(), "commit": git_rev(), "date": time.strftime("%Y-%m-%d"), "rows": rows, **figures}
     out = WORK.parent / "results"
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
     text = report(results)
