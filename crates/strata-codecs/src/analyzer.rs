@@ -8,7 +8,7 @@ use crate::spec::{ElementContext, NumType, Speed};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// One sample segment: little-endian elements and their shape.
@@ -198,10 +198,12 @@ pub fn measure(text: &str, dtype: NumType, samples: &[Sample], min_seconds: f64)
 /// [`evaluate`] of every chain of `texts` on the same samples, each result in its place,
 /// in parallel. Lossless chains whose transforms hand their backend the same bytes (a delta
 /// along an axis one element long, a delta along the one axis of a series spelled two
-/// ways) share one compression, which gives them the same output: on real variables up to
-/// a third of the candidates. Each chain is still transformed, then compressed at once
-/// while its bytes are in cache; the staged bytes of each compression stay until the end
-/// (candidates times the samples' bytes, a few MB), to be compared with the next chains'.
+/// ways) share one compression, which gives them the same output: several candidates on a
+/// series or on blocks with an axis one long. Each chain is still transformed, then
+/// compressed at once while its bytes are in cache; the staged bytes of each compression
+/// stay until the end (candidates times the samples' bytes, a few MB), to be compared with
+/// the next chains'. Two chains of one group that run side by side are both compressed:
+/// the same result, a little work lost.
 pub fn evaluate_each(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Result<Score>> {
     evaluate_sharing(texts, dtype, samples).0
 }
@@ -216,7 +218,7 @@ struct Compressed<'a> {
 /// [`evaluate_each`], and how many compressions it ran.
 fn evaluate_sharing(texts: &[String], dtype: NumType, samples: &[Sample]) -> (Vec<Result<Score>>, usize) {
     let raw: usize = samples.iter().map(|s| s.bytes.len()).sum();
-    let done: Mutex<Vec<Arc<Compressed<'_>>>> = Mutex::new(Vec::new());
+    let done: Mutex<Vec<Compressed<'_>>> = Mutex::new(Vec::new());
     let scores = texts
         .par_iter()
         .map(|text| {
@@ -226,10 +228,10 @@ fn evaluate_sharing(texts: &[String], dtype: NumType, samples: &[Sample]) -> (Ve
             }
             let staged = samples.iter().map(|s| c.staged(&s.bytes, &s.shape)).collect::<Result<Vec<_>>>()?;
             let backend = c.backend_key();
-            let seen = |d: &Arc<Compressed<'_>>| d.backend == backend && d.staged == staged;
-            let earlier = done.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|d| seen(d)).cloned();
+            let seen = |d: &&Compressed<'_>| d.backend == backend && d.staged == staged;
+            let earlier = done.lock().unwrap_or_else(|p| p.into_inner()).iter().find(seen).map(|d| d.stored.clone());
             let stored = match earlier {
-                Some(d) => d.stored.clone(),
+                Some(stored) => stored,
                 None => {
                     let stored = staged
                         .iter()
@@ -237,7 +239,7 @@ fn evaluate_sharing(texts: &[String], dtype: NumType, samples: &[Sample]) -> (Ve
                         .map(|(p, s)| c.encode_staged(p, &s.shape).map(|e| e.len()))
                         .sum::<Result<usize>>();
                     let d = Compressed { backend, staged, stored: stored.clone() };
-                    done.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::new(d));
+                    done.lock().unwrap_or_else(|p| p.into_inner()).push(d);
                     stored
                 }
             };
