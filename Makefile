@@ -10,17 +10,22 @@ BIN := $(VENV)/bin
 export CARGO_TARGET_DIR ?= $(CACHE)/target
 export VIRTUAL_ENV := $(VENV)
 export PATH := $(BIN):$(HOME)/.cargo/bin:$(PATH)
-LOCK_HASH := $(shell cat requirements-dev.lock 2>/dev/null | sha256sum | cut -c1-16)
-VENV_STAMP := $(VENV)/.installed-$(LOCK_HASH)
+# Two pinned sets: requirements.lock (what strata needs to run, and maturin) for `make demo`,
+# requirements-dev.lock (that and the tests' peers and tools) for everything else.
+RUN_HASH := $(shell cat requirements.lock 2>/dev/null | sha256sum | cut -c1-16)
+DEV_HASH := $(shell cat requirements.lock requirements-dev.lock 2>/dev/null | sha256sum | cut -c1-16)
+RUN_STAMP := $(VENV)/.installed-run-$(RUN_HASH)
+VENV_STAMP := $(VENV)/.installed-dev-$(DEV_HASH)
 DATA ?=
 
-.PHONY: help sysdeps setup build header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke fuzz-server crash races corrupt
+.PHONY: help sysdeps sysdeps-build setup setup-run build capi header cbindgen build-release check-features test test-rust test-python check fmt lint deny demo bench clean fuzz fuzz-smoke fuzz-server crash races corrupt
 
 help:
 	@echo "make demo    set up everything and import + query a real dataset (DATA=file.nc to choose)"
 	@echo "make test    set up everything and run the Rust and Python test suites"
 	@echo "make check   test + rustfmt + clippy -D warnings + ruff + cargo-deny licenses"
 	@echo "make bench   run the benchmarks in bench/ (release build)"
+	@echo "make capi    build libstrata.so, the C API (make test and make bench build it too)"
 	@echo "make fuzz    fuzz every decoder FUZZ_SECONDS each (FUZZ_TARGETS=... for some)"
 	@echo "make fuzz-server  fuzz HTTP requests to the server and SQL against DataFusion, FUZZ_SECONDS each"
 	@echo "                 (FUZZ_SERVER_TARGETS=server_request or sql_query for one)"
@@ -28,27 +33,38 @@ help:
 	@echo "make races   1,000 races of two appending processes: none lost or doubled"
 	@echo "make corrupt every bit flip and truncation of every file of a store, each read back"
 
-# System packages from Debian, only if missing: a C compiler (zstd-sys), cmake and libclang
-# (zfp-sys builds the bundled zfp and generates its bindings), venv support, and netCDF's
-# ncdump (a real DAP2 client the server's tests use), chromium with its driver (the web
-# page's test drives it headless; no browser is downloaded), Open MPI (the parallel
-# writers' tests run under mpirun; mpi4py's wheel loads Debian's libmpi) and gfortran (the
-# C API's Fortran example is built and run in the tests).
-sysdeps:
+# System packages from Debian, only if missing. To build: a C compiler (zstd-sys), cmake
+# and libclang (zfp-sys builds the bundled zfp and generates its bindings), venv support.
+sysdeps-build:
 	@command -v cc >/dev/null && command -v cmake >/dev/null && ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 \
-	  && command -v ncdump >/dev/null && command -v chromium >/dev/null && command -v chromedriver >/dev/null \
-	  && command -v mpirun >/dev/null && ls /usr/lib/*/libmpi.so >/dev/null 2>&1 && command -v gfortran >/dev/null \
 	  && $(PYTHON) -c "import venv, ensurepip" 2>/dev/null || { \
-	  echo "installing system packages"; \
-	  apt-get update -qq && apt-get install -y -qq build-essential cmake libclang-dev python3-venv netcdf-bin \
-	    chromium chromium-driver openmpi-bin libopenmpi-dev gfortran >/dev/null; }
+	  echo "installing system packages (build)"; \
+	  apt-get update -qq && apt-get install -y -qq build-essential cmake libclang-dev python3-venv >/dev/null; }
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) is required" >&2; exit 1; }
 
-$(VENV_STAMP): requirements-dev.lock | sysdeps
+# For the tests too: netCDF's ncdump (a real DAP2 client the server's tests use), chromium
+# with its driver (the web page's test drives it headless; no browser is downloaded), Open
+# MPI (the parallel writers' tests run under mpirun; mpi4py's wheel loads Debian's libmpi)
+# and gfortran (the C API's Fortran example is built and run in the tests).
+sysdeps: sysdeps-build
+	@command -v ncdump >/dev/null && command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+	  && command -v mpirun >/dev/null && ls /usr/lib/*/libmpi.so >/dev/null 2>&1 && command -v gfortran >/dev/null || { \
+	  echo "installing system packages (tests)"; \
+	  apt-get update -qq && apt-get install -y -qq netcdf-bin chromium chromium-driver openmpi-bin libopenmpi-dev \
+	    gfortran >/dev/null; }
+
+$(RUN_STAMP): requirements.lock | sysdeps-build
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements-dev.lock
-	@rm -f $(VENV)/.installed-*; touch $@
+	$(BIN)/python -m pip install -q -r requirements.lock
+	@rm -f $(VENV)/.installed-run-*; touch $@
+
+# The run set's versions bind the dev set (-c): the two locks cannot drift apart.
+$(VENV_STAMP): requirements-dev.lock $(RUN_STAMP) | sysdeps
+	$(BIN)/python -m pip install -q -r requirements-dev.lock -c requirements.lock
+	@rm -f $(VENV)/.installed-dev-*; touch $@
+
+setup-run: $(RUN_STAMP)
 
 setup: $(VENV_STAMP)
 
@@ -56,9 +72,13 @@ setup: $(VENV_STAMP)
 # built with --release too, and crates/strata-workspace-hack gives both builds the same
 # dependency features, so DataFusion compiles once (see check-features). Cargo prints each
 # crate as it compiles: a cold build takes a while and shows it.
-build: setup
+build: setup-run
 	@echo "building the extension (release; a cold build compiles DataFusion, several minutes)"
 	$(BIN)/maturin develop --release -m python/Cargo.toml
+
+# libstrata.so, the C API (crates/strata-capi/include/strata.h): the tests and benchmarks
+# use it, the demo does not.
+capi: setup-run
 	@echo "building libstrata.so, the C API (crates/strata-capi/include/strata.h)"
 	cargo build --release -p strata-capi
 
@@ -90,7 +110,7 @@ check-features:
 	      <(grep -Ff $(CACHE)/crates-both.txt $(CACHE)/features-test.txt | sort -u) \
 	  || { echo "error: shared dependencies differ in features: pin them in crates/strata-workspace-hack" >&2; exit 1; }
 
-test-python: build
+test-python: setup build capi
 	$(BIN)/python -m pytest -q tests/python
 
 test: test-rust fuzz-smoke test-python
@@ -122,7 +142,7 @@ check: test lint deny
 demo: build-release
 	$(BIN)/python examples/demo.py $(DATA)
 
-bench: build-release
+bench: setup build capi
 	$(BIN)/python bench/bench_hyperslab.py
 	$(BIN)/python bench/bench_codecs.py
 	$(BIN)/python bench/bench_import.py
@@ -139,15 +159,15 @@ bench: build-release
 
 # 1,000 SIGKILLs of appending and garbage-collecting processes, each followed by a full
 # check of the store (make test runs two dozen).
-crash: build
+crash: setup build
 	$(BIN)/python tests/crash/harness.py --kills 1000
 
 # 1,000 races of two processes appending to one store at once (make test runs a few).
-races: build
+races: setup build
 	$(BIN)/python tests/crash/races.py --races 1000
 
 # Every single-bit flip and truncation of every file of a small store (make test samples them).
-corrupt: build
+corrupt: setup build
 	$(BIN)/python tests/crash/corrupt.py
 
 clean:

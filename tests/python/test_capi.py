@@ -20,7 +20,7 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 @pytest.fixture(scope="module")
 def libstrata():
     if not (LIB / "libstrata.so").exists():
-        pytest.fail(f"{LIB / 'libstrata.so'} is missing: `make build` builds it (cargo build --release -p strata-capi)")
+        pytest.fail(f"{LIB / 'libstrata.so'} is missing: `make capi` builds it (cargo build --release -p strata-capi)")
     return LIB
 
 
