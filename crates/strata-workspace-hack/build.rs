@@ -1,0 +1,2 @@
+//! Nothing to build: the script exists so that its dependencies pin host features.
+fn main() {}
