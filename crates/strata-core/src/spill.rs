@@ -60,7 +60,7 @@ pub(crate) fn write_data_file(
     parts.push(header);
     parts.extend(segments.iter().map(|s| s.bytes.as_slice()));
     let crc = parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p));
-    storage.write_atomic_parts(path, &parts)?;
+    storage.write_new_parts(path, &parts)?;
     Ok(crc)
 }
 

@@ -1583,7 +1583,7 @@ impl StoreWriter {
             .map(|b| b.take(storage, spill).and_then(|p| p.unpack()))
             .collect::<Result<Vec<_>>>()?;
         let index = index_file::encode(&SlabIndexData { slab_id, segments, bitmaps, bins });
-        storage.write_atomic(path, &index)?;
+        storage.write_new_parts(path, &[&index])?;
         Ok(FileEntry::new(path, &index))
     }
 

@@ -6,30 +6,44 @@ use std::io::{ErrorKind as IoKind, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 /// A store directory on the local file system.
 ///
 /// Data files are immutable once written, so open handles are cached and read with
 /// positional reads (`pread`) from any number of threads.
 ///
-/// Durability: every file is flushed before it gets its final name. A directory whose
-/// entries changed (a file renamed into it, a directory made in it) is flushed before the
-/// next manifest is linked, all such directories at once, and the manifests directory just
-/// after: a version whose commit returned survives a crash with every file it names, also
-/// on file systems that do not order metadata for you (btrfs logs each file's own changes).
-/// `HEAD` is a hint (readers look past it for newer manifests), so its rename is not waited
-/// for.
+/// Durability: a file is flushed before it gets its final name, but for a slab's new files
+/// ([`Storage::write_new_parts`]), which are named at once and flushed on threads of their
+/// own while the writer goes on; no manifest can name one before its flush is over. A
+/// directory whose entries changed (a file renamed into it, a directory made in it) is
+/// flushed before the next manifest is linked, all such directories and the pending files
+/// at once, and the manifests directory just after: a version whose commit returned
+/// survives a crash with every file it names, also on file systems that do not order
+/// metadata for you (btrfs logs each file's own changes). `HEAD` is a hint (readers look
+/// past it for newer manifests), so its rename is not waited for.
 #[derive(Debug)]
 pub struct LocalStorage {
     root: PathBuf,
     handles: Mutex<HashMap<String, Arc<File>>>,
     /// Directories whose entries changed since they were last flushed.
     unsynced: Mutex<BTreeSet<PathBuf>>,
+    /// New files still being flushed, each on its thread, by key.
+    flushing: Mutex<Vec<(String, JoinHandle<std::io::Result<()>>)>>,
 }
+
+/// New files flushing at once (at most): past it, a write waits for the oldest, so a long
+/// import keeps a bounded number of threads and of bytes not yet on disk.
+const FLUSHING_AT_MOST: usize = 64;
 
 impl LocalStorage {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), handles: Mutex::new(HashMap::new()), unsynced: Mutex::new(BTreeSet::new()) }
+        Self {
+            root: root.into(),
+            handles: Mutex::new(HashMap::new()),
+            unsynced: Mutex::new(BTreeSet::new()),
+            flushing: Mutex::new(Vec::new()),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -139,6 +153,36 @@ impl LocalStorage {
         }
     }
 
+    /// Waits for the flushes of new files started so far; the first that failed is the error.
+    fn finish_flushes(&self) -> Result<()> {
+        let pending = std::mem::take(&mut *self.flushing.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut failed = None;
+        for (path, job) in pending {
+            let done = job.join().unwrap_or_else(|_| Err(std::io::Error::other("flushing panicked")));
+            if let Err(e) = done {
+                failed.get_or_insert_with(|| self.map_err(&path, e));
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Waits for the oldest flushes until fewer than [`FLUSHING_AT_MOST`] are running.
+    fn bound_flushes(&self) -> Result<()> {
+        loop {
+            let oldest = {
+                let mut pending = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
+                if pending.len() < FLUSHING_AT_MOST {
+                    return Ok(());
+                }
+                pending.remove(0)
+            };
+            let (path, job) = oldest;
+            job.join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("flushing panicked")))
+                .map_err(|e| self.map_err(&path, e))?;
+        }
+    }
+
     fn write_temp(&self, path: &str, parts: &[&[u8]]) -> Result<(PathBuf, PathBuf)> {
         let target = self.full(path)?;
         if let Some(parent) = target.parent() {
@@ -215,15 +259,42 @@ impl Storage for LocalStorage {
         self.publish(path, &tmp, &target)
     }
 
+    fn write_new_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
+        self.bound_flushes()?;
+        let target = self.full(path)?;
+        if let Some(parent) = target.parent() {
+            self.ensure_dir(path, parent)?;
+        }
+        let tmp = self.temp_path(&target);
+        let mut f = File::create(&tmp).map_err(|e| self.map_err(path, e))?;
+        if let Err(e) = parts.iter().try_for_each(|p| f.write_all(p)) {
+            let _ = fs::remove_file(&tmp);
+            return Err(self.map_err(path, e));
+        }
+        self.publish(path, &tmp, &target)?;
+        // Named before it is on disk: nothing names it until the next manifest, whose
+        // creation waits for this flush first.
+        let job = std::thread::Builder::new().name("strata-flush".into()).spawn(move || f.sync_all());
+        match job {
+            Ok(job) => self.flushing.lock().unwrap_or_else(|p| p.into_inner()).push((path.to_string(), job)),
+            // No thread to spare: the flush is waited for here.
+            Err(_) => File::open(&target).and_then(|f| f.sync_all()).map_err(|e| self.map_err(path, e))?,
+        }
+        Ok(())
+    }
+
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()> {
         // What the new file names must be on disk before it is (a manifest is the commit):
-        // the directories that gained names are flushed while the file itself is written
-        // and flushed, each waiting on the disk, as neither needs the other.
+        // the directories that gained names and the new files still flushing are waited for
+        // while the file itself is written and flushed, each waiting on the disk, as none
+        // needs another.
         let (written, flushed) = std::thread::scope(|s| {
             let dirs = s.spawn(|| self.flush_dirs(path));
+            let files = s.spawn(|| self.finish_flushes());
             let written = self.write_temp(path, &[data]);
-            let panicked = || Err(self.map_err(path, std::io::Error::other("flushing directories panicked")));
-            (written, dirs.join().unwrap_or_else(|_| panicked()))
+            let panicked = || Err(self.map_err(path, std::io::Error::other("flushing panicked")));
+            let files = files.join().unwrap_or_else(|_| panicked());
+            (written, dirs.join().unwrap_or_else(|_| panicked()).and(files))
         });
         let (tmp, target) = written?;
         // Then any directory the write itself made (`manifests/`, on a first commit).
@@ -263,7 +334,8 @@ impl Storage for LocalStorage {
     }
 
     fn sync_names(&self) -> Result<()> {
-        self.flush_dirs("")
+        let files = self.finish_flushes();
+        self.flush_dirs("").and(files)
     }
 
     fn write_at(&self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
@@ -391,6 +463,31 @@ mod tests {
                 fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
             assert!(!names.iter().any(|n| n.contains(".tmp")), "{d:?}: {names:?}");
         }
+    }
+
+    #[test]
+    fn new_files_are_named_at_once_and_their_flushes_are_over_when_a_manifest_or_a_sync_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = LocalStorage::new(dir.path().join("s"));
+        local.write_new_parts("data/a.sdat", &[b"ab", b"c"]).unwrap();
+        local.write_new_parts("index/a.sidx", &[b"i"]).unwrap();
+        // Readable under its name straight away, no temporary file left.
+        assert_eq!(local.read("data/a.sdat").unwrap(), b"abc");
+        assert_eq!(local.list("").unwrap(), ["data/a.sdat", "index/a.sidx"]);
+        assert_eq!(local.flushing.lock().unwrap().len(), 2);
+        local.create_new("manifests/v1.json", b"1").unwrap();
+        assert!(local.flushing.lock().unwrap().is_empty());
+        assert!(local.unsynced.lock().unwrap().is_empty());
+        local.write_new_parts("data/b.sdat", &[b"b"]).unwrap();
+        local.sync_names().unwrap();
+        assert!(local.flushing.lock().unwrap().is_empty());
+        // However many files a long import writes, only so many flush at once.
+        for i in 0..FLUSHING_AT_MOST + 5 {
+            local.write_new_parts(&format!("data/c{i}.sdat"), &[b"c"]).unwrap();
+            assert!(local.flushing.lock().unwrap().len() <= FLUSHING_AT_MOST);
+        }
+        // A bad key is refused before anything is written.
+        assert!(local.write_new_parts("../x", &[b"x"]).is_err());
     }
 
     #[test]

@@ -31,6 +31,13 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn write_atomic_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
         self.write_atomic(path, &parts.concat())
     }
+    /// [`write_atomic_parts`](Self::write_atomic_parts) of a new file no manifest names yet
+    /// (a slab's data or index file, under a fresh name): the storage may finish making it
+    /// durable later, in the background, but before its next [`create_new`](Self::create_new)
+    /// or [`sync_names`](Self::sync_names) returns, which report a flush that failed.
+    fn write_new_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
+        self.write_atomic_parts(path, parts)
+    }
     /// Creates the object atomically only if it does not exist yet; `Conflict` otherwise.
     fn create_new(&self, path: &str, data: &[u8]) -> Result<()>;
     /// [`create_new`](Self::create_new) of `path`, then, only if that succeeded,
