@@ -1,6 +1,6 @@
 use super::{check_key, Storage};
 use crate::error::{Error, Result};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fs::{self, File};
 use std::io::{ErrorKind as IoKind, Write};
 use std::os::unix::fs::FileExt;
@@ -28,9 +28,12 @@ pub struct LocalStorage {
     handles: Mutex<HashMap<String, Arc<File>>>,
     /// Directories whose entries changed since they were last flushed.
     unsynced: Mutex<BTreeSet<PathBuf>>,
-    /// New files still being flushed, each on its thread, by key.
-    flushing: Mutex<Vec<(String, JoinHandle<std::io::Result<()>>)>>,
+    /// New files still being flushed, each on its thread, oldest first.
+    flushing: Mutex<VecDeque<Flushing>>,
 }
+
+/// A new file's key and the thread flushing it.
+type Flushing = (String, JoinHandle<std::io::Result<()>>);
 
 /// New files flushing at once (at most): past it, a write waits for the oldest, so a long
 /// import keeps a bounded number of threads and of bytes not yet on disk.
@@ -42,7 +45,7 @@ impl LocalStorage {
             root: root.into(),
             handles: Mutex::new(HashMap::new()),
             unsynced: Mutex::new(BTreeSet::new()),
-            flushing: Mutex::new(Vec::new()),
+            flushing: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -153,17 +156,17 @@ impl LocalStorage {
         }
     }
 
+    /// Waits for one new file's flush.
+    fn flushed(&self, (path, job): Flushing) -> Result<()> {
+        let done = job.join().unwrap_or_else(|_| Err(std::io::Error::other("flushing panicked")));
+        done.map_err(|e| self.map_err(&path, e))
+    }
+
     /// Waits for the flushes of new files started so far; the first that failed is the error.
     fn finish_flushes(&self) -> Result<()> {
         let pending = std::mem::take(&mut *self.flushing.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut failed = None;
-        for (path, job) in pending {
-            let done = job.join().unwrap_or_else(|_| Err(std::io::Error::other("flushing panicked")));
-            if let Err(e) = done {
-                failed.get_or_insert_with(|| self.map_err(&path, e));
-            }
-        }
-        failed.map_or(Ok(()), Err)
+        // Every one is waited for, failed or not, so none is left running.
+        pending.into_iter().map(|f| self.flushed(f)).fold(Ok(()), Result::and)
     }
 
     /// Waits for the oldest flushes until fewer than [`FLUSHING_AT_MOST`] are running.
@@ -174,27 +177,38 @@ impl LocalStorage {
                 if pending.len() < FLUSHING_AT_MOST {
                     return Ok(());
                 }
-                pending.remove(0)
+                pending.pop_front()
             };
-            let (path, job) = oldest;
-            job.join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("flushing panicked")))
-                .map_err(|e| self.map_err(&path, e))?;
+            if let Some(f) = oldest {
+                self.flushed(f)?;
+            }
         }
     }
 
+    /// Writes `parts` to a temporary file beside `path`'s target, flushed to disk: its
+    /// temporary path and the target.
     fn write_temp(&self, path: &str, parts: &[&[u8]]) -> Result<(PathBuf, PathBuf)> {
+        let (f, tmp, target) = self.write_temp_unflushed(path, parts)?;
+        f.sync_all().map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            self.map_err(path, e)
+        })?;
+        Ok((tmp, target))
+    }
+
+    /// [`write_temp`](Self::write_temp) without the flush: the open file too, to flush later.
+    fn write_temp_unflushed(&self, path: &str, parts: &[&[u8]]) -> Result<(File, PathBuf, PathBuf)> {
         let target = self.full(path)?;
         if let Some(parent) = target.parent() {
             self.ensure_dir(path, parent)?;
         }
         let tmp = self.temp_path(&target);
         let mut f = File::create(&tmp).map_err(|e| self.map_err(path, e))?;
-        parts.iter().try_for_each(|p| f.write_all(p)).and_then(|_| f.sync_all()).map_err(|e| {
+        parts.iter().try_for_each(|p| f.write_all(p)).map_err(|e| {
             let _ = fs::remove_file(&tmp);
             self.map_err(path, e)
         })?;
-        Ok((tmp, target))
+        Ok((f, tmp, target))
     }
 
     /// Gives a file written by `write_temp` its name, replacing what had it.
@@ -261,22 +275,13 @@ impl Storage for LocalStorage {
 
     fn write_new_parts(&self, path: &str, parts: &[&[u8]]) -> Result<()> {
         self.bound_flushes()?;
-        let target = self.full(path)?;
-        if let Some(parent) = target.parent() {
-            self.ensure_dir(path, parent)?;
-        }
-        let tmp = self.temp_path(&target);
-        let mut f = File::create(&tmp).map_err(|e| self.map_err(path, e))?;
-        if let Err(e) = parts.iter().try_for_each(|p| f.write_all(p)) {
-            let _ = fs::remove_file(&tmp);
-            return Err(self.map_err(path, e));
-        }
+        let (f, tmp, target) = self.write_temp_unflushed(path, parts)?;
         self.publish(path, &tmp, &target)?;
         // Named before it is on disk: nothing names it until the next manifest, whose
         // creation waits for this flush first.
         let job = std::thread::Builder::new().name("strata-flush".into()).spawn(move || f.sync_all());
         match job {
-            Ok(job) => self.flushing.lock().unwrap_or_else(|p| p.into_inner()).push((path.to_string(), job)),
+            Ok(job) => self.flushing.lock().unwrap_or_else(|p| p.into_inner()).push_back((path.to_string(), job)),
             // No thread to spare: the flush is waited for here.
             Err(_) => File::open(&target).and_then(|f| f.sync_all()).map_err(|e| self.map_err(path, e))?,
         }
