@@ -66,6 +66,26 @@ def test_issue_queries_match_duckdb(ersst, layout, method):
 
 
 @needs_data
+def test_deeply_nested_conditions_plan_or_are_refused_cleanly(ersst):
+    """DataFusion's planning crates are built at opt-level 0 (Cargo.toml), whose stack
+    frames are larger: a WHERE clause nested as deep as SQL's parser allows must still plan
+    and count what DuckDB counts, and a deeper one must be a clear error, not a stack
+    overflow that kills the process."""
+    paths, frame = ersst
+
+    def nested(depth: int) -> str:
+        where = "sst > 1"
+        for i in range(depth):
+            where = f"({where} AND sst > {i % 20})"
+        return f"SELECT count(*) AS n FROM ersst WHERE {where}"
+
+    got = strata.sql(paths["V-S"], nested(45), table="ersst")
+    assert got.column("n")[0].as_py() == int(duck(nested(45), frame)["n"][0]) > 0
+    with pytest.raises(strata.InvalidArgumentError, match="[Rr]ecursion"):
+        strata.sql(paths["V-S"], nested(200), table="ersst")
+
+
+@needs_data
 def test_whole_empty_null_and_ordered_results(ersst):
     paths, frame = ersst
     # Without the decoded-segment cache: every query decodes what it reads.
