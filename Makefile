@@ -113,9 +113,14 @@ check-features:
 test-python: setup build capi
 	$(BIN)/python -m pytest -q tests/python
 
-test: test-rust fuzz-smoke test-python
+# The decoders' fuzz targets run here on seeds and mutations (crates/strata-fuzz-targets, on
+# the release build the tests share); libFuzzer runs them in `make fuzz-smoke`, which needs a
+# nightly sanitizer build of its own (about 7 minutes cold on 2 cores): `make check` and the
+# CI run it, `make test` does not wait for it.
+test: test-rust test-python
 
-# A short run of every fuzz target, so CI catches decoder panics (make fuzz runs longer).
+# A short run of every fuzz target under libFuzzer, so CI catches decoder panics that the
+# mutations miss (make fuzz runs longer).
 fuzz-smoke:
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_RECORD=
 
@@ -137,7 +142,7 @@ deny: setup
 	@command -v cargo-deny >/dev/null || cargo install -q --locked cargo-deny
 	cargo deny check licenses bans sources
 
-check: test lint deny
+check: test fuzz-smoke lint deny
 
 demo: build-release
 	$(BIN)/python examples/demo.py $(DATA)
@@ -180,11 +185,13 @@ FUZZ_TARGETS := index_file manifest codec_chain lossy_codecs constraint store da
   hdf5_chunk cf_time labels
 FUZZ_SERVER_TARGETS ?= server_request sql_query
 # `make fuzz` records each target's executions (libFuzzer's "Done N runs") and crashes in
-# FUZZ_RECORD; the CI smoke run records nothing. The corpus in fuzz/corpus carries over.
+# FUZZ_RECORD; the CI smoke run records nothing. The corpus in fuzz/corpus carries over, and
+# every target's starts from its seeds (crates/strata-fuzz-targets/src/seeds.rs).
 FUZZ_RECORD ?= bench/results/fuzz.md
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
 	@mkdir -p $(CACHE)/fuzz-logs
+	STRATA_SEEDS_OUT=$(CURDIR)/fuzz/corpus cargo test --release -q -p strata-fuzz-targets --test seeds_and_mutations write_seeds
 	cd fuzz && for t in $(FUZZ_TARGETS); do \
 	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
 	    -print_final_stats=0 2>&1 | tee $(CACHE)/fuzz-logs/$$t.log | grep -E "^(Done|==|SUMMARY)|panicked|ERROR" ; \

@@ -1,14 +1,5 @@
-//! DAP2 constraint expressions as a client sends them (the query string of a /dap request):
-//! any bytes give a constraint or an error, never a panic; a constraint written back as
-//! text parses to the same constraint.
 #![no_main]
+//! The body lives in crates/strata-fuzz-targets (src/dap_constraint.rs), where make test also runs it
+//! on seeds and their mutations.
 
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    if let Ok(ce) = strata_dap::parse(text) {
-        let again = strata_dap::parse(&ce.to_string());
-        assert_eq!(again.as_ref(), Ok(&ce), "{text:?} -> {ce}");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| strata_fuzz_targets::dap_constraint::run(data));

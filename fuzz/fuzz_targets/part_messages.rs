@@ -1,15 +1,5 @@
 #![no_main]
-//! The parallel writers' messages (part tables and placements, carried as bytes between
-//! processes) are read or refused, never a panic; a table read back writes the same bytes.
+//! The body lives in crates/strata-fuzz-targets (src/part_messages.rs), where make test also runs it
+//! on seeds and their mutations.
 
-use libfuzzer_sys::fuzz_target;
-use strata_core::parallel::{PartPlacement, PartTable};
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(table) = PartTable::from_bytes(data) {
-        let bytes = table.to_bytes();
-        let again = PartTable::from_bytes(&bytes).expect("a table written is read back");
-        assert_eq!(again.to_bytes(), bytes);
-    }
-    let _ = PartPlacement::from_bytes(data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| strata_fuzz_targets::part_messages::run(data));

@@ -1,15 +1,5 @@
 #![no_main]
-//! A layout file (STRATA_CONFIG) of any text is read or refused, never a panic; one that
-//! is read applies to writer options.
+//! The body lives in crates/strata-fuzz-targets (src/write_config.rs), where make test also runs it
+//! on seeds and their mutations.
 
-use libfuzzer_sys::fuzz_target;
-use strata_core::write_config::WriteConfig;
-use strata_core::WriterOptions;
-
-fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    if let Ok(config) = WriteConfig::parse(&text, "fuzz.toml") {
-        let mut options = WriterOptions::default();
-        let _ = config.apply(&mut options);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| strata_fuzz_targets::write_config::run(data));

@@ -4,60 +4,8 @@
 //! duplicated, spliced with another seed, numbers made extreme). Any 500, failed or endless
 //! body, or wrong Content-Length fails the test with the request that caused it.
 
+use strata_fuzz_targets::mutate::{mutate, Rng};
 use strata_server::fuzzing::{seeds, shared};
-
-/// A small, seeded generator (xorshift): the same mutations on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-const EXTREMES: [&str; 8] = ["-1", "0", "4294967296", "18446744073709551615", "1e308", "NaN", "-0", ":"];
-
-fn mutate(rng: &mut Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {
-    let mut b = seed.to_vec();
-    for _ in 0..1 + rng.below(2) {
-        let at = rng.below(b.len());
-        match rng.below(6) {
-            0 => b[at] ^= 1 << rng.below(8),
-            1 => b.truncate(at.max(1)),
-            2 => {
-                let n = rng.below(8).min(b.len() - at);
-                let piece = b[at..at + n].to_vec();
-                b.splice(at..at, piece);
-            }
-            3 => {
-                let from = rng.below(other.len());
-                b.splice(at.., other[from..].iter().copied());
-            }
-            4 => {
-                // A number in the request made extreme.
-                if let Some(i) = b.iter().skip(at).position(|c| c.is_ascii_digit()).map(|i| i + at) {
-                    let end = b[i..].iter().position(|c| !c.is_ascii_digit()).map_or(b.len(), |e| e + i);
-                    let x = EXTREMES[rng.below(EXTREMES.len())].as_bytes();
-                    b.splice(i..end, x.iter().copied());
-                }
-            }
-            _ => {
-                let c = b"[]:,;&=%?/.<>*()'\"\\ \n-"[rng.below(22)];
-                b.insert(at, c);
-            }
-        }
-        if b.is_empty() {
-            b.push(b'G');
-        }
-    }
-    b
-}
 
 #[test]
 fn every_seed_is_answered_as_promised() {
