@@ -152,6 +152,7 @@ bench: setup build capi
 	$(BIN)/python bench/bench_codecs.py
 	$(BIN)/python bench/bench_import.py
 	$(BIN)/python bench/bench_small.py
+	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_boxes.py
 	$(BIN)/python bench/bench_overlap.py
 	$(BIN)/python bench/bench_precision.py

@@ -9,8 +9,11 @@
 # _cpu comes first: importing it checks the CPU before anything loads the extension.
 from . import _cpu, errors  # noqa: F401
 from ._core import FORMAT_VERSION, __version__
+
+# `analyze` and `sql` are functions named after their modules: bound here, before anything
+# else imports those modules (which would bind the module instead). Both modules load
+# NumPy only when used.
 from .analyze import VariableAnalysis, analyze
-from .dataset import Dataset, Variable, open
 from .errors import (
     AccessError,
     CompatibilityError,
@@ -22,19 +25,38 @@ from .errors import (
     StrataError,
     StrataIOError,
 )
-from .export import ExportReport, export_file
-from .importer import ImportReport, PlannedVariable, append_file, import_file, preview_import
-from .in_place import IndexReport, index_file
-from .query import parse_where, session
 from .sql import SqlSession, sql
-from .writer import Writer, write_arrays
+
+# The rest of the API loads on first use (PEP 562): the command line starts without
+# NumPy's and the importer's import time unless its command needs them.
+_LAZY = {
+    "Dataset": "dataset",
+    "Variable": "dataset",
+    "open": "dataset",
+    "ExportReport": "export",
+    "export_file": "export",
+    "ImportReport": "importer",
+    "PlannedVariable": "importer",
+    "append_file": "importer",
+    "import_file": "importer",
+    "preview_import": "importer",
+    "IndexReport": "in_place",
+    "index_file": "in_place",
+    "parse_where": "query",
+    "session": "query",
+    "Writer": "writer",
+    "write_arrays": "writer",
+}
 
 
 def __getattr__(name: str):
-    # strata.remote imports the HTTP client, and to_strata Dask, only when used (the
-    # command line starts faster).
     import importlib
 
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    # strata.remote imports the HTTP client, and to_strata Dask, only when used.
     if name in ("remote", "parallel", "netcdf"):
         return importlib.import_module(f".{name}", __name__)
     if name == "to_strata":
@@ -42,6 +64,10 @@ def __getattr__(name: str):
         module.register_accessor()
         return module.to_strata
     raise AttributeError(f"module 'strata' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 if "xarray" in __import__("sys").modules:  # ds.strata.to_store(...) where xarray is in use

@@ -10,15 +10,19 @@ a file or a store and shows the table; writers plan inside the engine.
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from . import _core
 from .errors import InvalidArgumentError, StrataError
-from .importer import PlannedVariable, preview_import
+
+# NumPy and the importer load when an analysis runs: `import strata` (and with it every
+# command line's start) does not pay for them.
+if TYPE_CHECKING:
+    from .importer import PlannedVariable
 
 
 @dataclass
@@ -73,6 +77,8 @@ def analyze_variable(
 ) -> VariableAnalysis:
     """Scores candidate chains on a sample of one variable (``read`` indexes it). Speeds are
     also timed here unless ``min_seconds`` is None; choices use the declared ones."""
+    import numpy as np
+
     from ._slabs import le_bytes
 
     if samples < 1:
@@ -105,7 +111,7 @@ def analyze(
     path = os.fspath(path)
     found = []
     for name, dtype, shape, read in _variables(path):
-        if (variables and name not in variables) or int(np.prod(shape, dtype=np.int64)) == 0:
+        if (variables and name not in variables) or math.prod(int(n) for n in shape) == 0:
             continue
         chosen = candidates if candidates is not None else candidates_for(dtype, error_bound)
         found.append(
@@ -123,6 +129,7 @@ def analyze(
 def _stored(path: str, names: list[str], error_bound: str | None) -> dict[str, PlannedVariable]:
     """What an import of the file would store (the writer's preview), or what the store holds."""
     from .dataset import is_store
+    from .importer import PlannedVariable, preview_import
 
     if not names:
         return {}

@@ -9,8 +9,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 from . import __version__
 from ._text import human_bytes as _human
 from ._text import human_rate
@@ -18,6 +16,8 @@ from .errors import InvalidArgumentError, StrataError
 
 
 def _attr_repr(v) -> str:
+    import numpy as np
+
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, list):
@@ -225,6 +225,8 @@ def _number(text: str) -> float | None:
 
 
 def cmd_query(args) -> int:
+    import numpy as np
+
     from .dataset import open as open_store
 
     ds = open_store(args.store, args.version)
@@ -322,6 +324,8 @@ def _frame(dims: tuple[str, ...], result, output: str):
 
 
 def _value_query(args, ds, var, positions, by_aux) -> int:
+    import numpy as np
+
     output = args.output or "dense"
     names = [n.strip() for n in args.variables.split(",")] if args.variables else [var.name]
     # A single index keeps its dimension here: value queries return whole-dimension results.
@@ -382,6 +386,8 @@ def _value_query(args, ds, var, positions, by_aux) -> int:
 
 
 def _write_output(path: str, ds, var, positions, kept_dims, data) -> None:
+    import numpy as np
+
     if path.endswith(".npy"):
         np.save(path, data)
         return

@@ -24,10 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import _core
-from .dataset import check_cache_bytes
 from .errors import InvalidArgumentError
-from .query import METHODS
-from .query import session as query_session
 
 # More parallel parts than this only add DataFusion's per-partition overhead on any machine
 # this runs on (each part is a stream of pieces, and the work is split among at most 8
@@ -60,6 +57,12 @@ class SqlSession:
         cache_bytes: int | None = None,
         session: _core.Session | None = None,
     ):
+        # The query module and the dataset bring NumPy: loaded when SQL is used, not by
+        # `import strata`.
+        from .dataset import check_cache_bytes
+        from .query import METHODS
+        from .query import session as query_session
+
         if method not in METHODS:
             raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, not '{method}'")
         if partitions is not None and (not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS):
