@@ -51,3 +51,19 @@ def test_writing_arrays_does_not_need_the_netcdf_importer():
         seen.add(module)
         todo += [d for d in graph[module] if d not in seen]
     assert "importer" not in seen and "analyze" not in seen, seen
+
+
+def test_import_strata_and_the_command_line_do_not_load_numpy():
+    """The command line starts without NumPy's import (about 0.15 s); commands that need it
+    load it (bench/bench_startup.py)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, strata, strata.cli\n"
+        "assert 'numpy' not in sys.modules, sorted(m for m in sys.modules if m.startswith(('numpy', 'strata')))\n"
+        "import strata.analyze, strata.sql\n"
+        "assert callable(strata.analyze) and callable(strata.sql), (strata.analyze, strata.sql)\n"
+        "assert strata.open.__module__ == 'strata.dataset' and 'Writer' in dir(strata)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
