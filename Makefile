@@ -182,8 +182,9 @@ clean:
 # Fuzz every decoder for FUZZ_SECONDS each (cargo-fuzz; libFuzzer needs nightly-only flags,
 # which RUSTC_BOOTSTRAP enables on the stable toolchain).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := index_file manifest codec_chain lossy_codecs constraint store dap_constraint write_config part_messages \
-  hdf5_chunk cf_time labels
+# One target per file of fuzz/fuzz_targets (crates/strata-fuzz-targets checks that its
+# TARGETS name the same set).
+FUZZ_TARGETS := $(sort $(basename $(notdir $(wildcard fuzz/fuzz_targets/*.rs))))
 FUZZ_SERVER_TARGETS ?= server_request sql_query
 # `make fuzz` records each target's executions (libFuzzer's "Done N runs") and crashes in
 # FUZZ_RECORD; the CI smoke run records nothing. The corpus in fuzz/corpus carries over, and

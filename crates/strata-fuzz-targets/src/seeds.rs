@@ -28,7 +28,8 @@ pub fn seeds(target: &str, golden: &Path) -> Vec<Vec<u8>> {
 /// Every file under a directory named `dir` inside the golden stores, sorted by path.
 fn golden_files(golden: &Path, dir: &str) -> Vec<Vec<u8>> {
     let mut paths = Vec::new();
-    let stores = std::fs::read_dir(golden).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_else(|_| vec![]);
+    let stores =
+        std::fs::read_dir(golden).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>()).unwrap_or_default();
     for store in stores {
         // In-place stores sit one level down (tests/golden/v1/in-place/*.strata).
         let nested: Vec<_> =
