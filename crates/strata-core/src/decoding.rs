@@ -113,6 +113,32 @@ impl Decoding {
         self.packing.map_or(v, |(scale, offset)| v * scale + offset)
     }
 
+    /// The physical values of the little-endian elements `bytes` of type `stored`, in f64.
+    /// Columns of physical values (SQL's) are built here, at the engine's optimization.
+    pub fn physical_f64s(&self, stored: DType, bytes: &[u8]) -> Vec<f64> {
+        let (scale, offset) = self.packing.unwrap_or((1.0, 0.0));
+        let mut out = Vec::with_capacity(bytes.len() / stored.size().max(1));
+        stored.for_each_f64_block(bytes, |block| match self.sign {
+            Some(sign) => out.extend(block.iter().map(|&v| sign.read(v) * scale + offset)),
+            None => out.extend(block.iter().map(|&v| v * scale + offset)),
+        });
+        out
+    }
+
+    /// [`physical_f64s`](Self::physical_f64s) in f32 arithmetic, as xarray unpacks
+    /// integers of 16 bits or fewer packed with float32 attributes: the value read as f32,
+    /// then `* scale + offset` in f32.
+    pub fn physical_f32s(&self, stored: DType, bytes: &[u8]) -> Vec<f32> {
+        let (scale, offset) = self.packing.unwrap_or((1.0, 0.0));
+        let (scale, offset) = (scale as f32, offset as f32);
+        let mut out = Vec::with_capacity(bytes.len() / stored.size().max(1));
+        stored.for_each_f64_block(bytes, |block| match self.sign {
+            Some(sign) => out.extend(block.iter().map(|&v| sign.read(v) as f32 * scale + offset)),
+            None => out.extend(block.iter().map(|&v| v as f32 * scale + offset)),
+        });
+        out
+    }
+
     /// `physical op value` on `var` as a predicate on its stored values: the constant
     /// unpacked (the operator flipped for a negative scale), then split where the sign is
     /// read differently. Exact in real numbers.

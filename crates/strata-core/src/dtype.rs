@@ -112,6 +112,30 @@ impl DType {
         }
     }
 
+    /// Which elements of little-endian `bytes` hold a value, as a validity bitmap in
+    /// Arrow's layout (bit `i` of byte `i / 8` set where element `i` is valid, least
+    /// significant bit first), with the count of invalid ones: NaN and the values in
+    /// `missing` (fill values) are invalid. None when every element is valid. SQL's and the
+    /// server's columns take their nulls from here, so the per-value test runs at the
+    /// engine's optimization rather than that of the crates building the columns.
+    pub fn validity(self, bytes: &[u8], missing: &[f64]) -> Option<(Vec<u8>, usize)> {
+        let n = bytes.len() / self.size().max(1);
+        let mut bits: Vec<u8> = Vec::with_capacity(n.div_ceil(8));
+        let mut invalid = 0usize;
+        const _: () = assert!(F64_BLOCK == 64);
+        // A block is 64 elements: one word of the bitmap (the last one maybe shorter).
+        self.for_each_f64_block(bytes, |block| {
+            let mut word = 0u64;
+            for (i, &v) in block.iter().enumerate() {
+                let valid = !v.is_nan() & !missing.contains(&v);
+                word |= (valid as u64) << i;
+            }
+            invalid += block.len() - word.count_ones() as usize;
+            bits.extend_from_slice(&word.to_le_bytes()[..block.len().div_ceil(8)]);
+        });
+        (invalid > 0).then_some((bits, invalid))
+    }
+
     /// The elements of `bytes` as f64 (see [`for_each_f64`](Self::for_each_f64)).
     pub fn to_f64s(self, bytes: &[u8]) -> Vec<f64> {
         let mut out = Vec::with_capacity(bytes.len() / self.size().max(1));
@@ -189,5 +213,36 @@ impl ValueSummary {
         if self.count > 0 && self.max.abs() > 9.0e15 {
             self.max = self.max.next_up();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DType;
+
+    #[test]
+    fn validity_marks_nan_and_fill_values_in_arrows_bit_order() {
+        // 130 elements: two whole words and two bits of a third.
+        let values: Vec<f32> = (0..130)
+            .map(|i| {
+                if i % 7 == 0 {
+                    f32::NAN
+                } else if i % 11 == 0 {
+                    -999.0
+                } else {
+                    i as f32
+                }
+            })
+            .collect();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let (bits, invalid) = DType::F32.validity(&bytes, &[-999.0]).unwrap_or_else(|| panic!("some are invalid"));
+        assert_eq!(bits.len(), 17);
+        let expected: Vec<bool> = values.iter().map(|v| !v.is_nan() && *v != -999.0).collect();
+        let got: Vec<bool> = (0..130).map(|i| bits[i / 8] >> (i % 8) & 1 == 1).collect();
+        assert_eq!(got, expected);
+        assert_eq!(invalid, expected.iter().filter(|v| !**v).count());
+        let ints: Vec<u8> = [1i16, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(DType::I16.validity(&ints, &[]), None);
+        assert_eq!(DType::I16.validity(&ints, &[2.0]), Some((vec![0b101], 1)));
     }
 }

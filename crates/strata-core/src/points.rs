@@ -34,7 +34,7 @@ pub fn axis_indices(d: usize, shape: &[u64], flat: &[u64]) -> Vec<u64> {
 ///
 /// `values` must hold at least `shape[d]` elements. (Splitting the work across threads
 /// gained nothing on 13M points: the loop is bound by memory, not by the divisions.)
-pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64]) -> Vec<T> {
+pub(crate) fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u64]) -> Vec<T> {
     // Each slot written once, not zeroed first (a pass of its own over fresh pages).
     let mut out: Vec<T> = crate::large::with_capacity(flat.len());
     let slots = &mut out.spare_capacity_mut()[..flat.len()];
@@ -43,6 +43,17 @@ pub fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], flat: &[u6
     unsafe { out.set_len(flat.len()) };
     out
 }
+
+macro_rules! pick_words {
+    ($($name:ident: $t:ty),*) => {$(
+        /// [`pick`] for elements of this width, whatever their type: compiled here, at the
+        /// engine's optimization, for the crates that build columns of every type (SQL).
+        pub fn $name(values: &[$t], d: usize, shape: &[u64], flat: &[u64]) -> Vec<$t> {
+            pick(values, d, shape, flat)
+        }
+    )*};
+}
+pick_words!(pick_u8: u8, pick_u16: u16, pick_u32: u32, pick_u64: u64);
 
 /// Puts the coordinate of each point into its slot of `slots` (one per flat index): written
 /// in place, with no capacity check per point (pushing one at a time took about twice as

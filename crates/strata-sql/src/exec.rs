@@ -74,16 +74,27 @@ impl ScanRequest {
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
 /// `missing` (None: no value can be, so none is tested). The bytes become the column's
-/// buffer without a copy where they can.
+/// buffer without a copy where they can; the test of every value runs in the engine
+/// (`DType::validity`).
 pub fn column_array(dtype: DType, raw: Vec<u8>, missing: Option<&[f64]>) -> Result<ArrayRef> {
     fn build<T: ArrowPrimitiveType>(
+        dtype: DType,
         raw: Vec<u8>,
         missing: Option<&[f64]>,
         from: impl Fn(&[u8]) -> T::Native,
-        to_f64: impl Fn(T::Native) -> f64,
     ) -> ArrayRef {
         let w = std::mem::size_of::<T::Native>();
         let len = raw.len() / w;
+        let float = matches!(T::DATA_TYPE, DataType::Float32 | DataType::Float64);
+        let nulls = match missing {
+            None => None,
+            Some(missing) if missing.is_empty() && !float => None,
+            Some(missing) => dtype.validity(&raw, missing).map(|(bits, invalid)| {
+                let valid = BooleanBuffer::new(Buffer::from_vec(bits), 0, len);
+                // SAFETY: `validity` counts the bits it leaves unset.
+                unsafe { NullBuffer::new_unchecked(valid, invalid) }
+            }),
+        };
         let buffer = Buffer::from_vec(raw);
         // Arrow holds values in native order: little-endian bytes are taken as they are on
         // a little-endian target when aligned, and converted otherwise.
@@ -93,18 +104,6 @@ pub fn column_array(dtype: DType, raw: Vec<u8>, missing: Option<&[f64]>) -> Resu
             } else {
                 buffer.as_slice().chunks_exact(w).map(from).collect()
             };
-        let float = matches!(T::DATA_TYPE, DataType::Float32 | DataType::Float64);
-        let nulls = match missing {
-            None => None,
-            Some(missing) if missing.is_empty() && !float => None,
-            Some(missing) => {
-                let valid = BooleanBuffer::collect_bool(len, |i| {
-                    let f = to_f64(values[i]);
-                    !f.is_nan() && !missing.contains(&f)
-                });
-                Some(NullBuffer::new(valid)).filter(|n| n.null_count() > 0)
-            }
-        };
         Arc::new(PrimitiveArray::<T>::new(values, nulls))
     }
     macro_rules! le {
@@ -113,16 +112,16 @@ pub fn column_array(dtype: DType, raw: Vec<u8>, missing: Option<&[f64]>) -> Resu
         };
     }
     Ok(match dtype {
-        DType::I8 => build::<Int8Type>(raw, missing, le!(i8), |x| x as f64),
-        DType::U8 => build::<UInt8Type>(raw, missing, le!(u8), |x| x as f64),
-        DType::I16 => build::<Int16Type>(raw, missing, le!(i16), |x| x as f64),
-        DType::U16 => build::<UInt16Type>(raw, missing, le!(u16), |x| x as f64),
-        DType::I32 => build::<Int32Type>(raw, missing, le!(i32), |x| x as f64),
-        DType::U32 => build::<UInt32Type>(raw, missing, le!(u32), |x| x as f64),
-        DType::I64 => build::<Int64Type>(raw, missing, le!(i64), |x| x as f64),
-        DType::U64 => build::<UInt64Type>(raw, missing, le!(u64), |x| x as f64),
-        DType::F32 => build::<Float32Type>(raw, missing, le!(f32), |x| x as f64),
-        DType::F64 => build::<Float64Type>(raw, missing, le!(f64), |x| x),
+        DType::I8 => build::<Int8Type>(dtype, raw, missing, le!(i8)),
+        DType::U8 => build::<UInt8Type>(dtype, raw, missing, le!(u8)),
+        DType::I16 => build::<Int16Type>(dtype, raw, missing, le!(i16)),
+        DType::U16 => build::<UInt16Type>(dtype, raw, missing, le!(u16)),
+        DType::I32 => build::<Int32Type>(dtype, raw, missing, le!(i32)),
+        DType::U32 => build::<UInt32Type>(dtype, raw, missing, le!(u32)),
+        DType::I64 => build::<Int64Type>(dtype, raw, missing, le!(i64)),
+        DType::U64 => build::<UInt64Type>(dtype, raw, missing, le!(u64)),
+        DType::F32 => build::<Float32Type>(dtype, raw, missing, le!(f32)),
+        DType::F64 => build::<Float64Type>(dtype, raw, missing, le!(f64)),
         DType::Char | DType::String => {
             return Err(Error::InvalidArgument(format!("{} variables are not SQL columns", dtype.name())))
         }
@@ -134,7 +133,7 @@ pub fn column_array(dtype: DType, raw: Vec<u8>, missing: Option<&[f64]>) -> Resu
 fn coord_column(coord: &ArrayRef, d: usize, shape: &[u64], flat: &[u64]) -> Result<ArrayRef> {
     if coord.null_count() == 0 && coord.len() as u64 >= shape[d] {
         let picked: Option<ArrayRef> = downcast_primitive_array!(
-            coord => Some(picked(coord, d, shape, flat)),
+            coord => picked(coord, d, shape, flat),
             _ => None
         );
         if let Some(a) = picked {
@@ -146,10 +145,19 @@ fn coord_column(coord: &ArrayRef, d: usize, shape: &[u64], flat: &[u64]) -> Resu
 }
 
 /// The engine's coordinate values at the points, in a column of `a`'s type (a timestamp
-/// keeps its unit and zone).
-fn picked<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, d: usize, shape: &[u64], flat: &[u64]) -> ArrayRef {
-    let values = points::pick(a.values(), d, shape, flat);
-    Arc::new(PrimitiveArray::<T>::new(values.into(), None).with_data_type(a.data_type().clone()))
+/// keeps its unit and zone); None for a width the engine does not pick.
+fn picked<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, d: usize, shape: &[u64], flat: &[u64]) -> Option<ArrayRef> {
+    let values = a.values().inner();
+    // The values' buffer is aligned for T, so for the unsigned type of T's width too.
+    let out = match std::mem::size_of::<T::Native>() {
+        1 => Buffer::from_vec(points::pick_u8(values.typed_data(), d, shape, flat)),
+        2 => Buffer::from_vec(points::pick_u16(values.typed_data(), d, shape, flat)),
+        4 => Buffer::from_vec(points::pick_u32(values.typed_data(), d, shape, flat)),
+        8 => Buffer::from_vec(points::pick_u64(values.typed_data(), d, shape, flat)),
+        _ => return None,
+    };
+    let values = ScalarBuffer::<T::Native>::new(out, 0, flat.len());
+    Some(Arc::new(PrimitiveArray::<T>::new(values, None).with_data_type(a.data_type().clone())))
 }
 
 /// Splits the region into pieces along the first dimension by the engine's rule (the

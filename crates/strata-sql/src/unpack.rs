@@ -9,12 +9,8 @@
 //! variable widened by a stored unit so that float rounding of the physical value cannot
 //! leave a row out, and DataFusion filters the physical column again (inexact).
 
-use datafusion::arrow::array::{ArrayRef, AsArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{
-    DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type,
-    UInt8Type,
-};
+use datafusion::arrow::array::{make_array, Array, ArrayRef, Float32Array, Float64Array};
+use datafusion::arrow::datatypes::DataType;
 use std::sync::Arc;
 use strata_core::decoding::Decoding;
 use strata_core::manifest::AttrValue;
@@ -55,19 +51,26 @@ impl Unpack {
         }
     }
 
-    /// Stored values (NULL where missing) -> physical values, NULL kept.
+    /// Stored values (NULL where missing) -> physical values, NULL kept. The arithmetic
+    /// over every value runs in the engine (`Decoding::physical_f32s`).
     pub fn apply(&self, stored: &ArrayRef) -> Result<ArrayRef> {
-        let read = match self.decoding.sign {
-            Some(_) => reinterpreted(stored)?,
-            None => stored.clone(),
-        };
-        let Some((scale, offset)) = self.decoding.packing else { return Ok(read) };
-        let wide = cast(&read, &self.data_type()).map_err(|e| Error::InvalidArgument(format!("unpacking: {e}")))?;
+        if self.decoding.packing.is_none() {
+            return reinterpreted(stored);
+        }
+        let data = stored.to_data();
+        let w = self.stored.size();
+        let bytes = data
+            .buffers()
+            .first()
+            .and_then(|b| b.as_slice().get(data.offset() * w..(data.offset() + data.len()) * w))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("unpacking: a column of {} values without them", self.stored.name()))
+            })?;
+        let nulls = stored.nulls().cloned();
         Ok(if self.single {
-            let (s, o) = (scale as f32, offset as f32);
-            Arc::new(wide.as_primitive::<Float32Type>().unary::<_, Float32Type>(|x| x * s + o))
+            Arc::new(Float32Array::new(self.decoding.physical_f32s(self.stored, bytes).into(), nulls))
         } else {
-            Arc::new(wide.as_primitive::<Float64Type>().unary::<_, Float64Type>(|x| x * scale + offset))
+            Arc::new(Float64Array::new(self.decoding.physical_f64s(self.stored, bytes).into(), nulls))
         })
     }
 
@@ -111,30 +114,34 @@ fn other_sign(t: DType) -> Option<DataType> {
     })
 }
 
-/// The same bits read as the integer type of the other sign (NULLs kept).
+/// The same bits read as the integer type of the other sign (NULLs kept): the column's
+/// buffers under the other type, nothing copied.
 fn reinterpreted(a: &ArrayRef) -> Result<ArrayRef> {
-    macro_rules! flip {
-        ($from:ty, $to:ty, $t:ty) => {
-            Arc::new(a.as_primitive::<$from>().unary::<_, $to>(|x| x as $t)) as ArrayRef
-        };
-    }
-    Ok(match a.data_type() {
-        DataType::Int8 => flip!(Int8Type, UInt8Type, u8),
-        DataType::UInt8 => flip!(UInt8Type, Int8Type, i8),
-        DataType::Int16 => flip!(Int16Type, UInt16Type, u16),
-        DataType::UInt16 => flip!(UInt16Type, Int16Type, i16),
-        DataType::Int32 => flip!(Int32Type, UInt32Type, u32),
-        DataType::UInt32 => flip!(UInt32Type, Int32Type, i32),
-        DataType::Int64 => flip!(Int64Type, UInt64Type, u64),
-        DataType::UInt64 => flip!(UInt64Type, Int64Type, i64),
+    let other = match a.data_type() {
+        DataType::Int8 => DataType::UInt8,
+        DataType::UInt8 => DataType::Int8,
+        DataType::Int16 => DataType::UInt16,
+        DataType::UInt16 => DataType::Int16,
+        DataType::Int32 => DataType::UInt32,
+        DataType::UInt32 => DataType::Int32,
+        DataType::Int64 => DataType::UInt64,
+        DataType::UInt64 => DataType::Int64,
         other => return Err(Error::InvalidArgument(format!("a sign view of {other} values"))),
-    })
+    };
+    let data = a
+        .to_data()
+        .into_builder()
+        .data_type(other)
+        .build()
+        .map_err(|e| Error::InvalidArgument(format!("a sign view: {e}")))?;
+    Ok(make_array(data))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Int8Array, UInt8Array};
+    use datafusion::arrow::array::{AsArray, Int16Array, Int8Array, UInt8Array};
+    use datafusion::arrow::datatypes::{Float32Type, Float64Type, UInt8Type};
     use strata_core::decoding::SignView;
 
     fn packed(scale: f64, offset: f64, single: bool) -> Unpack {
@@ -197,5 +204,16 @@ mod tests {
         let read = both.apply(&stored).unwrap();
         assert_eq!(read.as_primitive::<Float64Type>().values().to_vec()[..1], [127.5]);
         assert!(both.on_stored("q", CmpOp::Gt, 100.0).is_none());
+    }
+
+    #[test]
+    fn packed_shorts_unpack_in_float32_as_xarray_does_nulls_kept() {
+        let u = packed(0.01, 5.0, true);
+        let stored: ArrayRef = Arc::new(Int16Array::from(vec![Some(-300), None, Some(0), Some(1234)]).slice(1, 3));
+        let read = u.apply(&stored).unwrap();
+        let want: Vec<f32> = [0i16, 1234].iter().map(|&s| s as f32 * 0.01f32 + 5.0f32).collect();
+        let got = read.as_primitive::<Float32Type>();
+        assert_eq!(got.null_count(), 1);
+        assert_eq!(got.values()[1..].to_vec(), want);
     }
 }
