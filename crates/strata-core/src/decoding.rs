@@ -113,15 +113,12 @@ impl Decoding {
         self.packing.map_or(v, |(scale, offset)| v * scale + offset)
     }
 
-    /// The physical values of the little-endian elements `bytes` of type `stored`, in f64.
-    /// Columns of physical values (SQL's) are built here, at the engine's optimization.
+    /// [`physical`](Self::physical) of every little-endian element of `bytes`, of type
+    /// `stored`. Columns of physical values (SQL's) are built here, at the engine's
+    /// optimization.
     pub fn physical_f64s(&self, stored: DType, bytes: &[u8]) -> Vec<f64> {
-        let (scale, offset) = self.packing.unwrap_or((1.0, 0.0));
         let mut out = Vec::with_capacity(bytes.len() / stored.size().max(1));
-        stored.for_each_f64_block(bytes, |block| match self.sign {
-            Some(sign) => out.extend(block.iter().map(|&v| sign.read(v) * scale + offset)),
-            None => out.extend(block.iter().map(|&v| v * scale + offset)),
-        });
+        stored.for_each_f64_block(bytes, |block| out.extend(block.iter().map(|&v| self.physical(v))));
         out
     }
 
@@ -132,9 +129,8 @@ impl Decoding {
         let (scale, offset) = self.packing.unwrap_or((1.0, 0.0));
         let (scale, offset) = (scale as f32, offset as f32);
         let mut out = Vec::with_capacity(bytes.len() / stored.size().max(1));
-        stored.for_each_f64_block(bytes, |block| match self.sign {
-            Some(sign) => out.extend(block.iter().map(|&v| sign.read(v) as f32 * scale + offset)),
-            None => out.extend(block.iter().map(|&v| v as f32 * scale + offset)),
+        stored.for_each_f64_block(bytes, |block| {
+            out.extend(block.iter().map(|&v| self.sign.map_or(v, |s| s.read(v)) as f32 * scale + offset))
         });
         out
     }
