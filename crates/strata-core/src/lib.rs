@@ -56,6 +56,7 @@ pub mod storage;
 pub mod store;
 pub mod stream;
 pub mod verify;
+pub mod wire;
 pub mod write_config;
 pub mod writer;
 

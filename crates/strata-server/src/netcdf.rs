@@ -271,7 +271,7 @@ impl Layout {
                         let n: u64 = b.iter().map(|s| s.count()).product();
                         let mut raw = vec![0u8; (n * es) as usize];
                         reader.read_into(&v.name, &b, &mut raw)?;
-                        crate::pieces::swap_bytes(&mut raw, es as usize);
+                        strata_core::wire::to_big_endian(&mut raw, es as usize);
                         let from = skip.min(raw.len());
                         skip -= from;
                         let take = (raw.len() - from).min(left);

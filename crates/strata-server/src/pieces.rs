@@ -60,26 +60,6 @@ pub(crate) fn boxes(sel: &[DimSelection], elem: usize, target: usize) -> Vec<Vec
     out
 }
 
-/// Reverses the bytes of each `es`-byte element of `buf` in place: little-endian values
-/// become the big-endian ones XDR and NetCDF files carry. Swapped as whole integers, which
-/// the compiler vectorizes (a byte-wise reverse of runtime length was a third of the
-/// server's time answering a 44 MB NetCDF subset).
-pub(crate) fn swap_bytes(buf: &mut [u8], es: usize) {
-    fn each<const N: usize>(buf: &mut [u8], swap: impl Fn([u8; N]) -> [u8; N]) {
-        for c in buf.chunks_exact_mut(N) {
-            let mut a = [0u8; N];
-            a.copy_from_slice(c);
-            c.copy_from_slice(&swap(a));
-        }
-    }
-    match es {
-        2 => each::<2>(buf, |a| u16::from_le_bytes(a).to_be_bytes()),
-        4 => each::<4>(buf, |a| u32::from_le_bytes(a).to_be_bytes()),
-        8 => each::<8>(buf, |a| u64::from_le_bytes(a).to_be_bytes()),
-        _ => {}
-    }
-}
-
 /// A response body fed by `produce` on a blocking thread: each call of `send` hands one
 /// chunk over, waiting while two are queued; it returns false once the client has gone, and
 /// the producer should stop. An error after the first byte can only cut the response short
@@ -291,23 +271,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn elements_are_swapped_whole_and_one_byte_ones_left() {
-        let mut b: Vec<u8> = (0u8..17).collect();
-        swap_bytes(&mut b[..16], 8);
-        assert_eq!(b[..8], [7, 6, 5, 4, 3, 2, 1, 0]);
-        assert_eq!(b[8..], [15, 14, 13, 12, 11, 10, 9, 8, 16], "the next element, and a stray byte untouched");
-        let mut v: Vec<u8> = [1.5f32, -2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
-        swap_bytes(&mut v, 4);
-        assert_eq!(v, [1.5f32.to_be_bytes(), (-2.0f32).to_be_bytes()].concat());
-        let mut w: Vec<u8> = [300i16, -7].iter().flat_map(|x| x.to_le_bytes()).collect();
-        swap_bytes(&mut w, 2);
-        assert_eq!(w, [300i16.to_be_bytes(), (-7i16).to_be_bytes()].concat());
-        let mut one = vec![1u8, 2, 3];
-        swap_bytes(&mut one, 1);
-        assert_eq!(one, [1, 2, 3]);
-    }
 
     fn sel(v: &[(u64, u64, u64)]) -> Vec<DimSelection> {
         v.iter().map(|&(start, stop, step)| DimSelection { start, stop, step }).collect()
