@@ -97,7 +97,10 @@ def check_length(path: str) -> str | None:
     import os
 
     with open(path, "rb") as f:
-        header = f.read(1 << 20)
+        header = f.read(8)
+        if header[:3] != b"CDF":
+            return None  # HDF5 (NetCDF-4) and others: no classic header to read
+        header += f.read((1 << 20) - len(header))
     try:
         need = required_length(header)
     except (ValueError, IndexError, struct.error) as err:

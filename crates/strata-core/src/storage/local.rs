@@ -292,7 +292,11 @@ impl Storage for LocalStorage {
         // What the new file names must be on disk before it is (a manifest is the commit):
         // the directories that gained names and the new files still flushing are waited for
         // while the file itself is written and flushed, each waiting on the disk, as none
-        // needs another.
+        // needs another. Its directory is made first (`manifests/`, on a first commit), so
+        // that the new name in its parent is flushed in that same round, not in one more.
+        if let Some(parent) = self.full(path)?.parent() {
+            self.ensure_dir(path, parent)?;
+        }
         let (written, flushed) = std::thread::scope(|s| {
             let dirs = s.spawn(|| self.flush_dirs(path));
             let files = s.spawn(|| self.finish_flushes());
@@ -302,7 +306,8 @@ impl Storage for LocalStorage {
             (written, dirs.join().unwrap_or_else(|_| panicked()).and(files))
         });
         let (tmp, target) = written?;
-        // Then any directory the write itself made (`manifests/`, on a first commit).
+        // Then any name noted while that round ran (none from this write: its directory
+        // was made before).
         if let Err(e) = flushed.and_then(|_| self.flush_dirs(path)) {
             let _ = fs::remove_file(&tmp);
             return Err(e);
