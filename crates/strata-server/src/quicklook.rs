@@ -60,21 +60,11 @@ pub fn render(reader: &StoreReader, name: &str, sel: &[DimSelection]) -> Result<
     let (w, h_img) = (nx * scale, ny * scale);
     let h = h_img + MARGIN + BAR + MARGIN + 5 * 2 + MARGIN;
     let mut img = vec![255u8; w * h * 3];
-    // The scale in LEVELS steps, each computed once: a pixel is a look-up, not the
-    // interpolation (a step is under a tenth of the scale's smallest change of a colour
-    // byte, so nothing a viewer sees changes).
-    let scale_colours: Vec<[u8; 3]> = (0..LEVELS).map(|i| colour(i as f64 / (LEVELS - 1) as f64)).collect();
-    let step = if hi > lo { (LEVELS - 1) as f64 / (hi - lo) } else { 0.0 };
-    let middle = if hi > lo { 0.0 } else { (LEVELS / 2) as f64 };
+    let scale_of = ColourScale::new(lo, hi);
     for y in 0..h_img {
         let row = if flip { ny - 1 - y / scale } else { y / scale };
         for x in 0..w {
-            let v = values[row * nx + x / scale];
-            let c = if v.is_finite() {
-                scale_colours[(((v - lo) * step + middle).round() as usize).min(LEVELS - 1)]
-            } else {
-                [160, 160, 160]
-            };
+            let c = scale_of.pixel(values[row * nx + x / scale]);
             img[(y * w + x) * 3..(y * w + x) * 3 + 3].copy_from_slice(&c);
         }
     }
@@ -166,6 +156,34 @@ fn label(v: f64, span: f64) -> String {
     let decimals =
         if span > 0.0 && span.is_finite() { (2.0 - span.log10().floor()).clamp(0.0, 6.0) as usize } else { 2 };
     format!("{v:.decimals$}")
+}
+
+/// [`colour`] over the values `lo..=hi` in [`LEVELS`] steps, each computed once: a pixel is
+/// a look-up, not the interpolation. A step moves a colour byte by 0.16 at most, so a pixel
+/// is at most one unit of one byte from the exact scale.
+struct ColourScale {
+    colours: Vec<[u8; 3]>,
+    lo: f64,
+    /// Steps per unit of value (0 when all values are equal: the middle colour).
+    step: f64,
+    middle: f64,
+}
+
+impl ColourScale {
+    fn new(lo: f64, hi: f64) -> Self {
+        let colours = (0..LEVELS).map(|i| colour(i as f64 / (LEVELS - 1) as f64)).collect();
+        let spread = hi > lo;
+        let step = if spread { (LEVELS - 1) as f64 / (hi - lo) } else { 0.0 };
+        ColourScale { colours, lo, step, middle: if spread { 0.0 } else { (LEVELS / 2) as f64 } }
+    }
+
+    /// The colour of `v`; grey when it is missing (NaN).
+    fn pixel(&self, v: f64) -> [u8; 3] {
+        if !v.is_finite() {
+            return [160, 160, 160];
+        }
+        self.colours[(((v - self.lo) * self.step + self.middle).round().max(0.0) as usize).min(LEVELS - 1)]
+    }
 }
 
 /// A perceptually ordered scale (dark blue, teal, green, yellow), interpolated.
@@ -277,5 +295,20 @@ mod tests {
         assert_eq!((label(300.348, 3.06), label(301.877, 3.06)), ("300.35".into(), "301.88".into()));
         assert_eq!(label(1234.5, 2000.0), "1234");
         assert_eq!(label(0.5, 0.0), "0.50");
+    }
+
+    #[test]
+    fn the_scale_table_is_the_scale_within_one_unit() {
+        let (lo, hi) = (-1.8, 35.2);
+        let scale = ColourScale::new(lo, hi);
+        for i in 0..=100_000 {
+            let v = lo + (hi - lo) * f64::from(i) / 100_000.0;
+            let (got, want) = (scale.pixel(v), colour((v - lo) / (hi - lo)));
+            assert!(got.iter().zip(want).all(|(&g, w)| g.abs_diff(w) <= 1), "{v}: {got:?} against {want:?}");
+        }
+        assert_eq!(scale.pixel(lo), colour(0.0));
+        assert_eq!(scale.pixel(hi), colour(1.0));
+        assert_eq!(scale.pixel(f64::NAN), [160, 160, 160]);
+        assert_eq!(ColourScale::new(3.0, 3.0).pixel(3.0), colour(0.5));
     }
 }
