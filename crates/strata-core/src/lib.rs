@@ -8,10 +8,11 @@
 //! (records as produced) or the [`parallel`] coordinator; value queries through a
 //! [`Session`] (a [`Query`] planned by a [`planner::Planner`], run by a
 //! [`query::Executor`], answered as an [`Answer`]); constraints, areas and labels parsed
-//! and resolved here ([`constraint`], [`area`], [`labels`], [`cftime`]). Helpers only the
-//! engine needs (bit sets, fast division, Hilbert order, the data file's framing, large
-//! zeroed buffers) and types reached only through the API (masks, segment keys,
-//! histograms) sit in private modules.
+//! and resolved here ([`constraint`], [`area`], [`labels`], [`cftime`]); values in the
+//! big-endian forms NetCDF files and DAP2 carry ([`wire`]). Helpers only the engine needs
+//! (bit sets, fast division, Hilbert order, the data file's framing, large zeroed buffers)
+//! and types reached only through the API (masks, segment keys, histograms) sit in private
+//! modules.
 
 pub mod area;
 pub mod bins;
