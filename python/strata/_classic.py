@@ -50,10 +50,16 @@ class _Header:
             self.take((nelems * _SIZES.get(nc_type, 1) + 3) // 4 * 4)
 
 
+def is_classic(header: bytes) -> bool:
+    """Whether ``header`` (at least its first 8 bytes) starts a NetCDF classic file: CDF-1,
+    CDF-2 (64-bit offsets) or CDF-5."""
+    return header[:3] == b"CDF" and len(header) >= 8 and header[3] in (1, 2, 5)
+
+
 def required_length(header: bytes) -> int | None:
     """Bytes a classic file with this header must hold at least; None when ``header`` is
     not a classic header or the record count is not written yet (a file being streamed)."""
-    if header[:3] != b"CDF" or len(header) < 8 or header[3] not in (1, 2, 5):
+    if not is_classic(header):
         return None
     h = _Header(header)
     numrecs = h.count()
@@ -98,7 +104,7 @@ def check_length(path: str) -> str | None:
 
     with open(path, "rb") as f:
         header = f.read(8)
-        if header[:3] != b"CDF":
+        if not is_classic(header):
             return None  # HDF5 (NetCDF-4) and others: no classic header to read
         header += f.read((1 << 20) - len(header))
     try:

@@ -156,8 +156,8 @@ impl Backend for Hdf5Backend {
         }
         let full = stored.iter().product::<usize>() * es;
         let mut bytes = self.unfilter(input, full)?;
-        if self.big_endian && es > 1 {
-            bytes.chunks_exact_mut(es).for_each(|e| e.reverse());
+        if self.big_endian {
+            crate::endian::swap_elements(&mut bytes, es);
         }
         out.clear();
         if stored == shape {

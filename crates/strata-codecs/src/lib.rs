@@ -9,6 +9,7 @@
 pub mod analyzer;
 mod backend;
 mod chain;
+pub mod endian;
 mod error;
 mod fpc;
 mod hdf5;
