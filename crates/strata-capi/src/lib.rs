@@ -464,9 +464,8 @@ fn to_le(w: &StrataWriter, var: &str, data: &[u8]) -> strata_core::Result<Vec<u8
         )));
     }
     let mut le = data.to_vec();
-    if cfg!(target_endian = "big") {
-        le.chunks_mut(size).for_each(|c| c.reverse());
-    }
+    // The same swap both ways (none on a little-endian host).
+    strata_core::wire::le_to_host(&mut le, size);
     Ok(le)
 }
 
@@ -766,10 +765,7 @@ pub unsafe extern "C" fn strata_read(
         let buf = if nbytes == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(out_, nbytes) } };
         let r = unsafe { reader(r) }?;
         r.reader.read_into(var, &sel, buf)?;
-        if cfg!(target_endian = "big") {
-            let size = r.reader.manifest().variable(var)?.1.dtype.size();
-            buf.chunks_mut(size).for_each(|c| c.reverse());
-        }
+        strata_core::wire::le_to_host(buf, r.reader.manifest().variable(var)?.1.dtype.size());
         Ok(())
     })
 }

@@ -11,6 +11,15 @@ pub fn to_big_endian(buf: &mut [u8], size: usize) {
     strata_codecs::endian::swap_elements(buf, size);
 }
 
+/// Little-endian elements of `size` bytes to the host's order and back, in place: a swap
+/// of each element on a big-endian host, nothing on a little-endian one (for callers that
+/// hand values to native code, as the C API does).
+pub fn le_to_host(buf: &mut [u8], size: usize) {
+    if cfg!(target_endian = "big") {
+        strata_codecs::endian::swap_elements(buf, size);
+    }
+}
+
 /// `le` (little-endian values of `dtype`) in XDR: bytes as they are; elements that keep
 /// their width byte-swapped in `le`'s own buffer (one buffer per piece, not a second
 /// zero-filled copy); 8- and 16-bit integers widened to four bytes, 64-bit ones sent as
