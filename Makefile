@@ -133,6 +133,8 @@ lint: setup check-features cbindgen
 	cargo fmt --all --check
 	@echo "clippy (a cold run checks every dependency first, each crate shown)"
 	cargo clippy --workspace --all-targets -- -D warnings
+	@echo "rustdoc: every doc link resolves, and public items' docs link only public items"
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 	$(BIN)/ruff check python tests bench examples fuzz
 	cbindgen -q --verify --config crates/strata-capi/cbindgen.toml --crate strata-capi \
 	  --output crates/strata-capi/include/strata.h crates/strata-capi \

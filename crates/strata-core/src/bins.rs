@@ -123,7 +123,7 @@ impl BinRule {
     }
 
     /// Resolves the rule from what it needs: the valid values' summary (equal-width) or a
-    /// sample of them of about [`QUANTILE_SAMPLE`] values (equal-frequency), each asked for
+    /// sample of them of about `QUANTILE_SAMPLE` values (equal-frequency), each asked for
     /// only when the rule needs it. A file indexed in place gathers both chunk by chunk.
     pub fn resolve_with(
         &self,

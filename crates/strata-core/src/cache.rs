@@ -13,7 +13,7 @@ pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 /// at offset 0.)
 pub type SegmentId = (u64, u64, (u32, u64, u32), u8);
 
-/// Decoded segments, the last used kept up to `capacity` bytes (see [`Kept`]); none with
+/// Decoded segments, the last used kept up to `capacity` bytes (see `Kept`); none with
 /// a capacity of 0.
 #[derive(Debug)]
 pub struct SegmentCache {

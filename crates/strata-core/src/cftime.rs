@@ -197,7 +197,7 @@ pub struct TimeUnits {
 }
 
 impl TimeUnits {
-    /// `units` ("UNIT since DATE[ TIME][ ZONE]") in `calendar` (the `calendar` attribute).
+    /// `units` (`UNIT since DATE[ TIME][ ZONE]`) in `calendar` (the `calendar` attribute).
     pub fn parse(units: &str, calendar: Option<&str>) -> Result<TimeUnits> {
         let calendar = Calendar::parse(calendar)?;
         let bad = |why: &str| Error::InvalidArgument(format!("CF time units '{units}': {why}"));

@@ -80,7 +80,7 @@ impl DType {
         self.for_each_f64_block(bytes, |block| block.iter().for_each(|&v| f(v)));
     }
 
-    /// [`for_each_f64`](Self::for_each_f64) in blocks of up to [`F64_BLOCK`] values, for
+    /// [`for_each_f64`](Self::for_each_f64) in blocks of up to `F64_BLOCK` values, for
     /// loops the compiler can vectorize (a call per element cannot be).
     pub fn for_each_f64_block(self, bytes: &[u8], mut f: impl FnMut(&[f64])) {
         fn blocks<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> f64, f: &mut impl FnMut(&[f64])) {

@@ -1,6 +1,6 @@
 use thiserror::Error;
 
-/// What kind of failure an [`Error`] is: the part a caller can act on.
+/// What kind of failure an [`enum@Error`] is: the part a caller can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// Reading or writing the underlying storage failed.

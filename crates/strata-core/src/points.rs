@@ -46,7 +46,7 @@ pub(crate) fn pick<T: Copy + Default>(values: &[T], d: usize, shape: &[u64], fla
 
 macro_rules! pick_words {
     ($($name:ident: $t:ty),*) => {$(
-        /// [`pick`] for elements of this width, whatever their type: compiled here, at the
+        /// `pick` for elements of this width, whatever their type: compiled here, at the
         /// engine's optimization, for the crates that build columns of every type (SQL).
         pub fn $name(values: &[$t], d: usize, shape: &[u64], flat: &[u64]) -> Vec<$t> {
             pick(values, d, shape, flat)

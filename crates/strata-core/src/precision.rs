@@ -4,7 +4,7 @@
 //! A group segment holds the byte planes of its bytes (plane = that byte of every element,
 //! in the sub-chunk's C order), most significant plane first: it is a `u8` segment of shape
 //! `[width, ...sub-chunk shape]`. A reader that keeps the top `B` bytes of an element fills
-//! the rest by the rule of [`fill_all`], which halves the worst error of filling zeros.
+//! the rest by the rule of `fill_all`, which halves the worst error of filling zeros.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -96,7 +96,7 @@ pub fn split(raw: &[u8], es: usize, groups: &[usize]) -> Vec<Vec<u8>> {
 }
 
 /// Rebuilds `n` elements from the first `parts.len()` groups; missing bytes are filled
-/// (see [`fill_all`]).
+/// (see `fill_all`).
 pub fn assemble(parts: &[&[u8]], n: usize, dtype: DType, groups: &[usize], out: &mut [u8]) {
     let es = dtype.size();
     // Byte planes, most significant byte first: plane j holds byte es-1-j of every element.
@@ -118,7 +118,7 @@ pub fn assemble(parts: &[&[u8]], n: usize, dtype: DType, groups: &[usize], out: 
 }
 
 /// Elements of `ES` bytes from their `K` most significant byte planes, the rest filled by
-/// the rule of [`fill_all`].
+/// the rule of `fill_all`.
 fn assemble_fixed<const ES: usize, const K: usize>(planes: &[&[u8]], out: &mut [u8]) {
     let n = out.len() / ES;
     let p: [&[u8]; K] = std::array::from_fn(|j| &planes[j][..n]);

@@ -243,7 +243,7 @@ const POSITIONS_KEPT_BYTES: u64 = if cfg!(test) { 4 << 10 } else { 64 << 20 };
 pub(crate) type FrameCache = Kept<(u64, u64, usize), Arc<BinMap>>;
 
 /// Slab indexes readers keep, by (reader, slab): the last used, up to
-/// [`INDEXES_KEPT_BYTES`].
+/// `INDEXES_KEPT_BYTES`.
 type IndexCache = Kept<(u64, u64), Arc<SlabIndex>>;
 
 /// Where readers keep what they loaded: decoded segments, slab indexes, frames of
@@ -360,7 +360,7 @@ fn bin_map_bytes(m: &BinMap) -> u64 {
 
 impl SlabIndex {
     /// About how many bytes of memory it holds (positions read when needed are counted
-    /// where they are kept, see [`FrameCache`]): what the reader's budget of kept indexes
+    /// where they are kept, see `FrameCache`): what the reader's budget of kept indexes
     /// counts.
     pub fn heap_bytes(&self) -> u64 {
         let vecs = |n: usize, each: usize| (n * each) as u64;
@@ -723,9 +723,9 @@ impl StoreReader {
     }
 
     /// Every slab's index, in manifest order, the first ones loaded side by side (see
-    /// [`load_indexes`](Self::load_indexes)): what the summaries over a whole store read.
+    /// `load_indexes`): what the summaries over a whole store read.
     /// Each is loaded as the walk comes to it, and may be dropped after (see
-    /// [`INDEXES_KEPT_BYTES`]).
+    /// `INDEXES_KEPT_BYTES`).
     pub fn slab_indexes(&self) -> Result<impl Iterator<Item = Result<Arc<SlabIndex>>> + '_> {
         self.load_indexes(0..self.manifest.slabs.len())?;
         Ok(self.manifest.slabs.iter().map(|s| self.slab_index(s)))

@@ -61,7 +61,7 @@ impl FetchEstimate {
 }
 
 /// Seconds to download the subset and the whole dataset on a link of `bits_per_s`: the
-/// subset `max(S, T) + min(S, T) / pieces` (see [`FetchEstimate`]), the whole its bytes over
+/// subset `max(S, T) + min(S, T) / pieces` (see `FetchEstimate`), the whole its bytes over
 /// the link. Every display of an estimate's times (the CLI's advice, the benchmark) is this.
 pub fn fetch_seconds(
     subset_bytes: u64,

@@ -4,7 +4,7 @@
 //! [`strata_core::Query`] or a hyperslab read on a [`strata_core::StoreReader`], run by one
 //! [`strata_core::Session`] (one cost model for the whole server). Results stream: the
 //! engine reads a piece of bounded size on a blocking thread while the previous piece is
-//! encoded and sent (see [`pieces`]), so memory does not grow with the result.
+//! encoded and sent (see the `pieces` module), so memory does not grow with the result.
 //!
 //! Routes (docs/server.md has examples):
 //! - `GET /`: a web page (catalog, schema, histograms, a quick look, a query form).

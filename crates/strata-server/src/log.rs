@@ -11,7 +11,7 @@ pub fn line(args: std::fmt::Arguments<'_>) {
     let _ = err.write_fmt(args).and_then(|_| err.write_all(b"\n"));
 }
 
-/// `log!("...", args)`: [`line`] with `format!`'s syntax.
+/// `log!("...", args)`: [`line`](fn@line) with `format!`'s syntax.
 #[macro_export]
 macro_rules! log {
     ($($arg:tt)*) => {

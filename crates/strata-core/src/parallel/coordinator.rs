@@ -265,7 +265,7 @@ impl Coordinator {
         Ok(PartPlacement { version: MESSAGE_VERSION, slab: t.slab, data: own.path, offsets: vec![], fraction: 1.0 })
     }
 
-    /// Publishes the version: call it after every writer's last [`PartWriter::write`] returned.
+    /// Publishes the version: call it after every writer's last [`PartWriter::write`](super::PartWriter::write) returned.
     pub fn commit(mut self, message: &str) -> Result<u64> {
         let draft = self.writer.draft_mut();
         let mut statics: Vec<Slab> = draft.slabs.iter().filter(|s| s.records.is_none()).cloned().collect();

@@ -72,7 +72,7 @@ fn check_blocks(schema: &DatasetSchema, blocks: &[Block]) -> Result<()> {
 /// Which part of a parallel write a writer is: what every writer is told at the start.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartOf {
-    /// The coordinator's [`token`](Coordinator::token).
+    /// The coordinator's [`token`](super::Coordinator::token).
     pub token: String,
     pub placement: Placement,
     /// Every writer's block (subfiles: none).

@@ -73,7 +73,7 @@ impl Executor<'_> {
     }
 
     /// The values of `name` at the given flat indices (any order) into `out` (one element
-    /// per index, little-endian), at precision `level` (see [`read_into_at`](Self::read_into_at)).
+    /// per index, little-endian), at precision `level` (see [`read_into_at`](crate::reader::StoreReader::read_into_at)).
     /// Only the sub-chunks — with level V, only the bins — holding those elements are read.
     pub fn gather(&self, name: &str, flat: &[u64], level: Option<usize>, out: &mut [u8]) -> Result<()> {
         let (var_idx, var) = self.reader.manifest().variable(name)?;
