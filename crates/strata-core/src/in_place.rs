@@ -13,11 +13,11 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grid::{chunk_grid, ravel, unravel};
 use crate::index_file::{self, BinPositions, SlabIndexData};
-use crate::manifest::{Chunking, FileEntry, Layout, Level, Manifest, Slab, Variable, FORMAT_NAME, FORMAT_VERSION};
+use crate::manifest::{Chunking, FileEntry, Layout, Level, Manifest, Slab, FORMAT_NAME, FORMAT_VERSION};
 use crate::segment::{SegmentEntry, SegmentKey};
 use crate::storage::Storage;
 use crate::store::{now_ms, random_suffix, Store};
-use crate::writer::DatasetSchema;
+use crate::writer::{DatasetSchema, VariableSchema};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -157,20 +157,7 @@ impl InPlaceIndexer {
             }
             (1, None)
         };
-        let variables = schema
-            .variables
-            .iter()
-            .map(|v| Variable {
-                name: v.name.clone(),
-                dtype: v.dtype,
-                dims: v.dims.clone(),
-                attrs: v.attrs.clone(),
-                chunking: None,
-                codecs: vec![],
-                inline_strings: (v.dtype == DType::String).then(|| v.inline_strings.clone().unwrap_or_default()),
-                plan: None,
-            })
-            .collect();
+        let variables = schema.variables.iter().map(VariableSchema::unplanned).collect();
         let mut draft = Manifest {
             format: FORMAT_NAME.into(),
             format_version: FORMAT_VERSION,

@@ -146,16 +146,7 @@ impl StoreWriter {
         let mut alternative_of = BTreeMap::new();
         for v in &schema.variables {
             if v.dtype == DType::String {
-                variables.push(Variable {
-                    name: v.name.clone(),
-                    dtype: v.dtype,
-                    dims: v.dims.clone(),
-                    attrs: v.attrs.clone(),
-                    chunking: None,
-                    codecs: vec![],
-                    inline_strings: Some(v.inline_strings.clone().unwrap_or_default()),
-                    plan: None,
-                });
+                variables.push(v.unplanned());
                 continue;
             }
             let mut extent = elem_shape(v);
@@ -226,14 +217,10 @@ impl StoreWriter {
                 return Err(Error::InvalidArgument(format!("variable '{}': too many sub-chunks per chunk", v.name)));
             }
             variables.push(Variable {
-                name: v.name.clone(),
-                dtype: v.dtype,
-                dims: v.dims.clone(),
-                attrs: v.attrs.clone(),
                 chunking: Some(Chunking { chunk, subchunk: sub }),
                 codecs: vec![chain_of.get(&v.name).cloned().unwrap_or_else(|| codec.clone())],
-                inline_strings: None,
                 plan: options.plans.get(&v.name).map(RawJson::new),
+                ..v.unplanned()
             });
         }
         let dims = schema

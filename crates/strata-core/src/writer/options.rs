@@ -34,6 +34,23 @@ pub struct VariableSchema {
     pub inline_strings: Option<Vec<String>>,
 }
 
+impl VariableSchema {
+    /// The variable as a manifest lists it before its chunking, codecs and plan are decided
+    /// (a string's values inline, as given).
+    pub(crate) fn unplanned(&self) -> Variable {
+        Variable {
+            name: self.name.clone(),
+            dtype: self.dtype,
+            dims: self.dims.clone(),
+            attrs: self.attrs.clone(),
+            chunking: None,
+            codecs: vec![],
+            inline_strings: (self.dtype == DType::String).then(|| self.inline_strings.clone().unwrap_or_default()),
+            plan: None,
+        }
+    }
+}
+
 /// What the user asks for; resolved into chunk shapes and codec chains stored in the manifest.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
