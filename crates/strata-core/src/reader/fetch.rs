@@ -20,28 +20,28 @@ pub(super) const IO_THREADS: usize = 4;
 /// consumer wait on it.
 #[derive(Default)]
 pub(super) struct Progress {
-    pub(super) state: std::sync::Mutex<ProgressState>,
-    pub(super) changed: std::sync::Condvar,
+    state: std::sync::Mutex<ProgressState>,
+    changed: std::sync::Condvar,
 }
 
 #[derive(Default)]
 pub(super) struct ProgressState {
-    pub(super) arrived: Vec<bool>,
+    arrived: Vec<bool>,
     /// Runs 0..contiguous have all arrived.
-    pub(super) contiguous: usize,
-    pub(super) completed: usize,
+    contiguous: usize,
+    completed: usize,
     /// The first read error.
-    pub(super) error: Option<Error>,
+    error: Option<Error>,
     /// The consumer gave up: readers stop.
-    pub(super) stopped: bool,
+    stopped: bool,
 }
 
 impl Progress {
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, ProgressState> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ProgressState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(super) fn done(&self, i: usize) {
+    fn done(&self, i: usize) {
         let mut s = self.lock();
         if s.arrived.len() <= i {
             s.arrived.resize(i + 1, false);
@@ -55,7 +55,7 @@ impl Progress {
         self.changed.notify_all();
     }
 
-    pub(super) fn fail(&self, e: Error) {
+    fn fail(&self, e: Error) {
         let mut s = self.lock();
         s.error.get_or_insert(e);
         drop(s);
@@ -69,17 +69,17 @@ impl Progress {
         self.changed.notify_all();
     }
 
-    pub(super) fn stop(&self) {
+    fn stop(&self) {
         self.lock().stopped = true;
         self.changed.notify_all();
     }
 
-    pub(super) fn completed(&self) -> usize {
+    fn completed(&self) -> usize {
         self.lock().completed
     }
 
     /// The first error, taken (later calls see none).
-    pub(super) fn check(&self) -> Result<()> {
+    fn check(&self) -> Result<()> {
         match self.lock().error.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -87,7 +87,7 @@ impl Progress {
     }
 
     /// Waits until `ready()` or an error; false on an error (the reader should stop).
-    pub(super) fn wait_for(&self, ready: impl Fn() -> bool) -> bool {
+    fn wait_for(&self, ready: impl Fn() -> bool) -> bool {
         let mut s = self.lock();
         loop {
             if s.error.is_some() || s.stopped {
@@ -117,8 +117,8 @@ impl Progress {
 /// Data-file bytes fetched as coalesced runs, handed out per segment with its CRC checked.
 /// Runs fill in as they arrive (a streaming read hands out segments of the runs it has).
 pub(crate) struct Fetched<'a> {
-    pub(super) manifest: &'a Manifest,
-    pub(super) runs: Vec<(usize, u64, u64)>,
+    manifest: &'a Manifest,
+    runs: Vec<(usize, u64, u64)>,
     pub(super) bytes: Vec<std::sync::OnceLock<Vec<u8>>>,
 }
 
@@ -194,7 +194,7 @@ impl StoreReader {
     /// A file indexed in place must still be the file that was indexed: the same size, and
     /// the same modification time or else (a copy) the same checksum over the whole file.
     /// Bytes that change without either (damage on disk) are found by each chunk's checksum.
-    pub(super) fn check_in_place(&self, path: &str) -> Result<()> {
+    fn check_in_place(&self, path: &str) -> Result<()> {
         let Some(entry) = self.manifest.files.iter().find(|f| f.path == path) else { return Ok(()) };
         let beside = self.store.beside()?;
         let size = beside.size(path).map_err(|e| match e {
@@ -233,7 +233,7 @@ impl StoreReader {
         }
     }
 
-    pub(super) fn read_run(&self, &(slab, start, end): &(usize, u64, u64)) -> Result<Vec<u8>> {
+    fn read_run(&self, &(slab, start, end): &(usize, u64, u64)) -> Result<Vec<u8>> {
         self.check_data_header(slab)?;
         let path = self.manifest.slabs[slab].data.as_str();
         let bytes = self
@@ -281,12 +281,7 @@ impl StoreReader {
     /// flight (on threads of their own: reads wait on storage, not the CPU, and must not
     /// hold up the decoding pool). `may_read(i)` holds a reader back from run `i` until it
     /// is true (re-checked whenever a run completes or [`Progress::wake`] is called).
-    pub(super) fn stream(
-        &self,
-        fetched: &Fetched,
-        threads: usize,
-        may_read: &(dyn Fn(usize) -> bool + Sync),
-    ) -> Result<()> {
+    fn stream(&self, fetched: &Fetched, threads: usize, may_read: &(dyn Fn(usize) -> bool + Sync)) -> Result<()> {
         let progress = Progress::default();
         let n = fetched.runs.len();
         // The consumer waits for every run (a read error is reported by `stream_with`).

@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub struct SlabIndex {
     pub segments: FxHashMap<SegmentKey, SegmentEntry>,
     /// Level V: the bins of each sub-chunk, ascending, with positions and summaries.
-    pub(super) positions: Positions,
+    positions: Positions,
     /// Level V: per variable, the slab's bin boundaries and counts.
     pub bins: FxHashMap<u32, BinSummary>,
     /// Per sub-chunk, its stored bytes and segments by byte group (all bins together):
@@ -32,7 +32,7 @@ pub struct SlabIndex {
     /// table tells them, so that planning reads none (the query that follows reads them
     /// once). None where positions are read with the index: in place, where a bin's
     /// segment is the file's whole chunk and its length says nothing of the bin's.
-    pub(super) stats: Option<FxHashMap<SubchunkId, Vec<BinStat>>>,
+    stats: Option<FxHashMap<SubchunkId, Vec<BinStat>>>,
 }
 
 /// One bin of one sub-chunk as planning sees it: its elements, and its group-0 segment's
@@ -63,12 +63,12 @@ pub(super) enum Positions {
 /// Positions left in their index file, read a part at a time: a frame (the one holding a
 /// sub-chunk), or the whole positions section of a file small enough to be read whole.
 pub(super) struct LazyPositions {
-    pub(super) storage: Arc<dyn crate::storage::Storage>,
-    pub(super) path: String,
-    pub(super) parts: Parts,
+    storage: Arc<dyn crate::storage::Storage>,
+    path: String,
+    parts: Parts,
     /// The reader's number (see [`ReaderCaches`]) and the slab's id.
-    pub(super) slab: (u64, u64),
-    pub(super) cache: Arc<FrameCache>,
+    slab: (u64, u64),
+    cache: Arc<FrameCache>,
 }
 
 pub(super) enum Parts {
@@ -78,7 +78,7 @@ pub(super) enum Parts {
 
 impl LazyPositions {
     /// The part that may hold sub-chunk `id`.
-    pub(super) fn part_of(&self, id: SubchunkId) -> Option<usize> {
+    fn part_of(&self, id: SubchunkId) -> Option<usize> {
         match &self.parts {
             Parts::Frames(frames) => frames.frame_of(id),
             Parts::Section(_) => Some(0),
@@ -86,7 +86,7 @@ impl LazyPositions {
     }
 
     /// Part `i`'s positions, read and checked, and its size as the cache counts it.
-    pub(super) fn load(&self, i: usize) -> Result<(Vec<index_file::BinPositions>, u64)> {
+    fn load(&self, i: usize) -> Result<(Vec<index_file::BinPositions>, u64)> {
         let what = format!("index file {}", self.path);
         match &self.parts {
             Parts::Frames(frames) => {
@@ -101,7 +101,7 @@ impl LazyPositions {
     }
 }
 
-pub(super) type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
+type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
 
 /// Bytes of positions (as stored, decompressed) a reader keeps loaded, over all its slabs:
 /// frames of about `index_frame_bytes` (1 MiB by default), and the whole positions of
@@ -115,7 +115,7 @@ pub(super) type BinMap = FxHashMap<SubchunkId, Vec<BinEntry>>;
 /// only because planning reads none ([`SlabIndex::bin_stats`]): walked twice, they were
 /// read twice. (4 KiB in this crate's unit tests, so that they drop frames and read them
 /// again.)
-pub(super) const POSITIONS_KEPT_BYTES: u64 = if cfg!(test) { 4 << 10 } else { 64 << 20 };
+const POSITIONS_KEPT_BYTES: u64 = if cfg!(test) { 4 << 10 } else { 64 << 20 };
 
 /// The frames of positions readers keep, by (reader, slab, frame): the last used, up to
 /// [`POSITIONS_KEPT_BYTES`].
@@ -123,7 +123,7 @@ pub(crate) type FrameCache = Kept<(u64, u64, usize), Arc<BinMap>>;
 
 /// Slab indexes readers keep, by (reader, slab): the last used, up to
 /// `INDEXES_KEPT_BYTES`.
-pub(super) type IndexCache = Kept<(u64, u64), Arc<SlabIndex>>;
+type IndexCache = Kept<(u64, u64), Arc<SlabIndex>>;
 
 /// Where readers keep what they loaded: decoded segments, slab indexes, frames of
 /// positions, each within its budget. A reader opened alone has its own; a process that
@@ -134,7 +134,7 @@ pub(super) type IndexCache = Kept<(u64, u64), Arc<SlabIndex>>;
 pub struct ReaderCaches {
     pub(super) segments: Arc<SegmentCache>,
     pub(super) indexes: Arc<IndexCache>,
-    pub(super) frames: Arc<FrameCache>,
+    frames: Arc<FrameCache>,
 }
 
 impl ReaderCaches {
@@ -198,8 +198,8 @@ impl std::fmt::Debug for Positions {
 /// it keeps their frame loaded.
 #[derive(Debug, Clone)]
 pub struct Bins {
-    pub(super) map: Arc<BinMap>,
-    pub(super) id: SubchunkId,
+    map: Arc<BinMap>,
+    id: SubchunkId,
 }
 
 impl std::ops::Deref for Bins {
@@ -220,16 +220,16 @@ impl Bins {
 
 /// Index files up to this size are read whole; larger ones without their position frames.
 /// (0 in this crate's unit tests, so that every store they write is read as a large one.)
-pub(super) const WHOLE_INDEX_BYTES: u64 = if cfg!(test) { 0 } else { 1 << 20 };
+const WHOLE_INDEX_BYTES: u64 = if cfg!(test) { 0 } else { 1 << 20 };
 
 /// Bytes a hash map's table takes (its entries and control bytes), its entries' own heap
 /// left to the caller.
-pub(super) fn table_bytes<K, V, S>(m: &std::collections::HashMap<K, V, S>) -> u64 {
+fn table_bytes<K, V, S>(m: &std::collections::HashMap<K, V, S>) -> u64 {
     (m.capacity() * (std::mem::size_of::<(K, V)>() + 1)) as u64
 }
 
 /// Bytes a map of positions takes: its table, its entries, their bitmaps as serialized.
-pub(super) fn bin_map_bytes(m: &BinMap) -> u64 {
+fn bin_map_bytes(m: &BinMap) -> u64 {
     let entries = m.values().map(|v| {
         (v.capacity() * std::mem::size_of::<BinEntry>()) as u64
             + v.iter().map(|e| e.positions.serialized_size() as u64).sum::<u64>()
@@ -308,7 +308,7 @@ impl SlabIndex {
 
 /// Level V's positions by sub-chunk, each bin with its group-0 segment's summary, checked:
 /// every bitmap names a segment, no bin twice.
-pub(super) fn bin_entries(
+fn bin_entries(
     bitmaps: Vec<index_file::BinPositions>,
     segments: &FxHashMap<SegmentKey, SegmentEntry>,
     path: &str,
@@ -498,7 +498,7 @@ impl StoreReader {
 
     /// Each sub-chunk's bins from its group-0 segments: a bin's elements are its segment's
     /// raw length over group 0's width (the element's under no level M).
-    pub(super) fn bin_stats_of(
+    fn bin_stats_of(
         &self,
         segments: &FxHashMap<SegmentKey, SegmentEntry>,
         binned: &FxHashMap<u32, BinSummary>,

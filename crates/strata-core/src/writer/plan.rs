@@ -27,7 +27,7 @@ pub(super) struct PlanHead {
 
 /// The smallest block that blocks of `a` and of `b` both tile (each axis their least common
 /// multiple), no larger than `extent`.
-pub(super) fn common_region(a: &[u64], b: &[u64], extent: &[u64]) -> Vec<u64> {
+fn common_region(a: &[u64], b: &[u64], extent: &[u64]) -> Vec<u64> {
     a.iter()
         .zip(b)
         .zip(extent)

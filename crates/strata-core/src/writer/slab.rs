@@ -77,7 +77,7 @@ pub(crate) struct SlabBuilder {
     pub(crate) bins: Vec<BinSummary>,
     pub(super) done: BTreeSet<usize>,
     /// Encoded bytes held in memory (the rest are in `spill`).
-    pub(super) held: u64,
+    held: u64,
     pub(crate) spill: Option<Spill>,
 }
 
