@@ -1,7 +1,8 @@
 //! Values in the big-endian forms other tools read: NetCDF classic (each element swapped)
 //! and XDR as DAP2 sends it (16-bit integers widened to four bytes, 64-bit integers as
-//! doubles). The server streams every response through these loops; they live here, at
-//! the engine's optimization, so the server crate itself can be compiled for build time.
+//! doubles); and in the host's order for native callers (the C API on a big-endian host).
+//! The server streams every response through these loops; they live here, at the engine's
+//! optimization, so the server crate itself can be compiled for build time.
 
 use crate::DType;
 
