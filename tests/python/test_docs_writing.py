@@ -54,3 +54,12 @@ def test_layout_file_example(tmp_path):
     ds = strata.open(tmp_path / "s")
     assert ds.manifest["layout"]["order"] == ["V", "S"] and ds.manifest["slab_records"] == 24
     assert ds["salt"].chunks[1:] == (45, 45) and ds["temp"].chunks[1:] == (45, 90)
+
+
+def test_threads_example(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exec(block("## Parallel writers", "python"), {})
+    ds = strata.open(tmp_path / "run.strata")
+    assert ds["sst"].shape == (365, 90, 180) and np.all(ds["sst"][:] == np.float32(15.0))
+    assert ds["lat"][:].tolist() == np.linspace(-89, 89, 90, dtype="f4").tolist()
+    assert ds["time"][:].tolist() == list(range(365))
