@@ -44,14 +44,16 @@ sysdeps-build:
 
 # For the tests too: netCDF's ncdump (a real DAP2 client the server's tests use), chromium
 # with its driver (the web page's test drives it headless; no browser is downloaded), Open
-# MPI (the parallel writers' tests run under mpirun; mpi4py's wheel loads Debian's libmpi)
-# and gfortran (the C API's Fortran example is built and run in the tests).
+# MPI (the parallel writers' tests run under mpirun; mpi4py's wheel loads Debian's libmpi),
+# gfortran (the C API's Fortran example is built and run in the tests) and curl (docs/server.md's
+# command lines are run as written).
 sysdeps: sysdeps-build
 	@command -v ncdump >/dev/null && command -v chromium >/dev/null && command -v chromedriver >/dev/null \
-	  && command -v mpirun >/dev/null && ls /usr/lib/*/libmpi.so >/dev/null 2>&1 && command -v gfortran >/dev/null || { \
+	  && command -v mpirun >/dev/null && ls /usr/lib/*/libmpi.so >/dev/null 2>&1 && command -v gfortran >/dev/null \
+	  && command -v curl >/dev/null || { \
 	  echo "installing system packages (tests)"; \
 	  apt-get update -qq && apt-get install -y -qq netcdf-bin chromium chromium-driver openmpi-bin libopenmpi-dev \
-	    gfortran >/dev/null; }
+	    gfortran curl >/dev/null; }
 
 $(RUN_STAMP): requirements.lock | sysdeps-build
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
