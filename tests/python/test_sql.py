@@ -205,6 +205,9 @@ def test_names_as_a_user_types_them(tmp_path):
     # A surface field asked of the main table: the error names its table.
     with pytest.raises(strata.InvalidArgumentError, match=f"'T2' is a column of table {surface}"):
         strata.sql(path, "SELECT count(*) FROM katrina_wrf WHERE T2 > 300")
+    # A variable named as the table: the error gives the query to write.
+    with pytest.raises(strata.InvalidArgumentError, match=f"'T2' is a column of table {surface}: SELECT T2 FROM"):
+        strata.sql(path, "SELECT avg(T2) FROM T2")
     # Two columns differing only in case: folding decides, and an unknown name still fails.
     strata.write_arrays(tmp_path / "uv.strata", {"U": (("x",), np.arange(3.0)), "u": (("x",), -np.arange(3.0))})
     assert strata.sql(tmp_path / "uv.strata", "SELECT sum(u) AS s FROM uv").to_pydict() == {"s": [-3.0]}

@@ -78,6 +78,15 @@ fn store_stem(path: &str) -> String {
     base.split('.').next().unwrap_or_default().to_string()
 }
 
+/// The table DataFusion's planner did not find, as the query named it (its message gives
+/// the name resolved in the default catalog and schema: `table 'datafusion.public.v' not
+/// found`).
+fn unknown_table(message: &str) -> Option<&str> {
+    let rest = message.split("table '").nth(1)?;
+    let (name, after) = rest.split_once('\'')?;
+    after.starts_with(" not found").then(|| name.strip_prefix("datafusion.public.").unwrap_or(name))
+}
+
 /// Options of a SQL session.
 #[derive(Debug, Clone, Default)]
 pub struct SqlOptions {
@@ -221,9 +230,29 @@ impl SqlSession {
         ))
     }
 
-    /// An unknown column that is a column of another table: the error names that table.
+    /// An unknown column that is a column of another table: the error names that table. An
+    /// unknown table: the error names the table of a variable so named (`FROM sst`, where
+    /// `sst` is a column of table `ersst`), else the tables there are.
     fn with_table_hint(&self, e: Error) -> Error {
         let Error::InvalidArgument(message) = &e else { return e };
+        if let Some(table) = unknown_table(message) {
+            // SQL folded the name if it was typed unquoted (`FROM T2`): the column may not.
+            let column = self
+                .tables
+                .iter()
+                .flat_map(|(.., cols)| cols)
+                .find(|c| *c == table)
+                .or_else(|| self.tables.iter().flat_map(|(.., cols)| cols).find(|c| c.to_lowercase() == table))
+                .map_or(table, String::as_str);
+            let (table, homes) = (column, self.homes(column));
+            let hint = if homes.is_empty() {
+                let names: Vec<&str> = self.tables.iter().map(|(t, ..)| t.as_str()).collect();
+                format!("the tables are {}", names.join(", "))
+            } else {
+                format!("'{table}' is a column of table {}: SELECT {table} FROM {}", homes.join(", "), homes[0])
+            };
+            return Error::InvalidArgument(format!("{message} ({hint})"));
+        }
         let Some(rest) = message.split("No field named ").nth(1) else { return e };
         let name: String = rest
             .trim_start_matches(['"', '`'])
@@ -232,16 +261,16 @@ impl SqlSession {
             .collect();
         let name = name.trim_end_matches('.');
         let column = name.rsplit('.').next().unwrap_or(name).trim_matches('"');
-        let homes: Vec<&str> = self
-            .tables
-            .iter()
-            .filter(|(.., cols)| cols.iter().any(|c| c == column))
-            .map(|(t, ..)| t.as_str())
-            .collect();
+        let homes = self.homes(column);
         if homes.is_empty() {
             return e;
         }
         Error::InvalidArgument(format!("{message} ('{column}' is a column of table {})", homes.join(", ")))
+    }
+
+    /// The tables that have a column `column`.
+    fn homes(&self, column: &str) -> Vec<&str> {
+        self.tables.iter().filter(|(.., cols)| cols.iter().any(|c| c == column)).map(|(t, ..)| t.as_str()).collect()
     }
 
     /// Pieces run after the first `mark` (see [`pieces_run_count`](Self::pieces_run_count);

@@ -144,6 +144,12 @@ fn tables_are_named_by_their_data_and_a_wrong_table_is_named_in_the_error() {
     // A dimension's column too (NCEP's `lev1`, a dimension of OMEGA's table alone).
     let e = session.execute("SELECT count(*) FROM grid_y_x WHERE time > 0").unwrap_err();
     assert!(e.to_string().contains("'time' is a column of table grid, grid_time_y_x"), "{e}");
+    // A variable named as the table: the error gives the query to write.
+    let e = session.execute("SELECT count(*) FROM w WHERE w > 1").unwrap_err();
+    assert!(e.to_string().contains("'w' is a column of table grid_y_x: SELECT w FROM grid_y_x"), "{e}");
+    // A name that is neither: the error lists the tables.
+    let e = session.execute("SELECT * FROM \"no such\"").unwrap_err();
+    assert!(e.to_string().contains("the tables are grid, grid_time_y_x, grid_y_x"), "{e}");
 }
 
 const CY: u64 = 9;
