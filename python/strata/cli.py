@@ -443,6 +443,11 @@ def cmd_sql(args) -> int:
             shown.append(batch.slice(0, args.max_print - rows))
         rows += batch.num_rows
     table = pa.Table.from_batches(shown, schema=reader.schema)
+    if table.column_names == ["plan_type", "plan"]:
+        # EXPLAIN's plans are indented trees: printed as lines, not as cells of a frame.
+        for kind, plan in zip(*table.to_pydict().values(), strict=True):
+            print(f"{kind}:\n" + "\n".join("  " + line for line in str(plan).splitlines()))
+        return 0
     import pandas as pd
 
     with pd.option_context("display.max_rows", args.max_print, "display.width", 200):

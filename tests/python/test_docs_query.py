@@ -41,6 +41,7 @@ def promised(code: str) -> list[str]:
 def test_the_examples_are_found():
     assert len(PYTHON) >= 6 and sum(len(promised(b)) for b in PYTHON) >= 10
     assert any("siconc" in line for line in SHELL) and any(line.startswith("strata explain") for line in SHELL)
+    assert any("EXPLAIN" in line for line in SHELL)
 
 
 def test_python_examples_print_what_their_comments_say(stores):
@@ -68,6 +69,9 @@ def test_shell_examples_run(stores, capsys):
         out = capsys.readouterr().out
         if "--output count" in line and "siconc" in line:
             assert "39507" in out, out
+        if "EXPLAIN" in line:
+            # The plans as lines, the scan as the page shows it.
+            assert "\nphysical_plan:\n" in out and "StrataScan: region=[time 0:684, lat 50:89, lon 0:180]" in out, out
 
 
 def test_the_promised_counts_are_numpys():

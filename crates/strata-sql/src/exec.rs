@@ -17,9 +17,13 @@ use datafusion::arrow::datatypes::{
     ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, SchemaRef,
     UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PhysicalExpr, PlanProperties};
 use std::sync::{Arc, Mutex};
 use strata_core::area::Area;
 use strata_core::points;
@@ -302,23 +306,27 @@ fn query_run(req: &ScanRequest, pred: &Predicate) -> Result<Arc<QueryRun>> {
         return Ok(r.clone());
     }
     let planning = &req.table.planning;
-    let query = Query {
-        predicate: pred.clone(),
-        region: req.region.clone(),
-        output: if req.columns.is_empty() { Output::Count } else { Output::Points },
-        variables: returned(req).into_iter().map(String::from).collect(),
-        level: None,
-        method: planning.force,
-        mask: req.area.as_ref().map(|a| a.mask().clone()),
-        // SQL compares the values as stored (its columns are the stored values).
-        raw: true,
-    };
-    let run = Arc::new(planning.session.start(&req.table.reader, &query)?);
+    let run = Arc::new(planning.session.start(&req.table.reader, &engine_query(req, pred))?);
     if run.pieces() != req.pieces.as_slice() {
         return Err(Error::InvalidArgument("the scan's pieces differ from the engine's".into()));
     }
     *slot = Some(run.clone());
     Ok(run)
+}
+
+/// The query a scan with constraint `pred` asks the engine.
+fn engine_query(req: &ScanRequest, pred: &Predicate) -> Query {
+    Query {
+        predicate: pred.clone(),
+        region: req.region.clone(),
+        output: if req.columns.is_empty() { Output::Count } else { Output::Points },
+        variables: returned(req).into_iter().map(String::from).collect(),
+        level: None,
+        method: req.table.planning.force,
+        mask: req.area.as_ref().map(|a| a.mask().clone()),
+        // SQL compares the values as stored (its columns are the stored values).
+        raw: true,
+    }
 }
 
 /// Runs piece number `piece` by the query's plan; the session learns from its time.
@@ -379,13 +387,17 @@ impl PartitionStream for Partition {
     }
 }
 
-/// The execution plan of a scan.
+/// The execution plan of a scan: the partitions' streams run by DataFusion's
+/// `StreamingTableExec`, shown in EXPLAIN as what the engine was asked (the region, the
+/// constraint, the area) and how it plans to answer.
 #[derive(Debug)]
-pub(crate) struct StrataScan;
+pub(crate) struct StrataScan {
+    streams: Arc<StreamingTableExec>,
+    request: Arc<ScanRequest>,
+}
 
 impl StrataScan {
-    #[allow(clippy::new_ret_no_self)]
-    pub fn try_new(request: ScanRequest, partitions: usize) -> Result<StreamingTableExec> {
+    pub fn try_new(request: ScanRequest, partitions: usize) -> Result<Self> {
         let n = request.pieces.len();
         let schema = request.schema.clone();
         let limit = request.limit;
@@ -401,8 +413,85 @@ impl StrataScan {
         if parts.is_empty() {
             parts.push(Arc::new(Partition { request: request.clone(), pieces: 0..0 }));
         }
-        StreamingTableExec::try_new(schema, parts, None, Vec::new(), false, limit)
-            .map_err(|e| Error::InvalidArgument(format!("planning the scan: {e}")))
+        let streams = StreamingTableExec::try_new(schema, parts, None, Vec::new(), false, limit)
+            .map_err(|e| Error::InvalidArgument(format!("planning the scan: {e}")))?;
+        Ok(StrataScan { streams: Arc::new(streams), request })
+    }
+
+    /// The last line of the engine's EXPLAIN: the methods, the bytes and time estimated. The
+    /// plan of the query under way once it runs (EXPLAIN ANALYZE), else planned here: EXPLAIN
+    /// alone runs nothing, and a scan is planned when its first piece starts.
+    fn plan_summary(&self, pred: &Predicate) -> Option<String> {
+        let req = &self.request;
+        let started = req.run.lock().ok().and_then(|r| r.as_ref().map(|r| r.plan().to_string()));
+        let text = match started {
+            Some(text) => text,
+            None => req.table.planning.session.plan(&req.table.reader, &engine_query(req, pred)).ok()?.to_string(),
+        };
+        text.lines().last().map(str::to_string)
+    }
+}
+
+impl DisplayAs for StrataScan {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let req = &self.request;
+        let region: Vec<String> =
+            req.table.group.dims.iter().zip(&req.region).map(|(d, s)| format!("{d} {}:{}", s.start, s.stop)).collect();
+        write!(f, "StrataScan: region=[{}]", region.join(", "))?;
+        if req.area.is_some() {
+            write!(f, ", area=mask")?;
+        }
+        if let Some(p) = &req.predicate {
+            write!(f, ", where={p}")?;
+        }
+        write!(f, ", pieces={}", req.pieces.len())?;
+        if let Some(summary) = req.predicate.as_ref().and_then(|p| self.plan_summary(p)) {
+            write!(f, ", {summary}")?;
+        }
+        // The streams' own: partitions, projection, fetch.
+        let streams = datafusion::physical_plan::displayable(self.streams.as_ref()).one_line().to_string();
+        write!(f, ", {}", streams.trim_end().trim_start_matches("StreamingTableExec: "))
+    }
+}
+
+impl ExecutionPlan for StrataScan {
+    fn name(&self) -> &str {
+        "StrataScan"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.streams.properties()
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            Err(DataFusionError::Internal("a scan has no children".into()))
+        }
+    }
+
+    fn execute(&self, partition: usize, ctx: Arc<TaskContext>) -> DfResult<SendableRecordBatchStream> {
+        self.streams.execute(partition, ctx)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.streams.metrics()
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        self.streams.fetch()
     }
 }
 

@@ -296,3 +296,33 @@ fn filters_on_a_2d_latitude_go_through_the_area_and_answer_as_brute_force() {
     let text = strata_sql::datafusion::arrow::util::pretty::pretty_format_batches(&plan).unwrap().to_string();
     assert!(!text.contains("FilterExec"), "{text}");
 }
+
+/// The plans EXPLAIN shows, one text.
+fn explain(session: &SqlSession, sql: &str) -> String {
+    use strata_sql::datafusion::arrow::array::StringArray;
+    let mut text = String::new();
+    for batch in session.execute(&format!("EXPLAIN {sql}")).unwrap() {
+        let batch = batch.unwrap();
+        let plans = batch.column(1).as_any().downcast_ref::<StringArray>().unwrap().clone();
+        plans.iter().flatten().for_each(|p| text.push_str(p));
+    }
+    text
+}
+
+#[test]
+fn explain_shows_what_the_engine_is_asked_and_its_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = SqlSession::open(&[(store(dir.path()), None)], SqlOptions::default()).unwrap();
+    // y >= 0 is rows 6..12 of the ascending coordinate; the value comparison goes to the
+    // engine, which plans it before anything runs.
+    let text = explain(&session, "SELECT count(*) FROM grid WHERE y >= 0 AND v > 20");
+    assert!(text.contains("StrataScan: region=[time 0:8, y 6:12, x 0:10], where=v > 20.0"), "{text}");
+    assert!(text.contains("plan: ") && text.contains("estimated"), "{text}");
+    // No constraint: nothing to plan; a LIMIT reaches the scan.
+    let text = explain(&session, "SELECT * FROM grid LIMIT 3");
+    assert!(text.contains("StrataScan: region=[time 0:8, y 0:12, x 0:10], pieces="), "{text}");
+    assert!(text.contains("fetch=3") && !text.contains("plan: "), "{text}");
+    // The answer is unchanged by the scan's new face.
+    let want = brute(|t, y, x| y >= 6 && value(t, y, x) > 20.0);
+    assert_eq!(count(&session, "SELECT count(*) FROM grid WHERE y >= 0 AND v > 20"), want);
+}
