@@ -247,6 +247,17 @@ impl QueryRun {
     pub fn query(&self) -> &Query {
         &self.query
     }
+
+    /// What was fetched since the run started, as EXPLAIN's actuals say it (`12.3 MiB read
+    /// in 40 requests`): the reader's counters, so concurrent queries on it count too.
+    pub fn reads_so_far(&self, reader: &StoreReader) -> String {
+        let after = reader.stats();
+        format!(
+            "{} read in {} requests",
+            human_bytes(after.bytes_read.saturating_sub(self.before.bytes_read) as f64),
+            after.requests.saturating_sub(self.before.requests)
+        )
+    }
 }
 
 /// What a query does with what it selects, which its time is learned under: the cost

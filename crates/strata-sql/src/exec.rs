@@ -419,16 +419,18 @@ impl StrataScan {
     }
 
     /// The last line of the engine's EXPLAIN: the methods, the bytes and time estimated. The
-    /// plan of the query under way once it runs (EXPLAIN ANALYZE), else planned here: EXPLAIN
-    /// alone runs nothing, and a scan is planned when its first piece starts.
+    /// plan of the query under way once it runs (EXPLAIN ANALYZE), with what it fetched;
+    /// else planned here: EXPLAIN alone runs nothing, and a scan is planned when its first
+    /// piece starts.
     fn plan_summary(&self, pred: &Predicate) -> Option<String> {
         let req = &self.request;
-        let started = req.run.lock().ok().and_then(|r| r.as_ref().map(|r| r.plan().to_string()));
-        let text = match started {
-            Some(text) => text,
-            None => req.table.planning.session.plan(&req.table.reader, &engine_query(req, pred)).ok()?.to_string(),
+        let run = req.run.lock().ok().and_then(|r| r.clone());
+        let Some(run) = run else {
+            let plan = req.table.planning.session.plan(&req.table.reader, &engine_query(req, pred)).ok()?;
+            return plan.to_string().lines().last().map(str::to_string);
         };
-        text.lines().last().map(str::to_string)
+        let plan = run.plan().to_string();
+        Some(format!("{}, actual: {}", plan.lines().last()?, run.reads_so_far(&req.table.reader)))
     }
 }
 

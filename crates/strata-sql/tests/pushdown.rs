@@ -322,6 +322,9 @@ fn explain_shows_what_the_engine_is_asked_and_its_plan() {
     let text = explain(&session, "SELECT * FROM grid LIMIT 3");
     assert!(text.contains("StrataScan: region=[time 0:8, y 0:12, x 0:10], pieces="), "{text}");
     assert!(text.contains("fetch=3") && !text.contains("plan: "), "{text}");
+    // EXPLAIN ANALYZE runs it: the plan it ran under, and what it fetched.
+    let text = explain(&session, "ANALYZE SELECT count(*) FROM grid WHERE y >= 0 AND v > 20");
+    assert!(text.contains("where=v > 20.0") && text.contains(", actual: ") && text.contains(" requests"), "{text}");
     // The answer is unchanged by the scan's new face.
     let want = brute(|t, y, x| y >= 6 && value(t, y, x) > 20.0);
     assert_eq!(count(&session, "SELECT count(*) FROM grid WHERE y >= 0 AND v > 20"), want);
