@@ -961,7 +961,9 @@ def build_parser() -> argparse.ArgumentParser:
         '  strata sql ersst.strata "SELECT lat, lon, sst FROM ersst WHERE sst > 28 AND lat BETWEEN -10 AND 10 '
         "AND time >= '2000-01-01'\"\n"
         '  strata sql ersst.strata "SELECT time, avg(sst) AS m FROM ersst WHERE lat > 60 GROUP BY time '
-        'ORDER BY time" -o arctic.csv',
+        'ORDER BY time" -o arctic.csv\n'
+        '  strata sql ersst.strata "EXPLAIN SELECT count(*) FROM ersst WHERE sst > 28"   '
+        "# the plans; the scan shows the engine's",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("store")
