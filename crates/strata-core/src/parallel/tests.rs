@@ -297,6 +297,47 @@ fn counts_by_index_read_no_positions_and_equal_the_values_written() {
 }
 
 #[test]
+fn value_queries_read_no_positions_where_no_element_or_every_element_of_a_box_holds() {
+    use crate::query::{CmpOp, Method, Predicate};
+    use crate::{Output, Query, Session};
+    for (layout, frame_bytes) in [("V-S", Some(64)), ("V-M-S", None)] {
+        let (dir, _) = binned_store(layout, frame_bytes);
+        let path = format!("{}/s", dir.path().display());
+        let all = |n: u64| DimSelection { start: 0, stop: n, step: 1 };
+        let values: Vec<f32> =
+            (0..T).flat_map(|t| (0..NY).flat_map(move |y| (0..NX).map(move |x| a(t, y, x)))).collect();
+        // Above every value (no box holds), below every value (each box whole), then
+        // through the bins. Points place a box's values by their bins' positions; positions
+        // of whole boxes need none.
+        for value in [1000.0, -5.0, 15.0] {
+            for output in [Output::Positions, Output::Points] {
+                let reader = StoreReader::open(Store::local(&path), None).unwrap();
+                let query = Query {
+                    predicate: Predicate::Cmp { var: "a".into(), op: CmpOp::Gt, value },
+                    region: vec![all(T), all(NY), all(NX)],
+                    output,
+                    variables: vec!["a".into()],
+                    level: None,
+                    method: Some(Method::Index),
+                    mask: None,
+                    raw: false,
+                };
+                let got = Session::default().run(&reader, &query).unwrap();
+                let want: Vec<u64> =
+                    (0..values.len() as u64).filter(|&i| f64::from(values[i as usize]) > value).collect();
+                assert_eq!(got.selection.flat, want, "{layout} a > {value} {output:?}");
+                if output == Output::Points {
+                    let kept: Vec<f32> = want.iter().map(|&i| values[i as usize]).collect();
+                    assert_eq!(got.columns, vec![le(kept.into_iter(), f32::to_le_bytes)], "{layout} a > {value}");
+                }
+                let reads = value == 15.0 || (value == -5.0 && output == Output::Points);
+                assert_eq!(reader.frames_kept().0 > 0, reads, "{layout} a > {value} {output:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn positions_changed_on_disk_after_their_index_was_read_are_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = format!("{}/s", dir.path().display());

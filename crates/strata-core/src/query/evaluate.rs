@@ -295,16 +295,28 @@ impl Executor<'_> {
         let id = (var_idx as u32, b.id.1, b.id.2);
         let binned = self.reader.manifest().layout.order.contains(&Level::V);
         let mut boundary = Vec::new();
+        let no_positions = || Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id));
+        if binned {
+            // Judged from the bins' summaries first: a box no element of which can hold, or
+            // every element of which holds, needs no positions, which are a frame of the
+            // index file to read and decode (most of a one-shot query's time when it
+            // selects nothing). Counted here, once.
+            let stats = index.bin_stats(id)?.ok_or_else(no_positions)?;
+            let covers: Vec<Coverage> =
+                stats.iter().map(|e| counters.coverage(op, e.count, e.min, e.max, e.count == e.len, value)).collect();
+            if covers.iter().all(|c| *c == Coverage::Empty) {
+                return Ok(then(v));
+            }
+            if covers.iter().all(|c| *c == Coverage::Full) && stats.iter().map(|e| e.len).sum::<u64>() == n {
+                v.all = true;
+                return Ok(then(v));
+            }
+        }
         // Held to the end: the verdicts borrow its positions.
-        let bins = if binned {
-            let bins = index.bins_of(id)?;
-            Some(bins.ok_or_else(|| Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id)))?)
-        } else {
-            None
-        };
+        let bins = if binned { Some(index.bins_of(id)?.ok_or_else(no_positions)?) } else { None };
         if let Some(list) = &bins {
             for e in list.iter() {
-                match counters.coverage(op, e.count, e.min, e.max, e.count == e.len, value) {
+                match op.coverage(e.count, e.min, e.max, e.count == e.len, value) {
                     Coverage::Empty => {}
                     Coverage::Full => v.full.push(e),
                     Coverage::Boundary if mask.is_some_and(|m| crate::bitset::disjoint(m, &e.positions)) => {
