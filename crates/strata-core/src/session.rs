@@ -251,12 +251,14 @@ impl QueryRun {
     /// What was fetched since the run started, as EXPLAIN's actuals say it (`12.3 MiB read
     /// in 40 requests`): the reader's counters, so concurrent queries on it count too.
     pub fn reads_so_far(&self, reader: &StoreReader) -> String {
+        let (bytes, requests) = self.fetched(reader);
+        format!("{} read in {requests} requests", human_bytes(bytes as f64))
+    }
+
+    /// Data bytes fetched and requests sent since the run started (the reader's counters).
+    fn fetched(&self, reader: &StoreReader) -> (u64, u64) {
         let after = reader.stats();
-        format!(
-            "{} read in {} requests",
-            human_bytes(after.bytes_read.saturating_sub(self.before.bytes_read) as f64),
-            after.requests.saturating_sub(self.before.requests)
-        )
+        (after.bytes_read.saturating_sub(self.before.bytes_read), after.requests.saturating_sub(self.before.requests))
     }
 }
 
@@ -601,7 +603,7 @@ impl Session {
 
     /// What `run` did, once its pieces ran: `count` and `stats` summed over them.
     pub fn finish(&self, reader: &StoreReader, run: QueryRun, count: u64, stats: QueryStats) -> Answer {
-        let after = reader.stats();
+        let (bytes_read, requests) = run.fetched(reader);
         Answer {
             count,
             selection: Selection::default(),
@@ -610,8 +612,8 @@ impl Session {
             methods: run.plan.methods(),
             estimated_s: run.plan.seconds(),
             seconds: run.started.elapsed().as_secs_f64(),
-            bytes_read: after.bytes_read.saturating_sub(run.before.bytes_read),
-            requests: after.requests.saturating_sub(run.before.requests),
+            bytes_read,
+            requests,
             plan: run.plan,
         }
     }
