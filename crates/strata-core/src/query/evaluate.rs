@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::manifest::Level;
-use crate::reader::BinEntry;
+use crate::manifest::{Level, Slab};
+use crate::reader::{BinEntry, BinStat, SlabIndex};
 use crate::segment::SegmentKey;
 use roaring::RoaringBitmap;
 use std::sync::atomic::Ordering;
@@ -229,17 +229,9 @@ impl Executor<'_> {
         let index = self.reader.slab_index(slab)?;
         let id = (var_idx as u32, b.id.1, b.id.2);
         let n = b.len.iter().product::<u64>();
-        let stats =
-            index.bin_stats(id)?.ok_or_else(|| Error::Corruption(format!("slab {}: no bins for {id:?}", slab.id)))?;
-        if stats.iter().map(|e| e.len).sum::<u64>() != n {
-            return Err(Error::Corruption(format!(
-                "slab {}: the bins of {id:?} do not hold its {n} elements",
-                slab.id
-            )));
-        }
         let (mut count, mut boundary) = (0u64, Vec::new());
-        for e in stats.iter() {
-            match counters.coverage(op, e.count, e.min, e.max, e.count == e.len, value) {
+        for (e, c) in judge_bins(&index, slab, id, n, op, value, counters)? {
+            match c {
                 Coverage::Empty => {}
                 Coverage::Full => count += e.len,
                 Coverage::Boundary => boundary.push((e.bin, e.len)),
@@ -296,27 +288,32 @@ impl Executor<'_> {
         let binned = self.reader.manifest().layout.order.contains(&Level::V);
         let mut boundary = Vec::new();
         let no_positions = || Error::Corruption(format!("slab {}: no bin positions for {id:?}", slab.id));
-        if binned {
-            // Judged from the bins' summaries first: a box no element of which can hold, or
-            // every element of which holds, needs no positions, which are a frame of the
-            // index file to read and decode (most of a one-shot query's time when it
-            // selects nothing). Counted here, once.
-            let stats = index.bin_stats(id)?.ok_or_else(no_positions)?;
-            let covers: Vec<Coverage> =
-                stats.iter().map(|e| counters.coverage(op, e.count, e.min, e.max, e.count == e.len, value)).collect();
-            if covers.iter().all(|c| *c == Coverage::Empty) {
+        let judged = if binned { Some(judge_bins(&index, slab, id, n, op, value, counters)?) } else { None };
+        if let Some(judged) = &judged {
+            // A box no element of which can hold, or every element of which holds, needs
+            // no positions, which are a frame of the index file to read and decode (most of
+            // a one-shot query's time when it selects nothing).
+            if judged.iter().all(|(_, c)| *c == Coverage::Empty) {
                 return Ok(then(v));
             }
-            if covers.iter().all(|c| *c == Coverage::Full) && stats.iter().map(|e| e.len).sum::<u64>() == n {
+            if judged.iter().all(|(_, c)| *c == Coverage::Full) {
                 v.all = true;
                 return Ok(then(v));
             }
         }
         // Held to the end: the verdicts borrow its positions.
         let bins = if binned { Some(index.bins_of(id)?.ok_or_else(no_positions)?) } else { None };
-        if let Some(list) = &bins {
-            for e in list.iter() {
-                match op.coverage(e.count, e.min, e.max, e.count == e.len, value) {
+        if let (Some(list), Some(judged)) = (&bins, &judged) {
+            let unlike =
+                || Error::Corruption(format!("slab {}: the bin positions of {id:?} are not its bins", slab.id));
+            if list.len() != judged.len() {
+                return Err(unlike());
+            }
+            for (e, (stat, c)) in list.iter().zip(judged) {
+                if e.bin != stat.bin {
+                    return Err(unlike());
+                }
+                match c {
                     Coverage::Empty => {}
                     Coverage::Full => v.full.push(e),
                     Coverage::Boundary if mask.is_some_and(|m| crate::bitset::disjoint(m, &e.positions)) => {
@@ -376,6 +373,27 @@ impl Executor<'_> {
         }
         Ok(then(v))
     }
+}
+
+/// The bins of sub-chunk `id` in `slab` and how their summaries judge them for `x op
+/// value` (counted in `counters`, once), from the segments table: no positions read. The
+/// bins must hold the box's `n` elements between them.
+#[allow(clippy::too_many_arguments)] // internal: one comparison and where it applies
+fn judge_bins(
+    index: &SlabIndex,
+    slab: &Slab,
+    id: SubchunkId,
+    n: u64,
+    op: CmpOp,
+    value: f64,
+    counters: &Counters,
+) -> Result<Vec<(BinStat, Coverage)>> {
+    let stats =
+        index.bin_stats(id)?.ok_or_else(|| Error::Corruption(format!("slab {}: no bins for {id:?}", slab.id)))?;
+    if stats.iter().map(|e| e.len).sum::<u64>() != n {
+        return Err(Error::Corruption(format!("slab {}: the bins of {id:?} do not hold its {n} elements", slab.id)));
+    }
+    Ok(stats.iter().map(|e| (*e, counters.coverage(op, e.count, e.min, e.max, e.count == e.len, value))).collect())
 }
 
 #[cfg(test)]
