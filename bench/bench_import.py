@@ -56,6 +56,16 @@ def zlib_bytes(path, name) -> int:
         return f[name].id.get_storage_size()
 
 
+def copies(name, arr, dims):
+    """The variable alone in an uncompressed NetCDF-4 file (what the import reads), and the
+    bytes netCDF4 stores it in with zlib 4 + shuffle."""
+    src = fresh(WORK / "import_src.nc")
+    write_nc(src, name, arr, dims)
+    zsrc = fresh(WORK / "import_zlib.nc")
+    write_nc(zsrc, name, arr, dims, zlib=True, complevel=4, shuffle=True)
+    return src, zlib_bytes(zsrc, name)
+
+
 def strata_import(src, name, codec=None):
     """`strata.import_file` with no options, or with `codec` given (no planning)."""
     store = fresh(WORK / "import.strata")
@@ -100,11 +110,7 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     rows = []
     for file, name, arr, dims in variables():
-        src = fresh(WORK / "import_src.nc")
-        write_nc(src, name, arr, dims)
-        zsrc = fresh(WORK / "import_zlib.nc")
-        write_nc(zsrc, name, arr, dims, zlib=True, complevel=4, shuffle=True)
-        zbytes = zlib_bytes(zsrc, name)
+        src, zbytes = copies(name, arr, dims)
         pairs, durable_pairs, given_pairs, raw_pairs, times, plan, stored, b2_bytes = [], [], [], [], [], None, 0, 0
         for turn in range(TURNS):
             # Alternate who goes first, so a drift in the machine's speed hits both.

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 import statistics
 
-from bench_import import TURNS, blosc2_write, strata_import, variables, write_nc, zlib_bytes
-from common import WORK, fresh, report_header, write_results
+from bench_import import TURNS, blosc2_write, copies, strata_import, variables
+from common import WORK, report_header, write_results
 
 import strata
 
@@ -37,11 +37,7 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     rows = []
     for file, name, arr, dims in variables():
-        src = fresh(WORK / "import_src.nc")
-        write_nc(src, name, arr, dims)
-        zsrc = fresh(WORK / "import_zlib.nc")
-        write_nc(zsrc, name, arr, dims, zlib=True, complevel=4, shuffle=True)
-        zbytes = zlib_bytes(zsrc, name)
+        src, zbytes = copies(name, arr, dims)
         _, _, plan = strata_import(src, name)
         chosen = plan["chosen"] if plan else "shuffle+zstd:3"
         fast = fast_chain(plan) if plan else chosen
