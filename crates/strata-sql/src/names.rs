@@ -15,6 +15,9 @@ use std::ops::ControlFlow;
 pub(crate) struct Columns {
     /// The one spelling with that lower-case form; None when several differ in case.
     by_folded: HashMap<String, Option<String>>,
+    /// Whether any column is spelled otherwise than folded: if none is, no query needs
+    /// resolving, and its text is not parsed here before DataFusion parses it.
+    cased: bool,
 }
 
 impl Columns {
@@ -26,6 +29,7 @@ impl Columns {
             }
             Some(_) => {}
             None => {
+                self.cased |= folded != name;
                 self.by_folded.insert(folded, Some(name.to_string()));
             }
         }
@@ -47,6 +51,9 @@ impl Columns {
     /// the last part: the column, not its table). The text itself when nothing changes or
     /// it does not parse (DataFusion then reports the error).
     pub fn resolve(&self, sql: &str) -> String {
+        if !self.cased {
+            return sql.to_string();
+        }
         let Ok(mut statements) = Parser::parse_sql(&GenericDialect {}, sql) else { return sql.to_string() };
         let mut changed = false;
         let mut fix = |ident: &mut Ident| {
@@ -102,5 +109,15 @@ mod tests {
         assert_eq!(c.resolve("SELECT U FROM x"), "SELECT U FROM x");
         // Text that does not parse is left for DataFusion to report.
         assert_eq!(c.resolve("SELEC T2 FRM"), "SELEC T2 FRM");
+    }
+
+    #[test]
+    fn lower_case_columns_leave_every_query_as_written() {
+        let c = columns(&["time", "lat", "sst"]);
+        assert!(!c.cased);
+        for same in ["SELECT SST, Lat FROM ersst WHERE SST > 28", "SELEC T2 FRM"] {
+            assert_eq!(c.resolve(same), same);
+        }
+        assert!(columns(&["time", "T2"]).cased);
     }
 }
