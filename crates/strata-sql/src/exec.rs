@@ -74,6 +74,21 @@ impl ScanRequest {
         request.pieces = pieces(&request)?;
         Ok(request)
     }
+
+    /// The same request with no query under way, for a plan run again.
+    fn again(&self) -> Self {
+        ScanRequest {
+            table: self.table.clone(),
+            region: self.region.clone(),
+            predicate: self.predicate.clone(),
+            area: self.area.clone(),
+            columns: self.columns.clone(),
+            schema: self.schema.clone(),
+            limit: self.limit,
+            pieces: self.pieces.clone(),
+            run: Mutex::new(None),
+        }
+    }
 }
 
 /// A column of `dtype` from little-endian bytes; NULL where the value is NaN or one of
@@ -394,6 +409,8 @@ impl PartitionStream for Partition {
 pub(crate) struct StrataScan {
     streams: Arc<StreamingTableExec>,
     request: Arc<ScanRequest>,
+    /// The partitions asked for (DataFusion's target).
+    partitions: usize,
 }
 
 impl StrataScan {
@@ -415,7 +432,13 @@ impl StrataScan {
         }
         let streams = StreamingTableExec::try_new(schema, parts, None, Vec::new(), false, limit)
             .map_err(|e| Error::InvalidArgument(format!("planning the scan: {e}")))?;
-        Ok(StrataScan { streams: Arc::new(streams), request })
+        Ok(StrataScan { streams: Arc::new(streams), request, partitions })
+    }
+
+    /// Whether a run of this scan started the engine's query.
+    #[cfg(test)]
+    pub(crate) fn started(&self) -> bool {
+        self.request.run.lock().is_ok_and(|r| r.is_some())
     }
 
     /// The last line of the engine's EXPLAIN: the methods, the bytes and time estimated. The
@@ -482,6 +505,13 @@ impl ExecutionPlan for StrataScan {
         } else {
             Err(DataFusionError::Internal("a scan has no children".into()))
         }
+    }
+
+    /// A plan run again (see `plans`) starts a new query of the engine's session: the
+    /// query under way is this scan's state.
+    fn reset_state(self: Arc<Self>) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let scan = StrataScan::try_new(self.request.again(), self.partitions).map_err(crate::to_df)?;
+        Ok(Arc::new(scan))
     }
 
     fn execute(&self, partition: usize, ctx: Arc<TaskContext>) -> DfResult<SendableRecordBatchStream> {

@@ -153,6 +153,12 @@ impl Harness {
         Ok(Harness { sessions, reference, runtime, root })
     }
 
+    /// The SQL session that runs by the cost model's choice.
+    #[cfg(test)]
+    pub(crate) fn auto_session(&self) -> &SqlSession {
+        &self.sessions[0].1
+    }
+
     /// The query `data` chooses, answered by strata (with the method it chooses) and by
     /// DataFusion. Err: the answers differ, or strata refused what DataFusion answered.
     pub fn run(&self, data: &[u8]) -> std::result::Result<(), String> {

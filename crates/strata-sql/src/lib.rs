@@ -10,6 +10,7 @@ mod columns;
 mod exec;
 pub mod fuzzing;
 mod names;
+mod plans;
 mod pushdown;
 pub mod table;
 mod unpack;
@@ -113,6 +114,8 @@ pub struct SqlSession {
     /// dimensions' too, for the error that names the table a column is in).
     tables: Vec<(String, String, Vec<String>)>,
     columns: names::Columns,
+    /// Physical plans of the queries run, by text, to run again.
+    pub(crate) plans: plans::Plans,
 }
 
 impl std::fmt::Debug for SqlSession {
@@ -130,6 +133,14 @@ impl SqlSession {
         if let Some(p) = options.target_partitions {
             config = config.with_target_partitions(p.max(1));
         }
+        // Dynamic filters (a TopK's or an aggregate's bound, a join's keys) narrow the scans
+        // that take them, and strata's do not; an aggregate's would also be carried, stale,
+        // into a kept plan run again (see `plans`).
+        let optimizer = &mut config.options_mut().optimizer;
+        optimizer.enable_dynamic_filter_pushdown = false;
+        optimizer.enable_topk_dynamic_filter_pushdown = false;
+        optimizer.enable_join_dynamic_filter_pushdown = false;
+        optimizer.enable_aggregate_dynamic_filter_pushdown = false;
         let ctx = SessionContext::new_with_config(config);
         ctx.add_analyzer_rule(Arc::new(zeros::SignedZeros));
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -185,7 +196,7 @@ impl SqlSession {
                 }
             }
         }
-        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables, columns })
+        Ok(SqlSession { ctx, runtime: Arc::new(runtime), planning, tables, columns, plans: plans::Plans::default() })
     }
 
     /// Registered tables: (name, its variables comma-separated).
@@ -196,18 +207,37 @@ impl SqlSession {
     /// Runs a query; its batches stream from the returned reader. Only queries run: DDL
     /// (`CREATE EXTERNAL TABLE`, `DROP`), DML (`INSERT`, `COPY ... TO` a file) and statements
     /// (`SET`, transactions) are refused as invalid arguments, so a session can be handed
-    /// text from anyone without touching a file.
+    /// text from anyone without touching a file. The physical plan of a query is kept, by
+    /// its text, and the same text runs it again without planning (the engine still plans
+    /// each run's scans); see `plans` for what is never kept.
     pub fn execute(&self, sql: &str) -> Result<BatchStream> {
         let ctx = self.ctx.clone();
-        let sql = self.columns.resolve(sql);
+        let plans = &self.plans;
         let read_only = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
-        let text = sql.clone();
-        let stream = self.runtime.block_on(async move {
-            let df = ctx.sql_with_options(&text, read_only).await?;
-            df.execute_stream().await
+        // The text as DataFusion is given it (column names resolved), for the errors too.
+        let mut resolved = None;
+        let stream = self.runtime.block_on(async {
+            if let Some(plan) = plans.get(sql)? {
+                return datafusion::physical_plan::execute_stream(plan, ctx.task_ctx());
+            }
+            let text = resolved.insert(self.columns.resolve(sql));
+            let df = ctx.sql_with_options(text, read_only).await?;
+            let task = Arc::new(df.task_ctx());
+            let logical = df.logical_plan().clone();
+            let plan = df.create_physical_plan().await?;
+            plans.keep(sql, &logical, &plan);
+            datafusion::physical_plan::execute_stream(plan, task)
         });
-        let stream = stream.map_err(|e| self.with_quote_hint(self.with_table_hint(from_df(e)), &sql))?;
+        let stream = stream.map_err(|e| {
+            let text = resolved.unwrap_or_else(|| sql.to_string());
+            self.with_quote_hint(self.with_table_hint(from_df(e)), &text)
+        })?;
         Ok(BatchStream { schema: stream.schema(), stream, runtime: self.runtime.clone() })
+    }
+
+    /// How many queries' plans the session keeps to run again (see [`execute`](Self::execute)).
+    pub fn plans_kept(&self) -> usize {
+        self.plans.len()
     }
 
     /// A statement that does not parse and names a table unquoted whose name needs quotes

@@ -107,3 +107,25 @@ fn signed_zeros_are_equal_in_any_order() {
         }
     }
 }
+
+#[test]
+fn queries_run_again_from_kept_plans_answer_as_datafusion_does() {
+    let harness = shared();
+    let mut rng = Rng(0x00a9_a1e5_0f7e);
+    let mut failures = Vec::new();
+    for _ in 0..300 {
+        let input: Vec<u8> = (0..24).map(|_| rng.next() as u8).collect();
+        // The second run of the same text runs the plan its first run kept.
+        for _ in 0..2 {
+            if let Err(e) = harness.run(&input) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} runs differ; the first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(3)].join("\n\n")
+    );
+}

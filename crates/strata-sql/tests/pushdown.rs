@@ -329,3 +329,68 @@ fn explain_shows_what_the_engine_is_asked_and_its_plan() {
     let want = brute(|t, y, x| y >= 6 && value(t, y, x) > 20.0);
     assert_eq!(count(&session, "SELECT count(*) FROM grid WHERE y >= 0 AND v > 20"), want);
 }
+
+/// A query's rows, as text in the order given (the query orders them).
+fn rows(session: &SqlSession, sql: &str) -> String {
+    let batches: Vec<_> = session.execute(sql).unwrap().map(|b| b.unwrap()).collect();
+    strata_sql::datafusion::arrow::util::pretty::pretty_format_batches(&batches).unwrap().to_string()
+}
+
+#[test]
+fn a_query_run_again_runs_its_kept_plan_and_answers_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Arc::new(Session::default());
+    let options =
+        SqlOptions { session: engine, force: None, target_partitions: Some(2), cache_bytes: Some(0), caches: None };
+    let session = SqlSession::open(&[(store(dir.path()), None)], options).unwrap();
+    let want = brute(|t, y, x| y >= 6 && value(t, y, x) > 20.0);
+    let sql = "SELECT count(*) FROM grid WHERE y >= 0 AND v > 20";
+    assert_eq!(count(&session, sql), want);
+    assert_eq!(session.plans_kept(), 1);
+    let pieces = session.pieces_run_count();
+    assert!(pieces > 0);
+    // The kept plan's scans run again: the engine plans them and learns from them anew.
+    assert_eq!(count(&session, sql), want);
+    assert_eq!(session.plans_kept(), 1);
+    assert_eq!(session.pieces_run_count(), 2 * pieces);
+    // Operators with state of their own — a TopK, an aggregate, a join's hash table, a
+    // repartition — start afresh in every run.
+    for sql in [
+        "SELECT time, y, x, v FROM grid WHERE v > 20 ORDER BY v DESC, time, y, x LIMIT 7",
+        "SELECT max(v), min(v), count(*) FROM grid WHERE v > 10 AND v * 2 < 70",
+        "SELECT a.time, count(*) AS n FROM grid a JOIN grid b ON a.time = b.time AND a.y = b.y AND a.x = b.x \
+         WHERE a.v > 25 AND b.v > 30 GROUP BY a.time ORDER BY a.time",
+        "SELECT y, avg(v) AS m FROM grid WHERE v > 5 GROUP BY y ORDER BY y",
+    ] {
+        let first = rows(&session, sql);
+        for _ in 0..3 {
+            assert_eq!(rows(&session, sql), first, "{sql}");
+        }
+    }
+    assert_eq!(session.plans_kept(), 5);
+}
+
+#[test]
+fn plans_that_depend_on_more_than_their_text_are_not_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = SqlSession::open(&[(store(dir.path()), None)], SqlOptions::default()).unwrap();
+    for sql in [
+        // now() is folded to the time of planning, random() differs per row and run.
+        "SELECT count(*) FROM grid WHERE v > 20 AND now() > TIMESTAMP '2000-01-01T00:00:00'",
+        "SELECT count(*) FROM grid WHERE v > random() * 40",
+        // The information schema is read while planning; EXPLAIN ANALYZE shows a run.
+        "SELECT count(*) FROM information_schema.tables",
+        "EXPLAIN ANALYZE SELECT count(*) FROM grid WHERE v > 20",
+    ] {
+        session.execute(sql).unwrap().for_each(|b| drop(b.unwrap()));
+        assert_eq!(session.plans_kept(), 0, "{sql}");
+    }
+    // A session keeps a bounded number of plans, the most recently used.
+    for i in 0..70 {
+        assert_eq!(
+            count(&session, &format!("SELECT count(*) FROM grid WHERE v > {i}")),
+            brute(|t, y, x| { value(t, y, x) > i as f32 })
+        );
+    }
+    assert_eq!(session.plans_kept(), 64);
+}
