@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _core
+from ._frames import frame
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -351,8 +352,6 @@ def _frame(plan: list, dims: list, aux: dict, values: dict):
     coordinate's values or the indices along it, from `dims` (the engine's (coordinate
     bytes, uint64 indices) per dimension, each None unless asked for); the auxiliary
     coordinates at each point (2-D lat/lon of a curvilinear grid); then the values."""
-    import pandas as pd
-
     columns: dict[str, Any] = {}
     for (name, labels, numeric, _), (picked, index) in zip(plan, dims, strict=True):
         if numeric is not None:
@@ -363,9 +362,9 @@ def _frame(plan: list, dims: list, aux: dict, values: dict):
             columns[name] = index.view(np.int64)
     columns.update(aux)
     columns.update(values)
-    # copy=False: the columns become the frame as they are (a dict is otherwise copied into
-    # one block per dtype, which took longer than the query on large results).
-    return pd.DataFrame(columns, copy=False)
+    # The columns become the frame as they are (copied into one block per dtype, they took
+    # longer than the query on large results).
+    return frame(columns)
 
 
 def _dense(driver, starts, stops, steps, flat: np.ndarray, values: dict):

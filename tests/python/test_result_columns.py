@@ -77,3 +77,41 @@ def test_large_results_with_coordinates_equal_numpy(tmp_path):
         assert np.array_equal(df["y"].to_numpy()[order], y[yi])
         assert np.array_equal(df["x"].to_numpy()[order], x[xi])
         assert np.array_equal(df["v"].to_numpy()[order], field[field > cut])
+
+
+def test_result_frames_equal_pandas_own_and_hold_the_columns_themselves():
+    import pandas as pd
+    import pandas.testing as pdt
+
+    from strata._frames import frame
+
+    n = 257
+    rng = np.random.default_rng(5)
+    plain = {
+        "i1": rng.integers(-100, 100, n).astype(np.int8),
+        "u2": rng.integers(0, 60000, n).astype(np.uint16),
+        "i8": rng.integers(-(2**40), 2**40, n),
+        "f4": rng.random(n, dtype=np.float32),
+        "f8": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+        "b": rng.random(n) < 0.5,
+        "t_ns": np.arange(n).astype("datetime64[ns]"),
+        "t_s": np.arange(n).astype("datetime64[s]"),
+        "d_us": np.arange(n).astype("timedelta64[us]"),
+    }
+    got = frame(plain)
+    pdt.assert_frame_equal(got, pd.DataFrame(plain, copy=False))
+    for name, a in plain.items():
+        assert np.shares_memory(got[name].to_numpy(), a), name
+    # Columns pandas converts go through its own constructor: same frame as before.
+    for odd in (
+        np.array(["a", "b"] * (n // 2) + ["c"], dtype=object),
+        rng.random(n).astype(np.float16),
+        rng.random(n).astype(">f4"),
+        np.arange(n).astype("datetime64[D]"),
+        rng.random((n, 2))[:, 0],  # a strided view: kept as it is
+    ):
+        cols = {"x": plain["f4"], "odd": odd}
+        pdt.assert_frame_equal(frame(cols), pd.DataFrame(cols, copy=False))
+    # No rows, no columns.
+    pdt.assert_frame_equal(frame({"v": np.zeros(0, np.float32)}), pd.DataFrame({"v": np.zeros(0, np.float32)}))
+    pdt.assert_frame_equal(frame({}), pd.DataFrame({}))
