@@ -66,6 +66,25 @@ def test_issue_queries_match_duckdb(ersst, layout, method):
 
 
 @needs_data
+def test_a_session_asked_a_text_again_answers_as_the_first_time(ersst):
+    """A session runs a text it has run before from the plan it kept (docs/query.md, *Plans
+    kept*): the same answers as DuckDB every time, and a query calling now() is planned
+    again, so its time moves on."""
+    import time
+
+    paths, frame = ersst
+    session = strata.SqlSession(paths["V-S"], table="ersst")
+    want1, want2 = duck(Q1, frame), duck(Q2, frame)
+    for _ in range(3):
+        same_rows(session.execute(Q1), want1, ["lat", "lon", "sst"])
+        same_rows(session.execute(Q2), want2, ["time"])
+    clock = "SELECT now() AS t, count(*) AS n FROM ersst WHERE sst > 28"
+    first = session.execute(clock).column("t")[0].as_py()
+    time.sleep(0.01)
+    assert session.execute(clock).column("t")[0].as_py() > first
+
+
+@needs_data
 def test_deeply_nested_conditions_plan_or_are_refused_cleanly(ersst):
     """DataFusion's planning crates are built at opt-level 0 (Cargo.toml), whose stack
     frames are larger: a WHERE clause nested as deep as SQL's parser allows must still plan
