@@ -436,13 +436,11 @@ impl StrataScan {
     }
 
     /// About the bytes this scan holds for as long as a plan holding it is kept: its
-    /// pieces, and its area's mask (a flag, a running count and a bit per element: a
-    /// curvilinear grid of 6.5 million points holds 60 MB).
+    /// pieces, and its area's mask.
     pub(crate) fn held_bytes(&self) -> usize {
         let req = &self.request;
         let pieces = req.pieces.len() * req.region.len() * std::mem::size_of::<DimSelection>();
-        let mask = req.area.as_ref().map_or(0, |a| a.mask().bits().len() * 10);
-        pieces + mask
+        pieces + req.area.as_ref().map_or(0, |a| a.mask().heap_bytes())
     }
 
     /// Whether a run of this scan started the engine's query.
