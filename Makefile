@@ -15,6 +15,8 @@ export PATH := $(BIN):$(HOME)/.cargo/bin:$(PATH)
 RUN_HASH := $(shell cat requirements.lock 2>/dev/null | sha256sum | cut -c1-16)
 DEV_HASH := $(shell cat requirements.lock requirements-dev.lock 2>/dev/null | sha256sum | cut -c1-16)
 RUN_STAMP := $(VENV)/.installed-run-$(RUN_HASH)
+MATURIN_PIN := $(shell grep -i '^maturin==' requirements.lock)
+MATURIN_STAMP := $(VENV)/.installed-maturin-$(subst ==,-,$(MATURIN_PIN))
 VENV_STAMP := $(VENV)/.installed-dev-$(DEV_HASH)
 DATA ?=
 
@@ -55,14 +57,19 @@ sysdeps: sysdeps-build
 	  apt-get update -qq && apt-get install -y -qq netcdf-bin chromium chromium-driver openmpi-bin libopenmpi-dev \
 	    gfortran curl >/dev/null; }
 
-$(RUN_STAMP): requirements.lock | sysdeps-build
+# maturin first, alone: `build` compiles the extension with it while pip installs the rest.
+$(MATURIN_STAMP): | sysdeps-build
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(MATURIN_PIN)
+	@rm -f $(VENV)/.installed-maturin-*; touch $@
+
+$(RUN_STAMP): $(MATURIN_STAMP)
 	$(BIN)/python -m pip install -q -r requirements.lock
 	@rm -f $(VENV)/.installed-run-*; touch $@
 
 # The run set's versions bind the dev set (-c): the two locks cannot drift apart.
-$(VENV_STAMP): requirements-dev.lock $(RUN_STAMP) | sysdeps
+$(VENV_STAMP): $(RUN_STAMP) | sysdeps
 	$(BIN)/python -m pip install -q -r requirements-dev.lock -c requirements.lock
 	@rm -f $(VENV)/.installed-dev-*; touch $@
 
@@ -73,9 +80,14 @@ setup: $(VENV_STAMP)
 # One release build serves `make demo`, `make test` and `make bench`: the Rust tests are
 # built with --release too, and crates/strata-workspace-hack gives both builds the same
 # dependency features, so DataFusion compiles once (see check-features). Cargo prints each
-# crate as it compiles: a cold build takes a while and shows it.
-build: setup-run
+# crate as it compiles: a cold build takes a while and shows it. On a fresh machine pip
+# downloads and installs requirements.lock (network and disk, most of a minute) beside the
+# compile (CPU, minutes): the extension is built in place first, installed once both are done.
+build: $(MATURIN_STAMP)
 	@echo "building the extension (release; a cold build compiles DataFusion, several minutes)"
+	@$(MAKE) --no-print-directory setup-run & setup=$$!; \
+	  $(BIN)/maturin develop --release --skip-install -m python/Cargo.toml; built=$$?; \
+	  wait $$setup && exit $$built
 	$(BIN)/maturin develop --release -m python/Cargo.toml
 
 # libstrata.so, the C API (crates/strata-capi/include/strata.h): the tests and benchmarks
