@@ -168,7 +168,14 @@ def test_dask_tasks_on_a_local_cluster_write_one_store(tmp_path):
     distributed = pytest.importorskip("distributed")
     ds = xr.open_dataset(ERSST, chunks={"time": 120})
     with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c,
+        # Workers' scratch space under the test's directory, not a shared one in /tmp.
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            local_directory=tmp_path / "dask",
+        ) as c,
         distributed.Client(c) as client,
     ):
         assert len(client.scheduler_info()["workers"]) == 2

@@ -32,7 +32,7 @@ def page_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -43,7 +43,12 @@ def browser():
     opts.binary_location = chromium
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1400"):
         opts.add_argument(a)
-    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
+    # Chromium keeps its profile and its single-instance socket under TMPDIR, and a socket
+    # directory outlives `quit()`: both go under the test's own temporary directory.
+    tmp = tmp_path_factory.mktemp("chromium")
+    opts.add_argument(f"--user-data-dir={tmp / 'profile'}")
+    service = Service(driver_path, env={**os.environ, "TMPDIR": str(tmp)})
+    driver = webdriver.Chrome(service=service, options=opts)
     yield driver
     driver.quit()
 

@@ -60,13 +60,10 @@ impl Drop for Harness {
 }
 
 impl Harness {
-    /// Writes the stores under a new directory in the system's temporary directory.
+    /// Writes the stores under a new directory in the system's temporary directory (and
+    /// removes those that harnesses of exited processes left there).
     pub fn new() -> Result<Harness, ApiError> {
-        let root = std::env::temp_dir().join(format!(
-            "strata-fuzz-server-{}-{:x}",
-            std::process::id(),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
-        ));
+        let root = strata_sql::fuzzing::scratch_dir("strata-fuzz-server-");
         for name in ["ocean/sst", "private/sst"] {
             write_store(&root.join(name))?;
         }

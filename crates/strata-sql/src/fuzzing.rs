@@ -98,6 +98,36 @@ fn ice(i: usize) -> i16 {
     }
 }
 
+/// A new directory's path in the system's temporary directory for a harness of this
+/// process: `prefix`, the process's id, a dash and a time. Directories of the same `prefix`
+/// whose process has exited are removed first: a harness kept in a static (the server's
+/// shared one) is never dropped, so each test run and each fuzzing run left one behind. Only where `/proc` tells which processes live.
+pub fn scratch_dir(prefix: &str) -> PathBuf {
+    let tmp = std::env::temp_dir();
+    remove_stale(&tmp, prefix);
+    tmp.join(format!(
+        "{prefix}{}-{:x}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+    ))
+}
+
+/// Removes the directories `prefix<pid>-...` under `tmp` whose process has exited.
+fn remove_stale(tmp: &Path, prefix: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(tmp) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix(prefix)).and_then(|rest| rest.split_once('-'));
+        let Some(pid) = pid.and_then(|(pid, _)| pid.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// strata and DataFusion over the same small store, with one SQL session per method.
 pub struct Harness {
     sessions: Vec<(Option<Method>, SqlSession)>,
@@ -119,13 +149,10 @@ impl Drop for Harness {
 }
 
 impl Harness {
-    /// Writes the store under a new directory in the system's temporary directory.
+    /// Writes the store under a new directory in the system's temporary directory (and
+    /// removes those that harnesses of exited processes left there).
     pub fn new() -> Result<Harness> {
-        let root = std::env::temp_dir().join(format!(
-            "strata-fuzz-sql-{}-{:x}",
-            std::process::id(),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
-        ));
+        let root = scratch_dir("strata-fuzz-sql-");
         let path = root.join("t.strata");
         write_store(&path)?;
         let path = path.to_string_lossy().to_string();
@@ -500,4 +527,30 @@ pub fn shared() -> Arc<Harness> {
             Err(e) => panic!("the SQL fuzzing store cannot be made: {e}"),
         })
         .clone()
+}
+
+#[cfg(test)]
+mod scratch_tests {
+    use super::*;
+
+    #[test]
+    fn directories_of_exited_harnesses_are_removed() {
+        if !Path::new("/proc/self").exists() {
+            return;
+        }
+        let tmp = std::env::temp_dir().join(format!("strata-stale-test-{}", std::process::id()));
+        let prefix = "strata-fuzz-x-";
+        // No process has this id: Linux's pid_max is at most 2^22.
+        let gone = tmp.join(format!("{prefix}4294967295-1"));
+        let mine = tmp.join(format!("{prefix}{}-2", std::process::id()));
+        let other = tmp.join(format!("{prefix}not-a-pid"));
+        let elses = tmp.join("strata-fuzz-y-4294967295-1");
+        for d in [&gone, &mine, &other, &elses] {
+            std::fs::create_dir_all(d.join("ocean")).unwrap();
+        }
+        remove_stale(&tmp, prefix);
+        let left = (gone.exists(), mine.exists(), other.exists(), elses.exists());
+        std::fs::remove_dir_all(&tmp).unwrap();
+        assert_eq!(left, (false, true, true, true));
+    }
 }

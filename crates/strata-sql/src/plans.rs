@@ -118,13 +118,11 @@ fn weight(sql: &str, plan: &Arc<dyn ExecutionPlan>) -> usize {
 /// The strata scans in `plan`.
 fn scans(plan: &Arc<dyn ExecutionPlan>) -> Vec<&StrataScan> {
     let mut out = Vec::new();
-    let mut stack = vec![plan];
-    while let Some(node) = stack.pop() {
-        if let Some(scan) = node.downcast_ref::<StrataScan>() {
-            out.push(scan);
-        }
-        stack.extend(node.children());
-    }
+    // The visit cannot fail: every call returns Continue.
+    let _ = plan.apply(|node| {
+        out.extend(node.downcast_ref::<StrataScan>());
+        Ok(TreeNodeRecursion::Continue)
+    });
     out
 }
 
