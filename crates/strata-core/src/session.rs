@@ -10,9 +10,9 @@ use crate::joined::{Columns, Joined};
 use crate::mask::Mask;
 use crate::planner::{cost_model_path, human_bytes, CostModel, Planner, QueryPlan};
 use crate::query::{Executor, Method, Points, Predicate, QueryStats, Scan, Selection};
-use crate::reader::{DimSelection, StoreReader};
+use crate::reader::{DimSelection, RunReads, StoreReader};
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// What a query returns.
@@ -225,7 +225,8 @@ pub struct QueryRun {
     /// The corrections it plans under and teaches.
     track: Track,
     started: Instant,
-    before: crate::reader::ReadStats,
+    /// What its pieces read (see [`executor`](Self::executor)).
+    reads: Arc<RunReads>,
 }
 
 impl QueryRun {
@@ -248,17 +249,17 @@ impl QueryRun {
         &self.query
     }
 
-    /// What was fetched since the run started, as EXPLAIN's actuals say it (`12.3 MiB read
-    /// in 40 requests`): the reader's counters, so concurrent queries on it count too.
-    pub fn reads_so_far(&self, reader: &StoreReader) -> String {
-        let (bytes, requests) = self.fetched(reader);
-        format!("{} read in {requests} requests", human_bytes(bytes as f64))
+    /// The executor that runs this run's pieces on `reader`: its reads are counted as the
+    /// run's own, apart from those of other queries on the same reader at the same time.
+    pub fn executor<'r>(&'r self, reader: &'r StoreReader) -> Executor<'r> {
+        Executor::counting(reader, &self.reads)
     }
 
-    /// Data bytes fetched and requests sent since the run started (the reader's counters).
-    fn fetched(&self, reader: &StoreReader) -> (u64, u64) {
-        let after = reader.stats();
-        (after.bytes_read.saturating_sub(self.before.bytes_read), after.requests.saturating_sub(self.before.requests))
+    /// What its pieces have fetched so far, as EXPLAIN's actuals say it (`12.3 MiB read in
+    /// 40 requests`).
+    pub fn reads_so_far(&self) -> String {
+        let (bytes, requests) = self.reads.get();
+        format!("{} read in {requests} requests", human_bytes(bytes as f64))
     }
 }
 
@@ -426,7 +427,7 @@ impl Session {
         let run = self.start_with(reader, query, false)?;
         let q = &run.query;
         let ((selection, count, stats), _) = self.run_piece(&run, 0, |sel, plan| {
-            Executor::new(reader).select_with(
+            run.executor(reader).select_with(
                 &q.predicate,
                 sel,
                 q.mask.as_deref(),
@@ -434,7 +435,7 @@ impl Session {
                 plan.method(),
             )
         })?;
-        let mut answer = self.finish(reader, run, count, stats);
+        let mut answer = self.finish(run, count, stats);
         answer.selection = selection;
         Ok(answer)
     }
@@ -481,7 +482,7 @@ impl Session {
         let (mut count, mut stats) = (0u64, QueryStats::default());
         let run_piece = |i: usize| -> Result<(Points, QueryStats)> {
             let ((points, st), _) = self.run_piece(&run, i, |sel, plan| {
-                Executor::new(reader).points(&Scan { region: sel, ..q.scan(&outputs) }, &|slab| plan.method_for(slab))
+                run.executor(reader).points(&Scan { region: sel, ..q.scan(&outputs) }, &|slab| plan.method_for(slab))
             })?;
             Ok((points, st))
         };
@@ -511,7 +512,7 @@ impl Session {
             }
             Ok(())
         })?;
-        Ok(self.finish(reader, run, count, stats))
+        Ok(self.finish(run, count, stats))
     }
 
     /// Checks and plans `query`, and cuts its region into pieces (see
@@ -548,7 +549,7 @@ impl Session {
                 (m, s / model.correction(m), s / estimated)
             })
             .collect();
-        Ok(QueryRun { query, plan, pieces, shares, methods, track, started: Instant::now(), before: reader.stats() })
+        Ok(QueryRun { query, plan, pieces, shares, methods, track, started: Instant::now(), reads: Arc::default() })
     }
 
     /// `region` of a query on `driver`'s grid cut into pieces of about
@@ -602,8 +603,8 @@ impl Session {
     }
 
     /// What `run` did, once its pieces ran: `count` and `stats` summed over them.
-    pub fn finish(&self, reader: &StoreReader, run: QueryRun, count: u64, stats: QueryStats) -> Answer {
-        let (bytes_read, requests) = run.fetched(reader);
+    pub fn finish(&self, run: QueryRun, count: u64, stats: QueryStats) -> Answer {
+        let (bytes_read, requests) = run.reads.get();
         Answer {
             count,
             selection: Selection::default(),

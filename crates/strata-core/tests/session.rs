@@ -233,3 +233,40 @@ fn a_query_cut_into_pieces_teaches_the_model_one_query() {
     let e = session.run_piece(&run, pieces, |_, _| Ok(())).unwrap_err();
     assert!(e.to_string().contains("no piece"), "{e}");
 }
+
+/// A run's reads (EXPLAIN's actuals, an answer's `bytes_read`) are its own: another query
+/// on the same reader while it is under way adds nothing to them.
+#[test]
+fn a_run_counts_only_its_own_reads() {
+    for method in [Method::Scan, Method::Index] {
+        let session = Session::default().with_piece_elements(70);
+        let q = query("temp > 3", region((0, T), (0, Y, 1)), Output::Count, Some(method));
+        let other = query("\"p q\" > 0", region((0, T), (0, Y, 1)), Output::Count, Some(Method::Scan));
+        // The query a piece at a time on a reader of its own; with `interleaved`, another
+        // query on another variable runs on that reader before each piece.
+        let piecewise = |interleaved: bool| {
+            let reader = store("V-S");
+            let run = session.start(&reader, &q).unwrap();
+            assert!(run.pieces().len() > 1);
+            let (mut count, mut stats, mut others) = (0, Default::default(), 0);
+            for i in 0..run.pieces().len() {
+                if interleaved {
+                    others += session.run(&reader, &other).unwrap().bytes_read;
+                }
+                let ((_, n, st), _) = session
+                    .run_piece(&run, i, |sel, plan| {
+                        run.executor(&reader).select_with(&run.query().predicate, sel, None, true, plan.method())
+                    })
+                    .unwrap();
+                count += n;
+                stats = st;
+            }
+            (session.finish(run, count, stats), others)
+        };
+        let (alone, _) = piecewise(false);
+        let (amid, others) = piecewise(true);
+        assert!(alone.bytes_read > 0 && others > 0, "{method:?}");
+        assert_eq!(amid.count, alone.count, "{method:?}");
+        assert_eq!((amid.bytes_read, amid.requests), (alone.bytes_read, alone.requests), "{method:?}");
+    }
+}

@@ -27,7 +27,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Phy
 use std::sync::{Arc, Mutex};
 use strata_core::area::Area;
 use strata_core::points;
-use strata_core::query::{pieces, Executor, Predicate, Scan};
+use strata_core::query::{pieces, Predicate, Scan};
 use strata_core::session::{Output, Query, QueryRun};
 use strata_core::{DType, DimSelection, Error, Result};
 
@@ -234,14 +234,14 @@ fn run_piece(req: &ScanRequest, piece: usize) -> Result<Option<RecordBatch>> {
             }
         }
         Some(pred) if req.columns.is_empty() => {
-            let (_, count, _) = observed(req, pred, piece, |sel, plan| {
-                Executor::new(reader).select_with(pred, sel, mask, true, plan.method())
+            let (_, count, _) = observed(req, pred, piece, |run, sel, plan| {
+                run.executor(reader).select_with(pred, sel, mask, true, plan.method())
             })?;
             (Some(vec![]), vec![], count as usize)
         }
         Some(pred) => {
-            let (points, _) = observed(req, pred, piece, |sel, plan| {
-                Executor::new(reader)
+            let (points, _) = observed(req, pred, piece, |run, sel, plan| {
+                run.executor(reader)
                     .points(&Scan { predicate: pred, region: sel, mask, outputs: &vars, level: None }, &|slab| {
                         plan.method_for(slab)
                     })
@@ -349,11 +349,11 @@ fn observed<T>(
     req: &ScanRequest,
     pred: &Predicate,
     piece: usize,
-    body: impl FnOnce(&[DimSelection], &strata_core::planner::QueryPlan) -> Result<T>,
+    body: impl FnOnce(&QueryRun, &[DimSelection], &strata_core::planner::QueryPlan) -> Result<T>,
 ) -> Result<T> {
     let run = query_run(req, pred)?;
     let planning = &req.table.planning;
-    let (out, records) = planning.session.run_piece(&run, piece, body)?;
+    let (out, records) = planning.session.run_piece(&run, piece, |sel, plan| body(&run, sel, plan))?;
     if let Ok(mut log) = planning.log.lock() {
         log.extend(records);
     }
@@ -461,7 +461,7 @@ impl StrataScan {
             return plan.to_string().lines().last().map(str::to_string);
         };
         let plan = run.plan().to_string();
-        Some(format!("{}, actual: {}", plan.lines().last()?, run.reads_so_far(&req.table.reader)))
+        Some(format!("{}, actual: {}", plan.lines().last()?, run.reads_so_far()))
     }
 }
 

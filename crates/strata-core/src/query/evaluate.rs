@@ -245,7 +245,8 @@ impl Executor<'_> {
         let widths = crate::precision::widths_read(groups.as_deref(), None, var.dtype.size());
         let lens: Vec<u64> = boundary.iter().map(|&(_, len)| len).collect();
         let reads = self.reader.reads_for(&index, slab, id, n, &widths, boundary)?;
-        let fetched = self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
+        let fetched =
+            self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false, self.counted)?;
         let split = groups.map(|g| (g.clone(), g.len()));
         let missing = var.missing_values();
         for (r, len) in reads.iter().zip(lens) {
@@ -278,7 +279,7 @@ impl Executor<'_> {
             counters.boundary.fetch_add(1, Ordering::Relaxed);
             let sel = b.selection();
             let mut raw = vec![0u8; n as usize * var.dtype.size()];
-            self.reader.read_into_at(name, &sel, None, &mut raw)?;
+            self.read(name, &sel, None, &mut raw)?;
             v.tested.push((None, op.matches_raw(var.dtype, &raw, value, &missing)));
             return Ok(then(v));
         }
@@ -344,7 +345,8 @@ impl Executor<'_> {
         let groups = crate::precision::byte_groups(&self.reader.manifest().layout, var)?;
         let widths = crate::precision::widths_read(groups.as_deref(), None, var.dtype.size());
         let reads = self.reader.bin_reads(&index, slab, id, n, &widths, &|bin| boundary.contains(&bin))?;
-        let fetched = self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false)?;
+        let fetched =
+            self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(|e| (b.slab, e))), false, self.counted)?;
         let split = groups.map(|g| (g.clone(), g.len()));
         let shape: Vec<usize> = b.len.iter().map(|&l| l as usize).collect();
         if self.reader.is_in_place(slab) && binned {

@@ -23,7 +23,11 @@ impl Executor<'_> {
         groups: Option<Vec<usize>>,
     ) -> Result<Vec<u8>> {
         let shape: Vec<usize> = len.iter().map(|&l| l as usize).collect();
-        let fetched = self.reader.fetch(reads.iter().flat_map(|r| r.entries.iter().map(move |e| (slab, e))), false)?;
+        let fetched = self.reader.fetch(
+            reads.iter().flat_map(|r| r.entries.iter().map(move |e| (slab, e))),
+            false,
+            self.counted,
+        )?;
         let k = reads.first().map_or(0, |r| r.entries.len());
         let split = groups.map(|g| (g, k));
         self.reader.decode_subchunk((slab, index, id), reads, &shape, split.as_ref(), &fetched)

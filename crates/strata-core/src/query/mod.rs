@@ -26,7 +26,7 @@ use crate::grid::AxisBlock;
 use crate::manifest::Variable;
 use crate::mask::Mask;
 use crate::points::picked;
-use crate::reader::{DimSelection, StoreReader, SubchunkId};
+use crate::reader::{DimSelection, RunReads, StoreReader, SubchunkId};
 use dense_scan::dense_scan_fits;
 use evaluate::*;
 use order::*;
@@ -77,11 +77,24 @@ pub struct Scan<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Executor<'r> {
     reader: &'r StoreReader,
+    /// The run whose reads these are, which counts them as its own (EXPLAIN's actuals).
+    counted: Option<&'r RunReads>,
 }
 
 impl<'r> Executor<'r> {
     pub fn new(reader: &'r StoreReader) -> Self {
-        Executor { reader }
+        Executor { reader, counted: None }
+    }
+
+    /// An executor whose reads are also counted in `counted` (a query run's: see
+    /// [`crate::session::QueryRun::executor`]).
+    pub(crate) fn counting(reader: &'r StoreReader, counted: &'r RunReads) -> Self {
+        Executor { reader, counted: Some(counted) }
+    }
+
+    /// Reads `sel` of `name` at `level` into `out`, counted as the run's reads.
+    fn read(&self, name: &str, sel: &[DimSelection], level: Option<usize>, out: &mut [u8]) -> Result<()> {
+        self.reader.read_counted(name, sel, level, out, self.counted)
     }
 }
 
@@ -543,7 +556,7 @@ impl<'r> Executor<'r> {
                 Some(r) if level.is_none() => r,
                 _ => {
                     let mut buf = crate::large::zeroed(n * es);
-                    self.reader.read_into_at(name, sel, level, &mut buf)?;
+                    self.read(name, sel, level, &mut buf)?;
                     read = buf;
                     &read
                 }
@@ -568,7 +581,7 @@ impl<'r> Executor<'r> {
             // One comparison: tested on the stored bytes, with no f64 copy.
             let (_, v) = self.reader.manifest().variable(var)?;
             let mut raw = crate::large::zeroed(n * v.dtype.size());
-            self.reader.read_into_at(var, sel, None, &mut raw)?;
+            self.read(var, sel, None, &mut raw)?;
             let mask = op.matches_raw(v.dtype, &raw, *value, &v.missing_values());
             raws.insert(var.as_str(), raw);
             return Ok((mask, raws));
@@ -577,7 +590,7 @@ impl<'r> Executor<'r> {
         for name in pred.variable_names() {
             let (_, var) = self.reader.manifest().variable(name)?;
             let mut raw = crate::large::zeroed(n * var.dtype.size());
-            self.reader.read_into_at(name, sel, None, &mut raw)?;
+            self.read(name, sel, None, &mut raw)?;
             columns.insert(name, (var.dtype.to_f64s(&raw), var.missing_values()));
             raws.insert(name, raw);
         }

@@ -2,7 +2,7 @@
 //! batch's fetch on large reads) and their selected elements placed in the output.
 
 use super::fetch::{Progress, IO_THREADS};
-use super::{BinRead, Fetched, SlabIndex, StoreReader, SubchunkId};
+use super::{BinRead, Fetched, RunReads, SlabIndex, StoreReader, SubchunkId};
 use crate::bins;
 use crate::error::{Error, Result};
 use crate::grid::{copy_block_raw, AxisBlock};
@@ -126,6 +126,7 @@ impl StoreReader {
         split: Option<&(Vec<usize>, usize)>,
         out_shape: &[u64],
         out: &mut [u8],
+        counted: Option<&RunReads>,
     ) -> Result<()> {
         let dtype = self.manifest.variables[var_idx].dtype;
         let es = dtype.size();
@@ -194,11 +195,11 @@ impl StoreReader {
             }
         };
         if raw_total < 2 * OVERLAP_BATCH_BYTES {
-            let fetched = self.fetch(entries(), parallel)?;
+            let fetched = self.fetch(entries(), parallel, counted)?;
             return decode_all(&pending, &fetched);
         }
         if !self.overlap.load(Ordering::Relaxed) {
-            let fetched = self.fetch_streamed(entries())?;
+            let fetched = self.fetch_streamed(entries(), counted)?;
             return decode_all(&pending, &fetched);
         }
         // PStore's prefetch: the range reads stream in file order on I/O threads, at most
@@ -233,7 +234,7 @@ impl StoreReader {
             run <= need[(k + PREFETCH_BATCHES).min(need.len() - 1)]
         };
         let progress = Progress::default();
-        self.stream_with(&fetched, IO_THREADS, &may_read, &progress, || {
+        self.stream_with(&fetched, IO_THREADS, &may_read, &progress, counted, || {
             for (k, batch) in batches.iter().enumerate() {
                 if !progress.until_contiguous(need[k] + 1) {
                     return Ok(()); // the read error is reported by `stream_with`

@@ -1,7 +1,7 @@
 //! Fetching segments: coalesced range reads, streamed so that decoding can start on the
 //! runs that have arrived, each segment's checksum checked as it is handed out.
 
-use super::{missing_is_corruption, StoreReader};
+use super::{missing_is_corruption, RunReads, StoreReader};
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, Slab};
 use crate::segment::SegmentEntry;
@@ -233,7 +233,7 @@ impl StoreReader {
         }
     }
 
-    fn read_run(&self, &(slab, start, end): &(usize, u64, u64)) -> Result<Vec<u8>> {
+    fn read_run(&self, &(slab, start, end): &(usize, u64, u64), counted: Option<&RunReads>) -> Result<Vec<u8>> {
         self.check_data_header(slab)?;
         let path = self.manifest.slabs[slab].data.as_str();
         let bytes = self
@@ -242,19 +242,25 @@ impl StoreReader {
             .map_err(|e| missing_is_corruption(e, path))?;
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
+        if let Some(run) = counted {
+            run.requests.fetch_add(1, Ordering::Relaxed);
+            run.bytes.fetch_add(end - start, Ordering::Relaxed);
+        }
         Ok(bytes)
     }
 
     /// Fetches the given segments with coalesced range reads, in file order (`parallel`:
-    /// on the pool, whose threads are already awake: what small reads need).
+    /// on the pool, whose threads are already awake: what small reads need), each also
+    /// counted in `counted`.
     pub(crate) fn fetch<'a>(
         &'a self,
         segments: impl Iterator<Item = (usize, &'a SegmentEntry)>,
         parallel: bool,
+        counted: Option<&RunReads>,
     ) -> Result<Fetched<'a>> {
         let fetched = Fetched::new(&self.manifest, Self::runs_of(segments));
         let read = |i: usize| -> Result<()> {
-            let bytes = self.read_run(&fetched.runs[i])?;
+            let bytes = self.read_run(&fetched.runs[i], counted)?;
             let _ = fetched.bytes[i].set(bytes);
             Ok(())
         };
@@ -271,9 +277,10 @@ impl StoreReader {
     pub(super) fn fetch_streamed<'a>(
         &'a self,
         segments: impl Iterator<Item = (usize, &'a SegmentEntry)>,
+        counted: Option<&RunReads>,
     ) -> Result<Fetched<'a>> {
         let fetched = Fetched::new(&self.manifest, Self::runs_of(segments));
-        self.stream(&fetched, IO_THREADS, &|_| true)?;
+        self.stream(&fetched, IO_THREADS, &|_| true, counted)?;
         Ok(fetched)
     }
 
@@ -281,11 +288,17 @@ impl StoreReader {
     /// flight (on threads of their own: reads wait on storage, not the CPU, and must not
     /// hold up the decoding pool). `may_read(i)` holds a reader back from run `i` until it
     /// is true (re-checked whenever a run completes or [`Progress::wake`] is called).
-    fn stream(&self, fetched: &Fetched, threads: usize, may_read: &(dyn Fn(usize) -> bool + Sync)) -> Result<()> {
+    fn stream(
+        &self,
+        fetched: &Fetched,
+        threads: usize,
+        may_read: &(dyn Fn(usize) -> bool + Sync),
+        counted: Option<&RunReads>,
+    ) -> Result<()> {
         let progress = Progress::default();
         let n = fetched.runs.len();
         // The consumer waits for every run (a read error is reported by `stream_with`).
-        self.stream_with(fetched, threads, may_read, &progress, || {
+        self.stream_with(fetched, threads, may_read, &progress, counted, || {
             progress.until_contiguous(n);
             Ok(())
         })
@@ -299,6 +312,7 @@ impl StoreReader {
         threads: usize,
         may_read: &(dyn Fn(usize) -> bool + Sync),
         progress: &Progress,
+        counted: Option<&RunReads>,
         consume: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let n = fetched.runs.len();
@@ -308,7 +322,7 @@ impl StoreReader {
             if i >= n || !progress.wait_for(|| may_read(i)) {
                 return;
             }
-            match self.read_run(&fetched.runs[i]) {
+            match self.read_run(&fetched.runs[i], counted) {
                 Ok(bytes) => {
                     let _ = fetched.bytes[i].set(bytes);
                     progress.done(i);

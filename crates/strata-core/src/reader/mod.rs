@@ -63,6 +63,21 @@ pub struct ReadStats {
     pub cache_hits: u64,
 }
 
+/// The data reads of one query run, counted where they are made: a reader's own counters
+/// ([`StoreReader::stats`]) also count the reads of every other query on it at the time.
+#[derive(Debug, Default)]
+pub(crate) struct RunReads {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl RunReads {
+    /// Data bytes fetched and range requests sent.
+    pub(crate) fn get(&self) -> (u64, u64) {
+        (self.bytes.load(Ordering::Relaxed), self.requests.load(Ordering::Relaxed))
+    }
+}
+
 #[derive(Debug, Default)]
 struct Counters {
     requests: AtomicU64,
@@ -254,6 +269,18 @@ impl StoreReader {
     /// the missing bytes are filled. `None`, or a level of at least the number of groups,
     /// reads everything; variables not split by level M are always read whole.
     pub fn read_into_at(&self, name: &str, sel: &[DimSelection], level: Option<usize>, out: &mut [u8]) -> Result<()> {
+        self.read_counted(name, sel, level, out, None)
+    }
+
+    /// [`read_into_at`](Self::read_into_at), its reads also counted in `counted`.
+    pub(crate) fn read_counted(
+        &self,
+        name: &str,
+        sel: &[DimSelection],
+        level: Option<usize>,
+        out: &mut [u8],
+        counted: Option<&RunReads>,
+    ) -> Result<()> {
         let out_shape = self.check_selection(name, sel)?;
         let (var_idx, var) = self.manifest.variable(name)?;
         if level == Some(0) {
@@ -274,7 +301,7 @@ impl StoreReader {
         }
         let tasks = self.tasks_for(var_idx, sel, &widths)?;
         let split = groups.map(|g| (g, widths.len()));
-        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out)?;
+        self.execute(var_idx, &tasks, split.as_ref(), &out_shape, out, counted)?;
         if let Some((groups, level)) = &split {
             precision::restore_missing(out, var.dtype, groups, *level, &var.missing_values());
         }
@@ -288,7 +315,7 @@ impl StoreReader {
         let tasks = self.full_precision_tasks(name, sel)?;
         let entries =
             tasks.iter().flat_map(|t| t.reads.iter().flat_map(move |r| r.entries.iter().map(move |e| (t.slab, e))));
-        let fetched = self.fetch_streamed(entries)?;
+        let fetched = self.fetch_streamed(entries, None)?;
         Ok(fetched.bytes.iter().filter_map(|b| b.get()).map(|b| b.len() as u64).sum())
     }
 
