@@ -12,7 +12,7 @@ use crate::planner::{cost_model_path, human_bytes, CostModel, Planner, QueryPlan
 use crate::query::{Executor, Method, Points, Predicate, QueryStats, Scan, Selection};
 use crate::reader::{DimSelection, RunReads, StoreReader};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// What a query returns.
@@ -226,7 +226,7 @@ pub struct QueryRun {
     track: Track,
     started: Instant,
     /// What its pieces read (see [`executor`](Self::executor)).
-    reads: Arc<RunReads>,
+    reads: RunReads,
 }
 
 impl QueryRun {
@@ -549,7 +549,16 @@ impl Session {
                 (m, s / model.correction(m), s / estimated)
             })
             .collect();
-        Ok(QueryRun { query, plan, pieces, shares, methods, track, started: Instant::now(), reads: Arc::default() })
+        Ok(QueryRun {
+            query,
+            plan,
+            pieces,
+            shares,
+            methods,
+            track,
+            started: Instant::now(),
+            reads: RunReads::default(),
+        })
     }
 
     /// `region` of a query on `driver`'s grid cut into pieces of about

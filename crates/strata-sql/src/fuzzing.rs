@@ -101,7 +101,8 @@ fn ice(i: usize) -> i16 {
 /// A new directory's path in the system's temporary directory for a harness of this
 /// process: `prefix`, the process's id, a dash and a time. Directories of the same `prefix`
 /// whose process has exited are removed first: a harness kept in a static (the server's
-/// shared one) is never dropped, so each test run and each fuzzing run left one behind. Only where `/proc` tells which processes live.
+/// shared one) is never dropped, so each test run and each fuzzing run left one behind.
+/// Only where `/proc` tells which processes live.
 pub fn scratch_dir(prefix: &str) -> PathBuf {
     let tmp = std::env::temp_dir();
     remove_stale(&tmp, prefix);

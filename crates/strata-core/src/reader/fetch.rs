@@ -243,8 +243,7 @@ impl StoreReader {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_read.fetch_add(end - start, Ordering::Relaxed);
         if let Some(run) = counted {
-            run.requests.fetch_add(1, Ordering::Relaxed);
-            run.bytes.fetch_add(end - start, Ordering::Relaxed);
+            run.add(end - start);
         }
         Ok(bytes)
     }

@@ -76,6 +76,12 @@ impl RunReads {
     pub(crate) fn get(&self) -> (u64, u64) {
         (self.bytes.load(Ordering::Relaxed), self.requests.load(Ordering::Relaxed))
     }
+
+    /// One range request of `bytes`.
+    fn add(&self, bytes: u64) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug, Default)]
