@@ -5,7 +5,10 @@ use crate::to_py;
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
-use strata_codecs::analyzer::{candidates_for, choose, evaluate_each, measure, objective_value, Objective, Sample};
+use strata_codecs::analyzer::{
+    candidates_for, choose, choose_balanced, evaluate_each, measure, objective_value, Objective, Sample,
+};
+use strata_codecs::reference::reference_ratio;
 use strata_codecs::NumType;
 use strata_core::Error;
 
@@ -38,12 +41,14 @@ impl ChainScore {
     }
 }
 
-/// Every candidate's score, and the chain each objective picks (None: no candidate).
+/// Every candidate's score, the chain each objective picks (None: no candidate), and the
+/// ratio of netCDF4's zlib 4 + shuffle on the same samples (what balanced must beat).
 #[pyclass(frozen, get_all, module = "strata._core")]
 #[derive(Debug)]
 pub(crate) struct SampleAnalysis {
     scores: Vec<ChainScore>,
     choice: BTreeMap<String, Option<String>>,
+    reference: f64,
 }
 
 pub(crate) fn num_type(name: &str) -> PyResult<NumType> {
@@ -84,14 +89,20 @@ pub(crate) fn analyze_samples(
         .map_err(|e| to_py(Error::InvalidArgument(format!("sample: {e}"))))?;
     let texts: Vec<String> =
         candidates.unwrap_or_else(|| strata_codecs::analyzer::candidates(t).into_iter().map(String::from).collect());
-    let scores = py
-        .detach(|| match min_seconds {
+    let (scores, reference) = py.detach(|| {
+        let scores = match min_seconds {
             Some(m) => texts.iter().map(|c| measure(c, t, &owned, m)).collect::<Result<Vec<_>, _>>(),
             None => evaluate_each(&texts, t, &owned).into_iter().collect(),
-        })
-        .map_err(|e| to_py(e.into()))?;
-    let choice =
-        Objective::ALL.iter().map(|&o| (o.to_string(), choose(&scores, o).map(|i| scores[i].chain.clone()))).collect();
+        };
+        (scores, reference_ratio(t, &owned))
+    });
+    let scores = scores.map_err(|e| to_py(e.into()))?;
+    // Balanced as planning without a bound chooses; the others by their value.
+    let pick = |o: Objective| match o {
+        Objective::Balanced => choose_balanced(&scores, reference),
+        _ => choose(&scores, o),
+    };
+    let choice = Objective::ALL.iter().map(|&o| (o.to_string(), pick(o).map(|i| scores[i].chain.clone()))).collect();
     let scores = scores
         .iter()
         .map(|s| ChainScore {
@@ -105,7 +116,7 @@ pub(crate) fn analyze_samples(
             value: Objective::ALL.iter().map(|&o| (o.to_string(), objective_value(s, o))).collect(),
         })
         .collect();
-    Ok(SampleAnalysis { scores, choice })
+    Ok(SampleAnalysis { scores, choice, reference })
 }
 
 /// The analyzer's candidate chains for a type: every lossless one, and with an error bound

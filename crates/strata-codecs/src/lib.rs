@@ -15,6 +15,7 @@ mod fpc;
 mod hdf5;
 mod lossy;
 pub mod plan;
+pub mod reference;
 pub mod registry;
 mod shuffle;
 mod spec;

@@ -3,13 +3,17 @@
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
 use crate::analyzer::{
-    candidates_for, choose, evaluate, evaluate_each, objective_value, Objective, Sample, Score, RATIO_TIE,
+    candidates_for, choose, choose_balanced, evaluate, evaluate_each, meets_reference, objective_value, Evaluation,
+    Objective, Sample, Score, RATIO_TIE,
 };
 use crate::error::{CodecError, Result};
-use crate::spec::NumType;
+use crate::reference::reference_ratio;
+use crate::registry::{chain, parse_chain};
+use crate::spec::{ElementContext, NumType};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// What the user asks for a variable's codec.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,8 +42,13 @@ pub const UNIT_TOP: usize = 2;
 /// a small variable whole once per candidate, a few milliseconds at 16 KiB; unplanned, 32 KiB
 /// fields took up to 7% more than netCDF4's zlib (`bench/results/small.md`).
 pub const PLAN_MIN_BYTES: u64 = 16 << 10;
-/// Version of [`PlanRecord`]'s fields (3 added `unit`, 4 `shape`).
-pub const PLAN_RECORD_VERSION: u32 = 4;
+/// Version of [`PlanRecord`]'s fields (3 added `unit`, 4 `shape`, 5 `reference`).
+pub const PLAN_RECORD_VERSION: u32 = 5;
+/// How many candidates balanced planning compresses in its first round, fastest declared
+/// encoders first, before it looks whether one already beats the reference (see [`plan`]);
+/// each later round takes twice as many, so that slow data, which tries every chain, pays
+/// few rounds.
+pub const BALANCED_BATCH: usize = 4;
 
 /// Checks an error bound given as `abs=E` or `rel=E` (E > 0, finite); returns it normalised.
 pub fn parse_error_bound(text: &str) -> Result<String> {
@@ -127,6 +136,10 @@ pub struct PlanRecord {
     pub chosen: String,
     pub sample_bytes: u64,
     pub scores: Vec<ScoreRecord>,
+    /// The balanced objective's reference on the same sample: the ratio of zlib 4 + shuffle
+    /// (`reference::reference_ratio`), which its choice by speed beats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_bound: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,6 +162,50 @@ fn sample_bytes(samples: &[Sample]) -> u64 {
 /// lossy chain that cannot hold the bound, say) is left out.
 fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Score> {
     evaluate_each(texts, dtype, samples).into_iter().filter_map(Result::ok).collect()
+}
+
+/// Balanced planning without an error bound: the reference on `samples` and the candidates
+/// scored fastest declared encoder first, in rounds of [`BALANCED_BATCH`], then twice as
+/// many each time, until the fastest that beats the reference is known, then every
+/// candidate as fast as that one; when none beats it, all of them. Compressible data is planned in a batch or two of quick chains.
+/// The reference (zlib, one core) is computed while the batches run on the others, which go
+/// on until it is known: the scores kept are those the rule depends on (every candidate at
+/// least as fast as the choice, or all), so the plan does not depend on which came first.
+fn evaluate_balanced(texts: &[String], dtype: NumType, samples: &[Sample]) -> Result<(Vec<Score>, f64)> {
+    let mut order = texts
+        .iter()
+        .map(|t| Ok((chain(&parse_chain(t)?, ElementContext::new(dtype))?.speed().encode_mb_s, t.clone())))
+        .collect::<Result<Vec<(f64, String)>>>()?;
+    // Stable: chains declared equally fast keep the candidates' order.
+    order.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let texts_of = |part: &[(f64, String)]| part.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>();
+    let fastest = |scores: &[Score], reference: f64| {
+        scores.iter().filter(|s| meets_reference(s, reference)).map(|s| s.nominal.encode_mb_s).max_by(f64::total_cmp)
+    };
+    let evaluation = Evaluation::new(dtype, samples);
+    let round = |texts: &[String]| evaluation.each(texts).into_iter().filter_map(Result::ok).collect::<Vec<_>>();
+    let known = OnceLock::new();
+    let (reference, (mut scores, next)) = rayon::join(
+        || *known.get_or_init(|| reference_ratio(dtype, samples)),
+        || {
+            let (mut scores, mut next, mut size) = (Vec::new(), 0, BALANCED_BATCH);
+            while next < order.len() {
+                if known.get().is_some_and(|&r| fastest(&scores, r).is_some()) {
+                    break;
+                }
+                let end = (next + size).min(order.len());
+                scores.extend(round(&texts_of(&order[next..end])));
+                (next, size) = (end, size * 2);
+            }
+            (scores, next)
+        },
+    );
+    if let Some(speed) = fastest(&scores, reference) {
+        let end = next + order[next..].iter().take_while(|(e, _)| *e >= speed).count();
+        scores.extend(round(&texts_of(&order[next..end])));
+        scores.retain(|s| s.nominal.encode_mb_s >= speed);
+    }
+    Ok((scores, reference))
 }
 
 /// The best `n` chains of `scores` for `objective`.
@@ -174,6 +231,10 @@ fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
 ///   (a 17-level grid: 3-5% smaller in blocks of the array's proportions). Not for the speed
 ///   objective, which ranks by declared speeds: its variables keep the first look's blocks.
 /// - Else the ratio objective compares its best [`REFINE_TOP`] on `refine`, a larger sample.
+///
+/// Balanced without an error bound measures the reference (zlib 4 + shuffle) on the same
+/// samples and chooses by [`choose_balanced`], trying the quickest chains first (see
+/// `evaluate_balanced`), but for a variable stored whole, which it plans as before.
 pub fn plan(
     dtype: NumType,
     samples: &[Sample],
@@ -184,9 +245,25 @@ pub fn plan(
 ) -> Result<PlanRecord> {
     let bound = error_bound.map(parse_error_bound).transpose()?;
     let texts = candidates_for(objective, dtype, bound.as_deref())?;
-    let scores = evaluate_all(&texts, dtype, samples);
-    let best = choose(&scores, objective)
-        .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
+    // A variable small enough to be stored whole is planned for the smallest: netCDF-4
+    // compresses it whole too, and finds repeats longer than a block, which the sample's
+    // reference cannot show (a 1-D cell area: zlib 1.3 on two blocks, 6.0 on the whole,
+    // where lz4 reached 1.7 on the blocks).
+    let whole = matches!(second, Some(SecondLook::Whole { .. }));
+    let (scores, reference) = if objective == Objective::Balanced && bound.is_none() && !whole {
+        let (scores, reference) = evaluate_balanced(&texts, dtype, samples)?;
+        (scores, Some(reference))
+    } else {
+        (evaluate_all(&texts, dtype, samples), None)
+    };
+    let best = match reference {
+        Some(r) => choose_balanced(&scores, r),
+        None => choose(&scores, objective),
+    }
+    .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
+    // A choice by speed is looked at again alone: the second look's other chains would be
+    // the smallest, which the reference already showed are not needed.
+    let by_speed = reference.is_some_and(|r| meets_reference(&scores[best], r));
     let mut chosen = scores[best].chain.clone();
     let (mut refined, mut unit, mut shape) = (None, None, None);
     if let Some(look) = second.filter(|_| objective != Objective::Speed) {
@@ -199,11 +276,9 @@ pub fn plan(
             SecondLook::Shape { ranked, other, .. } => (ranked, other, 1),
         };
         // All at once: each is a compression of a large part of the variable.
-        let jobs: Vec<(String, &[Sample])> = top_chains(&scores, objective, tries)
-            .into_iter()
-            .map(|c| (c, other))
-            .chain(std::iter::once((chosen.clone(), ranked)))
-            .collect();
+        let others = if by_speed { vec![chosen.clone()] } else { top_chains(&scores, objective, tries) };
+        let jobs: Vec<(String, &[Sample])> =
+            others.into_iter().map(|c| (c, other)).chain(std::iter::once((chosen.clone(), ranked))).collect();
         let mut measured: Vec<Option<Score>> = jobs.par_iter().map(|(c, cut)| evaluate(c, dtype, cut).ok()).collect();
         let here: Vec<Score> = measured.pop().flatten().into_iter().collect();
         let there: Vec<Score> = measured.into_iter().flatten().collect();
@@ -240,6 +315,7 @@ pub fn plan(
         chosen,
         sample_bytes: sample_bytes(samples),
         scores: scores.iter().map(ScoreRecord::from).collect(),
+        reference: reference.map(|r| (r * 1e4).round() / 1e4),
         error_bound: bound.filter(|_| dtype.is_float()),
         refined,
         unit,
@@ -250,7 +326,10 @@ pub fn plan(
 }
 
 /// The check on later data: a new plan when another chain is at least [`DRIFT_THRESHOLD`]
-/// times better than `current` for `objective` on `samples`, else None.
+/// times better than `current` for `objective` on `samples`, else None. For balanced
+/// without a bound, a chain that still beats the reference stays; one that no longer does
+/// gives way to the balanced choice when that beats the reference or is
+/// [`DRIFT_THRESHOLD`] times smaller.
 pub fn recheck(
     dtype: NumType,
     samples: &[Sample],
@@ -263,14 +342,25 @@ pub fn recheck(
     if !texts.iter().any(|t| t == current) {
         texts.push(current.to_string());
     }
+    let reference = (objective == Objective::Balanced && bound.is_none()).then(|| reference_ratio(dtype, samples));
     let scores = evaluate_all(&texts, dtype, samples);
-    let Some(best) = choose(&scores, objective) else { return Ok(None) };
-    let value = |chain: &str| scores.iter().find(|s| s.chain == chain).map(|s| objective_value(s, objective));
-    let gain = match value(current) {
+    let now = scores.iter().find(|s| s.chain == current);
+    if let (Some(r), Some(s)) = (reference, now) {
+        if meets_reference(s, r) {
+            return Ok(None);
+        }
+    }
+    let best = match reference {
+        Some(r) => choose_balanced(&scores, r),
+        None => choose(&scores, objective),
+    };
+    let Some(best) = best else { return Ok(None) };
+    let gain = match now.map(|s| objective_value(s, objective)) {
         Some(v) if v > 0.0 => objective_value(&scores[best], objective) / v,
         _ => f64::INFINITY,
     };
-    if scores[best].chain == current || gain < DRIFT_THRESHOLD {
+    let fixes = reference.is_some_and(|r| meets_reference(&scores[best], r));
+    if scores[best].chain == current || (gain < DRIFT_THRESHOLD && !fixes) {
         return Ok(None);
     }
     Ok(Some(PlanRecord {
@@ -279,6 +369,7 @@ pub fn recheck(
         chosen: scores[best].chain.clone(),
         sample_bytes: sample_bytes(samples),
         scores: scores.iter().map(ScoreRecord::from).collect(),
+        reference: reference.map(|r| (r * 1e4).round() / 1e4),
         error_bound: bound.filter(|_| dtype.is_float()),
         refined: None,
         unit: None,
@@ -307,13 +398,63 @@ mod tests {
         assert_eq!(a, b, "the same data must give the same plan");
         let chosen = a.scores.iter().find(|s| s.chain == a.chosen).unwrap();
         assert!(chosen.decode_mb_s >= crate::analyzer::BALANCED_MIN_DECODE_MB_S);
+        // Smaller than zlib by the margin, or else the smallest.
+        let reference = a.reference.unwrap();
         let best = a.scores.iter().map(|s| s.ratio).fold(0.0, f64::max);
-        assert!(chosen.ratio >= best * (1.0 - crate::analyzer::RATIO_TIE), "{a:?}");
+        assert!(
+            chosen.ratio >= reference * crate::analyzer::BALANCED_MARGIN
+                || chosen.ratio >= best * (1.0 - crate::analyzer::RATIO_TIE),
+            "{a:?}"
+        );
         let r = plan(NumType::F32, &samples, &samples, None, Objective::Ratio, None).unwrap();
         assert!(r.refined.is_some() && r.scores.len() > a.scores.len());
         // The record survives the manifest's JSON.
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(serde_json::from_value::<PlanRecord>(json).unwrap(), r);
+    }
+
+    /// Samples of `n` x `n` f32 with `f` of the row and column.
+    fn grid(n: usize, f: impl Fn(usize, usize) -> f32) -> Sample {
+        let bytes = (0..n * n).flat_map(|i| f(i / n, i % n).to_le_bytes()).collect();
+        Sample { bytes, shape: vec![n, n] }
+    }
+
+    #[test]
+    fn balanced_planning_in_batches_chooses_as_if_it_tried_every_candidate() {
+        // Every bit of the mantissa random: nothing compresses it much better than zlib.
+        let noise = |i: usize, j: usize| {
+            let mut z = ((i * 4096 + j) as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            f32::from_bits(0x3f80_0000 | ((z ^ (z >> 31)) as u32 & 0x007f_ffff))
+        };
+        let cases: Vec<(&str, Vec<Sample>)> = vec![
+            ("smooth", (0..4).map(|k| smooth(64, k as f32)).collect()),
+            ("mostly zero", (0..2).map(|k| grid(64, |i, j| if (i + j + k) % 17 == 0 { 1.5 } else { 0.0 })).collect()),
+            ("noise", (0..2).map(|k| grid(64, |i, j| noise(i + 64 * k, j))).collect()),
+            ("levels", (0..2).map(|k| grid(64, |i, _| (i / 8 + k) as f32 * 0.25)).collect()),
+        ];
+        let mut quick = 0;
+        for (what, samples) in &cases {
+            let all = candidates_for(Objective::Balanced, NumType::F32, None).unwrap();
+            let p = plan(NumType::F32, samples, &[], None, Objective::Balanced, None).unwrap();
+            let reference = reference_ratio(NumType::F32, samples);
+            assert_eq!(p.reference, Some((reference * 1e4).round() / 1e4), "{what}");
+            let every = evaluate_all(&all, NumType::F32, samples);
+            let expected = &every[choose_balanced(&every, reference).unwrap()];
+            assert_eq!(p.chosen, expected.chain, "{what}: {p:?}");
+            // The same data, the same plan, whatever the threads.
+            let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            let again = one.install(|| plan(NumType::F32, samples, &[], None, Objective::Balanced, None).unwrap());
+            assert_eq!(again, p, "{what}");
+            if meets_reference(expected, reference) {
+                quick += 1;
+                assert!(p.scores.len() < all.len(), "{what}: a quick choice should not try every chain");
+            } else {
+                assert_eq!(p.scores.len(), every.len(), "{what}: none beats zlib, so every chain is tried");
+            }
+        }
+        assert!((1..cases.len()).contains(&quick), "both ways must be exercised ({quick} quick)");
     }
 
     #[test]
