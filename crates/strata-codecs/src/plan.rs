@@ -44,11 +44,13 @@ pub const UNIT_TOP: usize = 2;
 pub const PLAN_MIN_BYTES: u64 = 16 << 10;
 /// Version of [`PlanRecord`]'s fields (3 added `unit`, 4 `shape`, 5 `reference`).
 pub const PLAN_RECORD_VERSION: u32 = 5;
-/// How many candidates balanced planning compresses in its first round, fastest declared
-/// encoders first, before it looks whether one already beats the reference (see [`plan`]);
-/// each later round takes twice as many, so that slow data, which tries every chain, pays
-/// few rounds.
-pub const BALANCED_BATCH: usize = 4;
+/// Balanced planning compresses the candidates in rounds, fastest declared encoders first,
+/// and looks after each whether one already beats the reference (see [`plan`]): a round is
+/// the next chain and every other declared at least 1/`BALANCED_ROUND` as fast. The
+/// families fall apart so (lz4; zstd at levels 1-3; byte columns; pcodec and zstd:9 for
+/// 4-byte elements), and a field that byte columns bring under the reference is not
+/// compressed by the pcodec chains too.
+pub const BALANCED_ROUND: f64 = 1.5;
 
 /// Checks an error bound given as `abs=E` or `rel=E` (E > 0, finite); returns it normalised.
 pub fn parse_error_bound(text: &str) -> Result<String> {
@@ -165,8 +167,8 @@ fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Sco
 }
 
 /// Balanced planning without an error bound: the reference on `samples` and the candidates
-/// scored fastest declared encoder first, in rounds of [`BALANCED_BATCH`], then twice as
-/// many each time, until the fastest that beats the reference is known, then every
+/// scored fastest declared encoder first, in rounds of chains declared about as fast
+/// ([`BALANCED_ROUND`]), until the fastest that beats the reference is known, then every
 /// candidate as fast as that one; when none beats it, all of them. Compressible data is planned in a batch or two of quick chains.
 /// The reference (zlib, one core) is computed while the batches run on the others, which go
 /// on until it is known: the scores kept are those the rule depends on (every candidate at
@@ -188,14 +190,15 @@ fn evaluate_balanced(texts: &[String], dtype: NumType, samples: &[Sample]) -> Re
     let (reference, (mut scores, next)) = rayon::join(
         || *known.get_or_init(|| reference_ratio(dtype, samples)),
         || {
-            let (mut scores, mut next, mut size) = (Vec::new(), 0, BALANCED_BATCH);
+            let (mut scores, mut next) = (Vec::new(), 0);
             while next < order.len() {
                 if known.get().is_some_and(|&r| fastest(&scores, r).is_some()) {
                     break;
                 }
-                let end = (next + size).min(order.len());
+                let floor = order[next].0 / BALANCED_ROUND;
+                let end = next + order[next..].iter().take_while(|(e, _)| *e >= floor).count();
                 scores.extend(round(&texts_of(&order[next..end])));
-                (next, size) = (end, size * 2);
+                next = end;
             }
             (scores, next)
         },
