@@ -5,9 +5,7 @@ use crate::to_py;
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
-use strata_codecs::analyzer::{
-    candidates_for, choose, choose_balanced, evaluate_each, measure, objective_value, Objective, Sample,
-};
+use strata_codecs::analyzer::{candidates_for, choose_for, evaluate_each, measure, objective_value, Objective, Sample};
 use strata_codecs::reference::reference_ratio;
 use strata_codecs::NumType;
 use strata_core::Error;
@@ -97,12 +95,12 @@ pub(crate) fn analyze_samples(
         (scores, reference_ratio(t, &owned))
     });
     let scores = scores.map_err(|e| to_py(e.into()))?;
-    // Balanced as planning without a bound chooses; the others by their value.
-    let pick = |o: Objective| match o {
-        Objective::Balanced => choose_balanced(&scores, reference),
-        _ => choose(&scores, o),
-    };
-    let choice = Objective::ALL.iter().map(|&o| (o.to_string(), pick(o).map(|i| scores[i].chain.clone()))).collect();
+    // As planning chooses: against the reference unless an error bound let lossy chains in.
+    let against = scores.iter().all(|s| s.lossless).then_some(reference);
+    let choice = Objective::ALL
+        .iter()
+        .map(|&o| (o.to_string(), choose_for(&scores, o, against).map(|i| scores[i].chain.clone())))
+        .collect();
     let scores = scores
         .iter()
         .map(|s| ChainScore {

@@ -410,6 +410,15 @@ pub fn choose_balanced(scores: &[Score], reference: f64) -> Option<usize> {
         .or_else(|| choose(scores, Objective::Balanced))
 }
 
+/// The choice for `objective`: [`choose_balanced`] when balanced has a reference (planning
+/// without an error bound, on blocks), else [`choose`].
+pub fn choose_for(scores: &[Score], objective: Objective, reference: Option<f64>) -> Option<usize> {
+    match (objective, reference) {
+        (Objective::Balanced, Some(r)) => choose_balanced(scores, r),
+        _ => choose(scores, objective),
+    }
+}
+
 /// Whether `score` is fast and small enough to be [`choose_balanced`]'s pick by speed.
 pub fn meets_reference(score: &Score, reference: f64) -> bool {
     score.lossless && Objective::Balanced.admits(score.nominal, true) && score.ratio >= reference * BALANCED_MARGIN

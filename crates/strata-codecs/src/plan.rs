@@ -3,7 +3,7 @@
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
 use crate::analyzer::{
-    candidates_for, choose, choose_balanced, evaluate, evaluate_each, meets_reference, objective_value, Evaluation,
+    candidates_for, choose, choose_for, evaluate, evaluate_each, meets_reference, objective_value, Evaluation,
     Objective, Sample, Score, RATIO_TIE,
 };
 use crate::error::{CodecError, Result};
@@ -166,13 +166,14 @@ fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Sco
     evaluate_each(texts, dtype, samples).into_iter().filter_map(Result::ok).collect()
 }
 
-/// Balanced planning without an error bound: the reference on `samples` and the candidates
-/// scored fastest declared encoder first, in rounds of chains declared about as fast
-/// ([`BALANCED_ROUND`]), until the fastest that beats the reference is known, then every
-/// candidate as fast as that one; when none beats it, all of them. Compressible data is planned in a batch or two of quick chains.
-/// The reference (zlib, one core) is computed while the batches run on the others, which go
-/// on until it is known: the scores kept are those the rule depends on (every candidate at
-/// least as fast as the choice, or all), so the plan does not depend on which came first.
+/// Balanced planning without an error bound: the reference on `samples`, and the
+/// candidates scored fastest declared encoder first, in rounds of chains declared about as
+/// fast ([`BALANCED_ROUND`]), until the fastest that beats the reference is known, then
+/// every candidate as fast as that one; when none beats it, all of them. Compressible data
+/// is planned in a round or two of quick chains. The reference (zlib, one core) is
+/// compressed while the rounds run on the other cores, and they go on until it is known;
+/// the scores kept are those the rule depends on (every candidate at least as fast as the
+/// choice, or all), so the plan does not depend on which finished first.
 fn evaluate_balanced(texts: &[String], dtype: NumType, samples: &[Sample]) -> Result<(Vec<Score>, f64)> {
     let mut order = texts
         .iter()
@@ -259,11 +260,8 @@ pub fn plan(
     } else {
         (evaluate_all(&texts, dtype, samples), None)
     };
-    let best = match reference {
-        Some(r) => choose_balanced(&scores, r),
-        None => choose(&scores, objective),
-    }
-    .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
+    let best = choose_for(&scores, objective, reference)
+        .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
     // A choice by speed is looked at again alone: the second look's other chains would be
     // the smallest, which the reference already showed are not needed.
     let by_speed = reference.is_some_and(|r| meets_reference(&scores[best], r));
@@ -353,11 +351,7 @@ pub fn recheck(
             return Ok(None);
         }
     }
-    let best = match reference {
-        Some(r) => choose_balanced(&scores, r),
-        None => choose(&scores, objective),
-    };
-    let Some(best) = best else { return Ok(None) };
+    let Some(best) = choose_for(&scores, objective, reference) else { return Ok(None) };
     let gain = match now.map(|s| objective_value(s, objective)) {
         Some(v) if v > 0.0 => objective_value(&scores[best], objective) / v,
         _ => f64::INFINITY,
@@ -444,7 +438,7 @@ mod tests {
             let reference = reference_ratio(NumType::F32, samples);
             assert_eq!(p.reference, Some((reference * 1e4).round() / 1e4), "{what}");
             let every = evaluate_all(&all, NumType::F32, samples);
-            let expected = &every[choose_balanced(&every, reference).unwrap()];
+            let expected = &every[choose_for(&every, Objective::Balanced, Some(reference)).unwrap()];
             assert_eq!(p.chosen, expected.chain, "{what}: {p:?}");
             // The same data, the same plan, whatever the threads.
             let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
