@@ -75,14 +75,18 @@ pub struct ScoreRecord {
     pub decode_mb_s: f64,
 }
 
+/// A figure as a plan record keeps it: four decimals.
+fn recorded(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
 impl From<&Score> for ScoreRecord {
     fn from(s: &Score) -> Self {
-        let round = |x: f64| (x * 1e4).round() / 1e4;
         Self {
             chain: s.chain.clone(),
-            ratio: round(s.ratio),
-            encode_mb_s: round(s.nominal.encode_mb_s),
-            decode_mb_s: round(s.nominal.decode_mb_s),
+            ratio: recorded(s.ratio),
+            encode_mb_s: recorded(s.nominal.encode_mb_s),
+            decode_mb_s: recorded(s.nominal.decode_mb_s),
         }
     }
 }
@@ -220,7 +224,7 @@ fn top_chains(scores: &[Score], objective: Objective, n: usize) -> Vec<String> {
 }
 
 fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
-    scores.iter().map(|s| (s.chain.clone(), (s.ratio * 1e4).round() / 1e4)).collect()
+    scores.iter().map(|s| (s.chain.clone(), recorded(s.ratio))).collect()
 }
 
 /// Chooses a chain for `objective` on `samples`, then looks again: chains within a few
@@ -316,7 +320,7 @@ pub fn plan(
         chosen,
         sample_bytes: sample_bytes(samples),
         scores: scores.iter().map(ScoreRecord::from).collect(),
-        reference: reference.map(|r| (r * 1e4).round() / 1e4),
+        reference: reference.map(recorded),
         error_bound: bound.filter(|_| dtype.is_float()),
         refined,
         unit,
@@ -343,8 +347,9 @@ pub fn recheck(
     if !texts.iter().any(|t| t == current) {
         texts.push(current.to_string());
     }
-    let reference = (objective == Objective::Balanced && bound.is_none()).then(|| reference_ratio(dtype, samples));
-    let scores = evaluate_all(&texts, dtype, samples);
+    let against = objective == Objective::Balanced && bound.is_none();
+    let (reference, scores) =
+        rayon::join(|| against.then(|| reference_ratio(dtype, samples)), || evaluate_all(&texts, dtype, samples));
     let now = scores.iter().find(|s| s.chain == current);
     if let (Some(r), Some(s)) = (reference, now) {
         if meets_reference(s, r) {
@@ -366,7 +371,7 @@ pub fn recheck(
         chosen: scores[best].chain.clone(),
         sample_bytes: sample_bytes(samples),
         scores: scores.iter().map(ScoreRecord::from).collect(),
-        reference: reference.map(|r| (r * 1e4).round() / 1e4),
+        reference: reference.map(recorded),
         error_bound: bound.filter(|_| dtype.is_float()),
         refined: None,
         unit: None,
@@ -436,7 +441,7 @@ mod tests {
             let all = candidates_for(Objective::Balanced, NumType::F32, None).unwrap();
             let p = plan(NumType::F32, samples, &[], None, Objective::Balanced, None).unwrap();
             let reference = reference_ratio(NumType::F32, samples);
-            assert_eq!(p.reference, Some((reference * 1e4).round() / 1e4), "{what}");
+            assert_eq!(p.reference, Some(recorded(reference)), "{what}");
             let every = evaluate_all(&all, NumType::F32, samples);
             let expected = &every[choose_for(&every, Objective::Balanced, Some(reference)).unwrap()];
             assert_eq!(p.chosen, expected.chain, "{what}: {p:?}");
