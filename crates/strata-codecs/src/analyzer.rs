@@ -8,7 +8,7 @@ use crate::spec::{ElementContext, NumType, Speed};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// One sample segment: little-endian elements and their shape.
@@ -213,17 +213,17 @@ pub fn measure(text: &str, dtype: NumType, samples: &[Sample], min_seconds: f64)
 /// series or on blocks with an axis one long. Each chain is still transformed, then
 /// compressed at once while its bytes are in cache; the staged bytes of each compression
 /// stay until the end (candidates times the samples' bytes, a few MB), to be compared with
-/// the next chains'. Two chains of one group that run side by side are both compressed:
-/// the same result, a little work lost.
+/// the next chains'. A chain whose twin is being compressed on another thread waits for it.
 pub fn evaluate_each(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Result<Score>> {
     evaluate_sharing(texts, dtype, samples).0
 }
 
-/// A compression [`evaluate_each`] ran: what went in, and how many bytes came out.
+/// A compression an [`Evaluation`] runs, or ran: what went in, and how many bytes came out
+/// (set once, by the first chain that needed it; its twins wait for it).
 struct Compressed<'a> {
     backend: String,
     staged: Vec<Cow<'a, [u8]>>,
-    stored: Result<usize>,
+    stored: OnceLock<Result<usize>>,
 }
 
 /// [`evaluate_each`], and how many compressions it ran.
@@ -232,56 +232,62 @@ fn evaluate_sharing(texts: &[String], dtype: NumType, samples: &[Sample]) -> (Ve
     (e.each(texts), e.runs())
 }
 
-/// Candidates scored on the same samples in several rounds ([`evaluate_each`] for each),
-/// sharing compressions across rounds as within one.
+/// Candidates scored on the same samples, all at once ([`Evaluation::each`]) or one by one
+/// from several threads ([`Evaluation::one`]), sharing compressions among them.
 pub(crate) struct Evaluation<'a> {
     dtype: NumType,
     samples: &'a [Sample],
-    done: Mutex<Vec<Compressed<'a>>>,
+    compressions: Mutex<Vec<Arc<Compressed<'a>>>>,
 }
 
 impl<'a> Evaluation<'a> {
     pub(crate) fn new(dtype: NumType, samples: &'a [Sample]) -> Self {
-        Self { dtype, samples, done: Mutex::new(Vec::new()) }
+        Self { dtype, samples, compressions: Mutex::new(Vec::new()) }
     }
 
     /// Every chain of `texts` scored, each result in its place, in parallel.
     pub(crate) fn each(&self, texts: &[String]) -> Vec<Result<Score>> {
-        let (dtype, samples, done) = (self.dtype, self.samples, &self.done);
-        let raw: usize = samples.iter().map(|s| s.bytes.len()).sum();
-        texts
-            .par_iter()
-            .map(|text| {
-                let c = chain(&parse_chain(text)?, ElementContext::new(dtype))?;
-                if !c.capabilities().lossless {
-                    return score(text, dtype, samples, None);
-                }
-                let staged = samples.iter().map(|s| c.staged(&s.bytes, &s.shape)).collect::<Result<Vec<_>>>()?;
-                let backend = c.backend_key();
-                let seen = |d: &&Compressed<'_>| d.backend == backend && d.staged == staged;
-                let earlier =
-                    done.lock().unwrap_or_else(|p| p.into_inner()).iter().find(seen).map(|d| d.stored.clone());
-                let stored = match earlier {
-                    Some(stored) => stored,
-                    None => {
-                        let stored = staged
-                            .iter()
-                            .zip(samples)
-                            .map(|(p, s)| c.encode_staged(p, &s.shape).map(|e| e.len()))
-                            .sum::<Result<usize>>();
-                        let d = Compressed { backend, staged, stored: stored.clone() };
-                        done.lock().unwrap_or_else(|p| p.into_inner()).push(d);
-                        stored
-                    }
-                };
-                stored.map(|stored| lossless_score(text, &c, raw, stored))
-            })
-            .collect()
+        texts.par_iter().map(|text| self.one(text)).collect()
     }
 
-    /// How many compressions the rounds so far ran.
+    /// The score of the chain `text`; its compression shared with any chain that hands the
+    /// backend the same bytes.
+    pub(crate) fn one(&self, text: &str) -> Result<Score> {
+        let (dtype, samples) = (self.dtype, self.samples);
+        let c = chain(&parse_chain(text)?, ElementContext::new(dtype))?;
+        if !c.capabilities().lossless {
+            return score(text, dtype, samples, None);
+        }
+        let staged = samples.iter().map(|s| c.staged(&s.bytes, &s.shape)).collect::<Result<Vec<_>>>()?;
+        let backend = c.backend_key();
+        let entry = {
+            let mut all = self.compressions.lock().unwrap_or_else(|p| p.into_inner());
+            match all.iter().find(|d| d.backend == backend && d.staged == staged) {
+                Some(d) => Arc::clone(d),
+                None => {
+                    let d = Arc::new(Compressed { backend, staged, stored: OnceLock::new() });
+                    all.push(Arc::clone(&d));
+                    d
+                }
+            }
+        };
+        // Codecs never call into rayon, so a thread waiting here cannot be the one that
+        // would have to finish the compression it waits for.
+        let stored = entry.stored.get_or_init(|| {
+            entry
+                .staged
+                .iter()
+                .zip(samples)
+                .map(|(p, s)| c.encode_staged(p, &s.shape).map(|e| e.len()))
+                .sum::<Result<usize>>()
+        });
+        let raw: usize = samples.iter().map(|s| s.bytes.len()).sum();
+        stored.clone().map(|stored| lossless_score(text, &c, raw, stored))
+    }
+
+    /// How many compressions were run.
     pub(crate) fn runs(&self) -> usize {
-        self.done.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.compressions.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 }
 

@@ -13,7 +13,8 @@ use crate::spec::{ElementContext, NumType};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// What the user asks for a variable's codec.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,13 +45,6 @@ pub const UNIT_TOP: usize = 2;
 pub const PLAN_MIN_BYTES: u64 = 16 << 10;
 /// Version of [`PlanRecord`]'s fields (3 added `unit`, 4 `shape`, 5 `reference`).
 pub const PLAN_RECORD_VERSION: u32 = 5;
-/// Balanced planning compresses the candidates in rounds, fastest declared encoders first,
-/// and looks after each whether one already beats the reference (see [`plan`]): a round is
-/// the next chain and every other declared at least 1/`BALANCED_ROUND` as fast. The
-/// families fall apart so (lz4; zstd at levels 1-3; byte columns; pcodec and zstd:9 for
-/// 4-byte elements), and a field that byte columns bring under the reference is not
-/// compressed by the pcodec chains too.
-pub const BALANCED_ROUND: f64 = 1.5;
 
 /// Checks an error bound given as `abs=E` or `rel=E` (E > 0, finite); returns it normalised.
 pub fn parse_error_bound(text: &str) -> Result<String> {
@@ -170,50 +164,64 @@ fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Sco
     evaluate_each(texts, dtype, samples).into_iter().filter_map(Result::ok).collect()
 }
 
+/// A lock's data; a thread that panicked while holding it left nothing half-written here.
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Balanced planning without an error bound: the reference on `samples`, and the
-/// candidates scored fastest declared encoder first, in rounds of chains declared about as
-/// fast ([`BALANCED_ROUND`]), until the fastest that beats the reference is known, then
-/// every candidate as fast as that one; when none beats it, all of them. Compressible data
-/// is planned in a round or two of quick chains. The reference (zlib, one core) is
-/// compressed while the rounds run on the other cores, and they go on until it is known;
-/// the scores kept are those the rule depends on (every candidate at least as fast as the
-/// choice, or all), so the plan does not depend on which finished first.
+/// candidates scored fastest declared encoder first until the fastest that beats the
+/// reference is known; when none does, all of them. Every thread takes the next job from
+/// one queue (the reference first, on one core, then the candidates in order), so no
+/// thread waits for a slow chain at a round's end, and a thread stops taking chains once a
+/// chain that beats the reference is known to be quicker than the next. The scores kept
+/// are those the rule depends on, every candidate at least as fast as the choice (or all),
+/// in the queue's order: every chain that quick was taken before any thread stopped, so the
+/// plan does not depend on threads or timing.
 fn evaluate_balanced(texts: &[String], dtype: NumType, samples: &[Sample]) -> Result<(Vec<Score>, f64)> {
     let mut order = texts
         .iter()
-        .map(|t| Ok((chain(&parse_chain(t)?, ElementContext::new(dtype))?.speed().encode_mb_s, t.clone())))
-        .collect::<Result<Vec<(f64, String)>>>()?;
+        .map(|t| Ok((chain(&parse_chain(t)?, ElementContext::new(dtype))?.speed().encode_mb_s, t.as_str())))
+        .collect::<Result<Vec<(f64, &str)>>>()?;
     // Stable: chains declared equally fast keep the candidates' order.
     order.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let texts_of = |part: &[(f64, String)]| part.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>();
-    let fastest = |scores: &[Score], reference: f64| {
-        scores.iter().filter(|s| meets_reference(s, reference)).map(|s| s.nominal.encode_mb_s).max_by(f64::total_cmp)
+    let fastest = |scores: &[(usize, Score)], reference: f64| {
+        scores
+            .iter()
+            .filter(|(_, s)| meets_reference(s, reference))
+            .map(|(_, s)| s.nominal.encode_mb_s)
+            .max_by(f64::total_cmp)
     };
     let evaluation = Evaluation::new(dtype, samples);
-    let round = |texts: &[String]| evaluation.each(texts).into_iter().filter_map(Result::ok).collect::<Vec<_>>();
-    let known = OnceLock::new();
-    let (reference, (mut scores, next)) = rayon::join(
-        || *known.get_or_init(|| reference_ratio(dtype, samples)),
-        || {
-            let (mut scores, mut next) = (Vec::new(), 0);
-            while next < order.len() {
-                if known.get().is_some_and(|&r| fastest(&scores, r).is_some()) {
-                    break;
-                }
-                let floor = order[next].0 / BALANCED_ROUND;
-                let end = next + order[next..].iter().take_while(|(e, _)| *e >= floor).count();
-                scores.extend(round(&texts_of(&order[next..end])));
-                next = end;
-            }
-            (scores, next)
-        },
-    );
+    let (reference, scores, next) = (OnceLock::new(), Mutex::new(Vec::new()), AtomicUsize::new(0));
+    let work = || loop {
+        // Job 0 is the reference, job k the k-th quickest candidate.
+        let job = next.fetch_add(1, Ordering::Relaxed);
+        if job == 0 {
+            let _ = reference.set(reference_ratio(dtype, samples));
+            continue;
+        }
+        let Some(&(speed, text)) = order.get(job - 1) else { break };
+        if reference.get().is_some_and(|&r| fastest(&locked(&scores), r).is_some_and(|f| speed < f)) {
+            break;
+        }
+        if let Ok(score) = evaluation.one(text) {
+            locked(&scores).push((job, score));
+        }
+    };
+    rayon::scope(|s| {
+        for _ in 1..rayon::current_num_threads() {
+            s.spawn(|_| work());
+        }
+        work();
+    });
+    let reference = *reference.get().expect("the first job computes the reference");
+    let mut scores = scores.into_inner().unwrap_or_else(|p| p.into_inner());
+    scores.sort_by_key(|(job, _)| *job);
     if let Some(speed) = fastest(&scores, reference) {
-        let end = next + order[next..].iter().take_while(|(e, _)| *e >= speed).count();
-        scores.extend(round(&texts_of(&order[next..end])));
-        scores.retain(|s| s.nominal.encode_mb_s >= speed);
+        scores.retain(|(_, s)| s.nominal.encode_mb_s >= speed);
     }
-    Ok((scores, reference))
+    Ok((scores.into_iter().map(|(_, s)| s).collect(), reference))
 }
 
 /// The best `n` chains of `scores` for `objective`.
@@ -422,7 +430,7 @@ mod tests {
     }
 
     #[test]
-    fn balanced_planning_in_batches_chooses_as_if_it_tried_every_candidate() {
+    fn balanced_planning_that_stops_early_chooses_as_if_it_tried_every_candidate() {
         // Every bit of the mantissa random: nothing compresses it much better than zlib.
         let noise = |i: usize, j: usize| {
             let mut z = ((i * 4096 + j) as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -446,9 +454,11 @@ mod tests {
             let expected = &every[choose_for(&every, Objective::Balanced, Some(reference)).unwrap()];
             assert_eq!(p.chosen, expected.chain, "{what}: {p:?}");
             // The same data, the same plan, whatever the threads.
-            let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-            let again = one.install(|| plan(NumType::F32, samples, &[], None, Objective::Balanced, None).unwrap());
-            assert_eq!(again, p, "{what}");
+            for threads in [1, 3, 8] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let again = pool.install(|| plan(NumType::F32, samples, &[], None, Objective::Balanced, None).unwrap());
+                assert_eq!(again, p, "{what} on {threads} threads");
+            }
             if meets_reference(expected, reference) {
                 quick += 1;
                 assert!(p.scores.len() < all.len(), "{what}: a quick choice should not try every chain");

@@ -6,7 +6,6 @@
 use crate::analyzer::Sample;
 use crate::shuffle::shuffle;
 use crate::spec::NumType;
-use rayon::prelude::*;
 use std::io::Write;
 
 /// zlib's level in the reference (netCDF users' usual `complevel=4`).
@@ -28,10 +27,10 @@ pub fn reference_bytes(bytes: &[u8], es: usize) -> usize {
 }
 
 /// The reference's compression ratio on `samples` (each compressed alone, as the
-/// candidates are), in parallel.
+/// candidates are), on the calling thread: planning runs it beside the candidates.
 pub fn reference_ratio(dtype: NumType, samples: &[Sample]) -> f64 {
     let raw: usize = samples.iter().map(|s| s.bytes.len()).sum();
-    let stored: usize = samples.par_iter().map(|s| reference_bytes(&s.bytes, dtype.size())).sum();
+    let stored: usize = samples.iter().map(|s| reference_bytes(&s.bytes, dtype.size())).sum();
     raw as f64 / stored.max(1) as f64
 }
 
