@@ -20,7 +20,14 @@ import strata
 # Each family: its first chain (the base), then the levels compared with it.
 FAMILIES = {
     "pco": ["pco:6", "pco:4", "pco:8"],
-    "zstd": ["shuffle+zstd:3", "shuffle+zstd:1", "shuffle+zstd:5", "shuffle+zstd:9"],
+    "zstd": [
+        "shuffle+zstd:3",
+        "shuffle+zstd:1",
+        "shuffle+zstd:5",
+        "shuffle+zstd:6",
+        "shuffle+zstd:7",
+        "shuffle+zstd:9",
+    ],
     "bytecols": ["bytecols:3", "bytecols:1", "bytecols:4", "bytecols:9"],
     "delta, bytecols": ["delta:-1+delta:-2+bytecols:3", "delta:-1+delta:-2+bytecols:4"],
 }
