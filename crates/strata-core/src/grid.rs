@@ -212,6 +212,25 @@ pub fn copy_block(
     }
 }
 
+/// Copies one element, `bytes`, to `dst`: without a call to `memcpy` for the usual sizes.
+///
+/// # Safety
+/// `dst` must be valid for writes of `bytes.len()` bytes that nothing else accesses.
+#[inline(always)]
+unsafe fn copy_element(bytes: &[u8], dst: *mut u8) {
+    let src = bytes.as_ptr();
+    // SAFETY: both sides hold `bytes.len()` bytes (the caller's contract for `dst`).
+    unsafe {
+        match bytes.len() {
+            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
+            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
+            2 => dst.cast::<u16>().write_unaligned(src.cast::<u16>().read_unaligned()),
+            1 => *dst = *src,
+            n => std::ptr::copy_nonoverlapping(src, dst, n),
+        }
+    }
+}
+
 /// [`copy_block`] into a raw buffer, so that parallel tasks can fill disjoint parts of one
 /// output. Every write is bounds-checked against `dst_len`.
 ///
@@ -236,6 +255,11 @@ pub unsafe fn copy_block_raw(
         // SAFETY: in bounds (checked above); exclusivity is the caller's contract.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(dof), bytes.len()) }
     };
+    let put_one = |dof: usize, bytes: &[u8]| {
+        assert!(dof + bytes.len() <= dst_len, "copy_block: destination overflow");
+        // SAFETY: as for `put`.
+        unsafe { copy_element(bytes, dst.add(dof)) }
+    };
     let n = count.len();
     if count.contains(&0) {
         return;
@@ -252,26 +276,29 @@ pub unsafe fn copy_block_raw(
         s
     };
     let (ss, ds) = (strides(src_shape), strides(dst_shape));
-    let inner = count[n - 1] as usize;
-    let inner_step = src_step[n - 1] as usize;
     // The first row's offsets (in elements), then moved by each outer step: recomputing
     // them from every index took as long as copying a row of a few dozen elements.
     let mut so: u64 = (0..n).map(|d| src_start[d] * ss[d]).sum();
     let mut dof: u64 = (0..n).map(|d| dst_start[d] * ds[d]).sum();
     let src_move: Vec<u64> = (0..n).map(|d| src_step[d] * ss[d]).collect();
-    let mut idx = vec![0u64; n.saturating_sub(1)];
+    // Trailing axes one element long add nothing to walk: rows run along the last axis
+    // that has more (a block one corner wide copies columns of corners, not single ones).
+    let m = (1..=n).rev().find(|&m| count[m - 1] > 1).unwrap_or(1);
+    let inner = count[m - 1] as usize;
+    let (src_inner, dst_inner) = (src_move[m - 1] as usize * elem, ds[m - 1] as usize * elem);
+    let mut idx = vec![0u64; m - 1];
     loop {
         let (s0, d0) = (so as usize * elem, dof as usize * elem);
-        if inner_step == 1 {
+        if src_inner == elem && dst_inner == elem {
             put(d0, &src[s0..s0 + inner * elem]);
         } else {
             for i in 0..inner {
-                let s = s0 + i * inner_step * elem;
-                put(d0 + i * elem, &src[s..s + elem]);
+                let s = s0 + i * src_inner;
+                put_one(d0 + i * dst_inner, &src[s..s + elem]);
             }
         }
         // Advance the outer index like an odometer, the offsets with it.
-        let mut d = n - 1;
+        let mut d = m - 1;
         loop {
             if d == 0 {
                 return;
@@ -293,6 +320,57 @@ pub unsafe fn copy_block_raw(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `copy_block` one element at a time, as its doc says.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_block_naively(
+        src: &[u8],
+        src_shape: &[u64],
+        src_start: &[u64],
+        src_step: &[u64],
+        dst: &mut [u8],
+        dst_shape: &[u64],
+        dst_start: &[u64],
+        count: &[u64],
+        elem: usize,
+    ) {
+        let flat = |shape: &[u64], at: &[u64]| at.iter().zip(shape).fold(0u64, |acc, (&i, &n)| acc * n + i) as usize;
+        for k in 0..count.iter().product::<u64>() {
+            let at = unravel(k, count);
+            let s: Vec<u64> = (0..at.len()).map(|d| src_start[d] + at[d] * src_step[d]).collect();
+            let t: Vec<u64> = (0..at.len()).map(|d| dst_start[d] + at[d]).collect();
+            let (so, to) = (flat(src_shape, &s) * elem, flat(dst_shape, &t) * elem);
+            dst[to..to + elem].copy_from_slice(&src[so..so + elem]);
+        }
+    }
+
+    proptest::proptest! {
+        /// Blocks of any shape, steps and element size, trailing axes one element long
+        /// among them (a cell's corners taken one at a time), land where element-by-element
+        /// copying puts them.
+        #[test]
+        fn blocks_are_copied_element_for_element(
+            dims in proptest::collection::vec((1u64..7, 0u64..3, 1u64..3, 0u64..3), 1..5),
+            elem in proptest::sample::select(vec![1usize, 2, 3, 4, 8]),
+            ones in 0usize..3,
+        ) {
+            // Per axis: the count, the source's start and step, the destination's margin;
+            // the last `ones` axes copy one element.
+            let n = dims.len();
+            let count: Vec<u64> = dims.iter().enumerate().map(|(d, x)| if d + ones >= n { 1 } else { x.0 }).collect();
+            let src_start: Vec<u64> = dims.iter().map(|x| x.1).collect();
+            let src_step: Vec<u64> = dims.iter().map(|x| x.2).collect();
+            let src_shape: Vec<u64> = (0..n).map(|d| src_start[d] + (count[d] - 1) * src_step[d] + 1 + dims[d].3).collect();
+            let dst_start: Vec<u64> = dims.iter().map(|x| x.3).collect();
+            let dst_shape: Vec<u64> = (0..n).map(|d| dst_start[d] + count[d] + 1).collect();
+            let src: Vec<u8> = (0..src_shape.iter().product::<u64>() as usize * elem).map(|i| (i * 7 + 1) as u8).collect();
+            let size = dst_shape.iter().product::<u64>() as usize * elem;
+            let (mut fast, mut slow) = (vec![0u8; size], vec![0u8; size]);
+            copy_block(&src, &src_shape, &src_start, &src_step, &mut fast, &dst_shape, &dst_start, &count, elem);
+            copy_block_naively(&src, &src_shape, &src_start, &src_step, &mut slow, &dst_shape, &dst_start, &count, elem);
+            proptest::prop_assert_eq!(fast, slow);
+        }
+    }
 
     #[test]
     fn flat_indices_are_the_walk_of_every_picked_element() {
