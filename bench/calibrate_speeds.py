@@ -31,6 +31,8 @@ FAMILIES = {
     "bytecols": ["bytecols:3", "bytecols:1", "bytecols:4", "bytecols:9"],
     "delta, bytecols": ["delta:-1+delta:-2+bytecols:3", "delta:-1+delta:-2+bytecols:4"],
 }
+# pcodec works per number, byte codecs per byte: by element type, these against this one.
+ACROSS_TYPES = (["pco:6", "pco:8"], "shuffle+zstd:3")
 MIN_SECONDS = 0.05
 
 
@@ -53,7 +55,19 @@ def main():
                 "measured": sorted(s[c][1] / s[members[0]][1] for s in have),
                 "mb_s": statistics.median(s[c][1] for s in have),
             }
-    print(write_results("calibrate_speeds", rows, report, summary=summary))
+    chains, against = ACROSS_TYPES
+    by_type = {}
+    for dtype in sorted({r["dtype"] for r in rows}):
+        have = [r["speeds"] for r in rows if r["dtype"] == dtype]
+        by_type[dtype] = {
+            c: {
+                "declared": statistics.median(s[c][0] / s[against][0] for s in have),
+                "measured": statistics.median(s[c][1] / s[against][1] for s in have),
+                "variables": len(have),
+            }
+            for c in chains
+        }
+    print(write_results("calibrate_speeds", rows, report, summary=summary, by_type=by_type))
 
 
 def report(results: dict) -> str:
@@ -76,6 +90,18 @@ def report(results: dict) -> str:
                 f"| {fam} | `{c}` | {s['declared']:.2f} | {statistics.median(m):.2f} | {m[0]:.2f} | "
                 f"{m[-1]:.2f} | {s['mb_s']:.0f} |"
             )
+    chains, against = ACROSS_TYPES
+    lines += [
+        "",
+        f"By element type, against `{against}` (median over the variables of that type):",
+        "",
+        "| type | variables | chain | declared / " + against + " | measured / " + against + " |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for dtype, per in results["by_type"].items():
+        for c in chains:
+            s = per[c]
+            lines.append(f"| {dtype} | {s['variables']} | `{c}` | {s['declared']:.2f} | {s['measured']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
