@@ -36,7 +36,7 @@ class VariableAnalysis:
     scores: list
     choice: dict[str, str | None]
     #: The ratio netCDF4's zlib 4 + shuffle reaches on the same sample: balanced's choice
-    #: stores less than this (by 3%) when any candidate does.
+    #: stores less than this (by 15%) when any candidate does.
     reference: float | None = None
     #: What the import stores (a file: ``strata import`` with no options, or with this error
     #: bound, previewed by the engine's writer; a store: what it holds): chain, shapes and

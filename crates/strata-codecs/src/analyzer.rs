@@ -8,7 +8,7 @@ use crate::spec::{ElementContext, NumType, Speed};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 /// One sample segment: little-endian elements and their shape.
@@ -232,6 +232,12 @@ fn evaluate_sharing(texts: &[String], dtype: NumType, samples: &[Sample]) -> (Ve
     (e.each(texts), e.runs())
 }
 
+/// A lock's data; a thread that panicked while holding one of planning's locks left nothing
+/// half-written (each holds a list that is only pushed to).
+pub(crate) fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Candidates scored on the same samples, all at once ([`Evaluation::each`]) or one by one
 /// from several threads ([`Evaluation::one`]), sharing compressions among them.
 pub(crate) struct Evaluation<'a> {
@@ -261,7 +267,7 @@ impl<'a> Evaluation<'a> {
         let staged = samples.iter().map(|s| c.staged(&s.bytes, &s.shape)).collect::<Result<Vec<_>>>()?;
         let backend = c.backend_key();
         let entry = {
-            let mut all = self.compressions.lock().unwrap_or_else(|p| p.into_inner());
+            let mut all = locked(&self.compressions);
             match all.iter().find(|d| d.backend == backend && d.staged == staged) {
                 Some(d) => Arc::clone(d),
                 None => {
@@ -287,7 +293,7 @@ impl<'a> Evaluation<'a> {
 
     /// How many compressions were run.
     pub(crate) fn runs(&self) -> usize {
-        self.compressions.lock().unwrap_or_else(|p| p.into_inner()).len()
+        locked(&self.compressions).len()
     }
 }
 

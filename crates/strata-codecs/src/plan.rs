@@ -3,7 +3,7 @@
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
 use crate::analyzer::{
-    candidates_for, choose, choose_for, evaluate, evaluate_each, meets_reference, objective_value, Evaluation,
+    candidates_for, choose, choose_for, evaluate, evaluate_each, locked, meets_reference, objective_value, Evaluation,
     Objective, Sample, Score, RATIO_TIE,
 };
 use crate::error::{CodecError, Result};
@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 /// What the user asks for a variable's codec.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,11 +162,6 @@ fn sample_bytes(samples: &[Sample]) -> u64 {
 /// lossy chain that cannot hold the bound, say) is left out.
 fn evaluate_all(texts: &[String], dtype: NumType, samples: &[Sample]) -> Vec<Score> {
     evaluate_each(texts, dtype, samples).into_iter().filter_map(Result::ok).collect()
-}
-
-/// A lock's data; a thread that panicked while holding it left nothing half-written here.
-fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Balanced planning without an error bound: the reference on `samples`, and the

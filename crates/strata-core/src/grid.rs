@@ -321,29 +321,6 @@ pub unsafe fn copy_block_raw(
 mod tests {
     use super::*;
 
-    /// `copy_block` one element at a time, as its doc says.
-    #[allow(clippy::too_many_arguments)]
-    fn copy_block_naively(
-        src: &[u8],
-        src_shape: &[u64],
-        src_start: &[u64],
-        src_step: &[u64],
-        dst: &mut [u8],
-        dst_shape: &[u64],
-        dst_start: &[u64],
-        count: &[u64],
-        elem: usize,
-    ) {
-        let flat = |shape: &[u64], at: &[u64]| at.iter().zip(shape).fold(0u64, |acc, (&i, &n)| acc * n + i) as usize;
-        for k in 0..count.iter().product::<u64>() {
-            let at = unravel(k, count);
-            let s: Vec<u64> = (0..at.len()).map(|d| src_start[d] + at[d] * src_step[d]).collect();
-            let t: Vec<u64> = (0..at.len()).map(|d| dst_start[d] + at[d]).collect();
-            let (so, to) = (flat(src_shape, &s) * elem, flat(dst_shape, &t) * elem);
-            dst[to..to + elem].copy_from_slice(&src[so..so + elem]);
-        }
-    }
-
     proptest::proptest! {
         /// Blocks of any shape, steps and element size, trailing axes one element long
         /// among them (a cell's corners taken one at a time), land where element-by-element
@@ -367,7 +344,15 @@ mod tests {
             let size = dst_shape.iter().product::<u64>() as usize * elem;
             let (mut fast, mut slow) = (vec![0u8; size], vec![0u8; size]);
             copy_block(&src, &src_shape, &src_start, &src_step, &mut fast, &dst_shape, &dst_start, &count, elem);
-            copy_block_naively(&src, &src_shape, &src_start, &src_step, &mut slow, &dst_shape, &dst_start, &count, elem);
+            // Element by element, as copy_block's doc says.
+            let flat = |shape: &[u64], at: &[u64]| at.iter().zip(shape).fold(0u64, |acc, (&i, &n)| acc * n + i) as usize;
+            for k in 0..count.iter().product::<u64>() {
+                let at = unravel(k, &count);
+                let s: Vec<u64> = (0..n).map(|d| src_start[d] + at[d] * src_step[d]).collect();
+                let t: Vec<u64> = (0..n).map(|d| dst_start[d] + at[d]).collect();
+                let (so, to) = (flat(&src_shape, &s) * elem, flat(&dst_shape, &t) * elem);
+                slow[to..to + elem].copy_from_slice(&src[so..so + elem]);
+            }
             proptest::prop_assert_eq!(fast, slow);
         }
     }
