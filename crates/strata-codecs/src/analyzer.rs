@@ -54,6 +54,32 @@ pub enum Objective {
 pub const BALANCED_MIN_DECODE_MB_S: f64 = 1_000.0;
 /// Encoding floor of [`Objective::Balanced`], MB/s per core: import keeps up with a disk.
 pub const BALANCED_MIN_ENCODE_MB_S: f64 = 150.0;
+/// Encoding floor of [`Objective::Balanced`] for a variable small enough to be stored whole
+/// ([`Scale::Small`]), MB/s per core: at most a millisecond per 128 KiB more. Set so that
+/// shuffled zstd level 9 (declared at its measured 140) stays among a small variable's
+/// candidates, as it was before its speed was declared as measured: it finds repeats in a
+/// whole variable that blocks cannot show (WRF's base pressure: 2.4x netCDF4's size
+/// without it); pcodec level 8 on 4-byte numbers (115) stays out.
+pub const SMALL_MIN_ENCODE_MB_S: f64 = 125.0;
+
+/// How much of a variable a plan is for, which sets [`Objective::Balanced`]'s encoding
+/// floor: a variable streamed in blocks ([`BALANCED_MIN_ENCODE_MB_S`]), or one small enough
+/// to be stored whole, planned for the smallest ([`SMALL_MIN_ENCODE_MB_S`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scale {
+    #[default]
+    Stream,
+    Small,
+}
+
+impl Scale {
+    fn min_encode_mb_s(self) -> f64 {
+        match self {
+            Scale::Stream => BALANCED_MIN_ENCODE_MB_S,
+            Scale::Small => SMALL_MIN_ENCODE_MB_S,
+        }
+    }
+}
 /// How much less than the reference (`reference::reference_ratio`: zlib 4 + shuffle on the
 /// same sample) a chain must store to be a balanced choice by speed. A few sample blocks
 /// misjudge how a quick chain compares with netCDF-4's zlib on the whole variable (whose
@@ -94,11 +120,17 @@ impl std::fmt::Display for Objective {
 impl Objective {
     pub const ALL: [Objective; 3] = [Objective::Ratio, Objective::Speed, Objective::Balanced];
 
-    /// Whether a chain of this speed can be this objective's choice at all.
+    /// Whether a chain of this speed can be this objective's choice at all, for a variable
+    /// streamed in blocks.
     pub fn admits(self, nominal: Speed, lossless: bool) -> bool {
+        self.admits_at(Scale::Stream, nominal, lossless)
+    }
+
+    /// [`admits`](Self::admits) for a plan at `scale`.
+    pub fn admits_at(self, scale: Scale, nominal: Speed, lossless: bool) -> bool {
         match self {
             Objective::Balanced => {
-                nominal.encode_mb_s >= BALANCED_MIN_ENCODE_MB_S
+                nominal.encode_mb_s >= scale.min_encode_mb_s()
                     && (!lossless || nominal.decode_mb_s >= BALANCED_MIN_DECODE_MB_S)
             }
             Objective::Ratio | Objective::Speed => true,
@@ -179,6 +211,11 @@ pub fn lossy_candidates(dtype: NumType, bound: &str) -> Vec<String> {
 /// The candidates `objective` can choose among for `dtype` (lossy ones only with a bound):
 /// chains its speed floors rule out are not even tried, which keeps planning quick.
 pub fn candidates_for(objective: Objective, dtype: NumType, bound: Option<&str>) -> Result<Vec<String>> {
+    candidates_at(Scale::Stream, objective, dtype, bound)
+}
+
+/// [`candidates_for`] a plan at `scale`.
+pub fn candidates_at(scale: Scale, objective: Objective, dtype: NumType, bound: Option<&str>) -> Result<Vec<String>> {
     let mut all: Vec<String> = candidates(dtype).into_iter().map(String::from).collect();
     if let Some(b) = bound {
         all.extend(lossy_candidates(dtype, b));
@@ -186,7 +223,7 @@ pub fn candidates_for(objective: Objective, dtype: NumType, bound: Option<&str>)
     let mut kept = Vec::new();
     for text in all {
         let c = chain(&parse_chain(&text)?, ElementContext::new(dtype))?;
-        if objective.admits(c.speed(), c.capabilities().lossless) {
+        if objective.admits_at(scale, c.speed(), c.capabilities().lossless) {
             kept.push(text);
         }
     }
@@ -360,11 +397,16 @@ fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: Option<f64
 /// not compress count a millionth); for balanced, the ratio (a millionth of it for chains
 /// below its speed floors).
 pub fn objective_value(s: &Score, objective: Objective) -> f64 {
+    objective_value_at(Scale::Stream, s, objective)
+}
+
+/// [`objective_value`] for a plan at `scale`.
+pub fn objective_value_at(scale: Scale, s: &Score, objective: Objective) -> f64 {
     let penalised = |ok: bool, v: f64| if ok { v } else { v * 1e-6 };
     match objective {
         Objective::Ratio => s.ratio,
         Objective::Speed => penalised(s.ratio >= 1.05, s.nominal.decode_mb_s),
-        Objective::Balanced => penalised(objective.admits(s.nominal, s.lossless), s.ratio),
+        Objective::Balanced => penalised(objective.admits_at(scale, s.nominal, s.lossless), s.ratio),
     }
 }
 
@@ -381,7 +423,12 @@ pub const SPEED_TIE: f64 = 0.10;
 /// stages, then the faster declared decode (for balanced, then the faster declared encode);
 /// for speed, to the better ratio.
 pub fn choose(scores: &[Score], objective: Objective) -> Option<usize> {
-    let key = |i: usize| objective_value(&scores[i], objective);
+    choose_at(Scale::Stream, scores, objective)
+}
+
+/// [`choose`] for a plan at `scale`.
+pub fn choose_at(scale: Scale, scores: &[Score], objective: Objective) -> Option<usize> {
+    let key = |i: usize| objective_value_at(scale, &scores[i], objective);
     let best = (0..scores.len()).max_by(|&a, &b| key(a).total_cmp(&key(b)))?;
     let tie = if objective == Objective::Speed { SPEED_TIE } else { RATIO_TIE };
     let floor = key(best) * (1.0 - tie);
@@ -524,6 +571,31 @@ mod tests {
         assert!(!candidates_for(Objective::Balanced, NumType::I16, None).unwrap().iter().any(|c| c.contains("pco")));
         let lossy = candidates_for(Objective::Balanced, NumType::F32, Some("abs=0.01")).unwrap();
         assert!(lossy.contains(&"sz:abs=0.01".to_string()), "{lossy:?}");
+    }
+
+    #[test]
+    fn a_small_variable_admits_zstd_level_9_and_nothing_else_more() {
+        // Level 9 encodes under balanced's floor: streamed, no plan tries it; a variable
+        // small enough to be stored whole tries it on top of the streamed candidates, and
+        // may choose it.
+        for t in [NumType::F32, NumType::F64, NumType::I16, NumType::U8] {
+            let stream = candidates_for(Objective::Balanced, t, None).unwrap();
+            let small = candidates_at(Scale::Small, Objective::Balanced, t, None).unwrap();
+            assert!(!stream.iter().any(|c| c.contains("zstd:9")), "{stream:?}");
+            let more: Vec<&String> = small.iter().filter(|c| !stream.contains(c)).collect();
+            let expected: &[&str] = if t.size() > 1 { &["shuffle+zstd:9", "delta:0+shuffle+zstd:9"] } else { &[] };
+            assert_eq!(more, expected, "{t:?}");
+            assert!(stream.iter().all(|c| small.contains(c)), "{t:?}");
+        }
+        let level9 = s("shuffle+zstd:9", 3.0, 137.0, 1875.0);
+        let level3 = s("shuffle+zstd:3", 2.9, 636.0, 1875.0);
+        let scores = [level3, level9];
+        assert_eq!(choose(&scores, Objective::Balanced), Some(0), "streamed: under the floor");
+        assert_eq!(choose_at(Scale::Small, &scores, Objective::Balanced), Some(1), "small: the smallest");
+        // The other objectives have no floor to lower.
+        for o in [Objective::Ratio, Objective::Speed] {
+            assert_eq!(choose_at(Scale::Small, &scores, o), choose(&scores, o));
+        }
     }
 
     fn texts(dtype: NumType, bound: Option<&str>) -> Vec<String> {

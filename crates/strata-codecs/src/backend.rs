@@ -107,13 +107,16 @@ fn zstd_encode_mb_s(level: i32) -> f64 {
         1 => 900.0,
         // Medians of `strata analyze` over ../shared/data: level 4 encodes about as fast
         // as level 3 (726 against 862 MB/s; shuffled, 1,006 against 981); level 5, the
-        // first lazy level, at a third of that (255). Shuffled, level 9 measures 0.18-0.21
-        // of level 3's speed (bench/results/calibrate_speeds.md), under balanced's floor,
-        // but stays declared with 6-8: a small variable planned whole finds its repeats
-        // with it (WRF's base pressure: 1.15x netCDF4's size without it).
+        // first lazy level, at a third of that (255). Shuffled, levels 6, 7 and 9 measure
+        // 0.29, 0.23 and 0.18-0.21 of level 3's speed (bench/results/calibrate_speeds.md):
+        // level 9 is under balanced's floor for variables streamed in blocks, and within
+        // the lower one of a small variable stored whole, which needs it
+        // (`analyzer::SMALL_MIN_ENCODE_MB_S`).
         2..=4 => 700.0,
         5 => 250.0,
-        6..=9 => 180.0,
+        6 => 180.0,
+        7..=8 => 160.0,
+        9 => 140.0,
         10..=15 => 50.0,
         _ => 10.0,
     }

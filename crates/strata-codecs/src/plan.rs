@@ -3,8 +3,8 @@
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
 use crate::analyzer::{
-    candidates_for, choose, choose_for, evaluate, evaluate_each, locked, meets_reference, objective_value, Evaluation,
-    Objective, Sample, Score, RATIO_TIE,
+    candidates_at, candidates_for, choose_at, choose_balanced, choose_for, evaluate, evaluate_each, locked,
+    meets_reference, objective_value, objective_value_at, Evaluation, Objective, Sample, Scale, Score, RATIO_TIE,
 };
 use crate::error::{CodecError, Result};
 use crate::reference::reference_ratio;
@@ -219,10 +219,11 @@ fn evaluate_balanced(texts: &[String], dtype: NumType, samples: &[Sample]) -> Re
     Ok((scores.into_iter().map(|(_, s)| s).collect(), reference))
 }
 
-/// The best `n` chains of `scores` for `objective`.
-fn top_chains(scores: &[Score], objective: Objective, n: usize) -> Vec<String> {
+/// The best `n` chains of `scores` for `objective` at `scale`.
+fn top_chains(scale: Scale, scores: &[Score], objective: Objective, n: usize) -> Vec<String> {
+    let value = |s: &Score| objective_value_at(scale, s, objective);
     let mut order: Vec<&Score> = scores.iter().collect();
-    order.sort_by(|a, b| objective_value(b, objective).total_cmp(&objective_value(a, objective)));
+    order.sort_by(|a, b| value(b).total_cmp(&value(a)));
     order.iter().take(n).map(|s| s.chain.clone()).collect()
 }
 
@@ -255,20 +256,24 @@ pub fn plan(
     error_bound: Option<&str>,
 ) -> Result<PlanRecord> {
     let bound = error_bound.map(parse_error_bound).transpose()?;
-    let texts = candidates_for(objective, dtype, bound.as_deref())?;
-    // A variable small enough to be stored whole is planned for the smallest: netCDF-4
-    // compresses it whole too, and finds repeats longer than a block, which the sample's
-    // reference cannot show (a 1-D cell area: zlib 1.3 on two blocks, 6.0 on the whole,
-    // where lz4 reached 1.7 on the blocks).
+    // A variable small enough to be stored whole is planned for the smallest, with a lower
+    // encoding floor (`Scale::Small`): netCDF-4 compresses it whole too, and finds repeats
+    // longer than a block, which the sample's reference cannot show (a 1-D cell area: zlib
+    // 1.3 on two blocks, 6.0 on the whole, where lz4 reached 1.7 on the blocks).
     let whole = matches!(second, Some(SecondLook::Whole { .. }));
+    let scale = if whole { Scale::Small } else { Scale::Stream };
+    let texts = candidates_at(scale, objective, dtype, bound.as_deref())?;
     let (scores, reference) = if objective == Objective::Balanced && bound.is_none() && !whole {
         let (scores, reference) = evaluate_balanced(&texts, dtype, samples)?;
         (scores, Some(reference))
     } else {
         (evaluate_all(&texts, dtype, samples), None)
     };
-    let best = choose_for(&scores, objective, reference)
-        .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
+    let best = match reference {
+        Some(r) => choose_balanced(&scores, r),
+        None => choose_at(scale, &scores, objective),
+    }
+    .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
     // A choice by speed is looked at again alone: the second look's other chains would be
     // the smallest, which the reference already showed are not needed.
     let by_speed = reference.is_some_and(|r| meets_reference(&scores[best], r));
@@ -284,15 +289,15 @@ pub fn plan(
             SecondLook::Shape { ranked, other, .. } => (ranked, other, 1),
         };
         // All at once: each is a compression of a large part of the variable.
-        let others = if by_speed { vec![chosen.clone()] } else { top_chains(&scores, objective, tries) };
+        let others = if by_speed { vec![chosen.clone()] } else { top_chains(scale, &scores, objective, tries) };
         let jobs: Vec<(String, &[Sample])> =
             others.into_iter().map(|c| (c, other)).chain(std::iter::once((chosen.clone(), ranked))).collect();
         let mut measured: Vec<Option<Score>> = jobs.par_iter().map(|(c, cut)| evaluate(c, dtype, cut).ok()).collect();
         let here: Vec<Score> = measured.pop().flatten().into_iter().collect();
         let there: Vec<Score> = measured.into_iter().flatten().collect();
-        if let (Some(t), Some(h)) = (choose(&there, objective), choose(&here, objective)) {
-            let moves =
-                objective_value(&there[t], objective) > objective_value(&here[h], objective) * (1.0 + RATIO_TIE);
+        if let (Some(t), Some(h)) = (choose_at(scale, &there, objective), choose_at(scale, &here, objective)) {
+            let value = |s: &Score| objective_value_at(scale, s, objective);
+            let moves = value(&there[t]) > value(&here[h]) * (1.0 + RATIO_TIE);
             chosen = if moves { there[t].chain.clone() } else { here[h].chain.clone() };
             match look {
                 SecondLook::Whole { .. } => {
@@ -310,9 +315,9 @@ pub fn plan(
         }
     }
     if objective == Objective::Ratio && unit.is_none() && shape.is_none() && !refine.is_empty() {
-        let top = top_chains(&scores, objective, REFINE_TOP);
+        let top = top_chains(scale, &scores, objective, REFINE_TOP);
         let second = evaluate_all(&top, dtype, refine);
-        if let Some(i) = choose(&second, objective) {
+        if let Some(i) = choose_at(scale, &second, objective) {
             chosen = second[i].chain.clone();
             refined = Some(Refinement { sample_bytes: sample_bytes(refine), ratio: ratios(&second) });
         }
