@@ -1,5 +1,6 @@
 """The command line: import, info, query, append, log, help and errors."""
 
+import os
 import subprocess
 import sys
 
@@ -34,6 +35,31 @@ def test_import_report_and_info(store, tmp_path, capsys):
     assert 'temp:units = "degC" ;' in info
     assert "shuffle+zstd:5" in info
     assert "4x17x23" in info
+
+
+def test_import_shows_progress_unless_quiet(tmp_path):
+    nc = make_nc(tmp_path / "p.nc", times=range(6))
+    # In a process of its own: tests turn tqdm off (conftest), and tqdm reads that once.
+    env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE"}
+    run = [sys.executable, "-m", "strata.cli", "import"]
+    loud = subprocess.run([*run, str(nc), str(tmp_path / "loud.strata")], capture_output=True, text=True, env=env)
+    assert loud.returncode == 0, loud.stderr
+    assert "import p.nc:" in loud.stderr and "B/s" in loud.stderr, loud.stderr
+    quiet = subprocess.run([*run, "-q", str(nc), str(tmp_path / "q.strata")], capture_output=True, text=True, env=env)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
+def test_work_without_a_progress_bar_does_not_import_one(tmp_path):
+    # Importing tqdm added 24 ms to a new process's first import of a small file.
+    nc = make_nc(tmp_path / "q.nc", times=range(6))
+    code = (
+        "import sys, strata\n"
+        f"strata.import_file({str(nc)!r}, {str(tmp_path / 'q.strata')!r})\n"
+        f"strata.export_file({str(tmp_path / 'q.strata')!r}, {str(tmp_path / 'back.nc')!r})\n"
+        "assert not [m for m in sys.modules if m.startswith('tqdm')], 'tqdm was imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
 
 
 def test_query_prints_and_writes_nc_and_npy(store, tmp_path, capsys):
