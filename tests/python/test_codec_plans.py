@@ -75,6 +75,27 @@ def test_append_keeps_the_chain_without_drift_or_when_asked(tmp_path):
     assert strata.open(raw_store)["temp"].codecs == [[{"name": "raw"}]]
 
 
+@needs_data
+def test_a_small_variable_keeps_its_slower_chain_when_appended_to(tmp_path):
+    # Nordic-4km's ice fields (3 records, 147 KB) are stored whole with zstd level 9, which
+    # only a variable that small may take (its encoding floor is 125 MB/s, not 150): the
+    # check on appended records holds them to the same floor, instead of replacing a chain
+    # it would not have admitted (a "gain" of 600,825x was recorded that way).
+    src = DATA / "Nordic-4km_SLEVELS_avg_00_subset2Feb2016.nc"
+    store = tmp_path / "n.strata"
+    strata.import_file(src, store)
+    plan = strata.open(store)["aice"].plan
+    assert (plan["chosen"], plan["scale"]) == ("delta:0+shuffle+zstd:9", "small")
+    assert strata.open(store)["temp"].plan["scale"] == "stream"
+    strata.append_file(src, store, allow_unordered=True)
+    ds = strata.open(store)
+    for name in ("aice", "hice"):
+        assert ds[name].chains == ["delta:0+shuffle+zstd:9"], ds[name].plan
+    with raw_source(src) as nc:
+        once = nc["aice"][...]
+    assert_bit_equal(ds["aice"][...], np.concatenate([once, once]))
+
+
 def test_unknown_objective_is_rejected(tmp_path):
     with pytest.raises(strata.InvalidArgumentError, match="unknown objective"):
         strata.import_file(big_nc(tmp_path / "a.nc", range(3)), tmp_path / "x.strata", objective="fast")

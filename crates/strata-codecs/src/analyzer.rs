@@ -65,7 +65,8 @@ pub const SMALL_MIN_ENCODE_MB_S: f64 = 125.0;
 /// How much of a variable a plan is for, which sets [`Objective::Balanced`]'s encoding
 /// floor: a variable streamed in blocks ([`BALANCED_MIN_ENCODE_MB_S`]), or one small enough
 /// to be stored whole, planned for the smallest ([`SMALL_MIN_ENCODE_MB_S`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scale {
     #[default]
     Stream,

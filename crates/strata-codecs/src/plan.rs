@@ -3,8 +3,8 @@
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
 use crate::analyzer::{
-    candidates_at, candidates_for, choose_at, choose_balanced, choose_for, evaluate, evaluate_each, locked,
-    meets_reference, objective_value, objective_value_at, Evaluation, Objective, Sample, Scale, Score, RATIO_TIE,
+    candidates_at, choose_at, choose_balanced, evaluate, evaluate_each, locked, meets_reference, objective_value_at,
+    Evaluation, Objective, Sample, Scale, Score, RATIO_TIE,
 };
 use crate::error::{CodecError, Result};
 use crate::reference::reference_ratio;
@@ -43,8 +43,8 @@ pub const UNIT_TOP: usize = 2;
 /// a small variable whole once per candidate, a few milliseconds at 16 KiB; unplanned, 32 KiB
 /// fields took up to 7% more than netCDF4's zlib (`bench/results/small.md`).
 pub const PLAN_MIN_BYTES: u64 = 16 << 10;
-/// Version of [`PlanRecord`]'s fields (3 added `unit`, 4 `shape`, 5 `reference`).
-pub const PLAN_RECORD_VERSION: u32 = 5;
+/// Version of [`PlanRecord`]'s fields (3 added `unit`, 4 `shape`, 5 `reference`, 6 `scale`).
+pub const PLAN_RECORD_VERSION: u32 = 6;
 
 /// Checks an error bound given as `abs=E` or `rel=E` (E > 0, finite); returns it normalised.
 pub fn parse_error_bound(text: &str) -> Result<String> {
@@ -133,6 +133,10 @@ pub struct PlanRecord {
     #[serde(default)]
     pub version: u32,
     pub objective: Objective,
+    /// Which floors the choice was held to: `small` for a variable stored whole, whose
+    /// later checks hold it to the same (records before version 6: `unit` says it).
+    #[serde(default)]
+    pub scale: Scale,
     pub chosen: String,
     pub sample_bytes: u64,
     pub scores: Vec<ScoreRecord>,
@@ -325,6 +329,7 @@ pub fn plan(
     Ok(PlanRecord {
         version: PLAN_RECORD_VERSION,
         objective,
+        scale,
         chosen,
         sample_bytes: sample_bytes(samples),
         scores: scores.iter().map(ScoreRecord::from).collect(),
@@ -342,20 +347,22 @@ pub fn plan(
 /// times better than `current` for `objective` on `samples`, else None. For balanced
 /// without a bound, a chain that still beats the reference stays; one that no longer does
 /// gives way to the balanced choice when that beats the reference or is
-/// [`DRIFT_THRESHOLD`] times smaller.
+/// [`DRIFT_THRESHOLD`] times smaller. `scale` is the one the plan was made at: a variable
+/// stored whole is checked as [`plan`] chose for it, for the smallest within its floors.
 pub fn recheck(
     dtype: NumType,
     samples: &[Sample],
     current: &str,
     objective: Objective,
     error_bound: Option<&str>,
+    scale: Scale,
 ) -> Result<Option<PlanRecord>> {
     let bound = error_bound.map(parse_error_bound).transpose()?;
-    let mut texts = candidates_for(objective, dtype, bound.as_deref())?;
+    let mut texts = candidates_at(scale, objective, dtype, bound.as_deref())?;
     if !texts.iter().any(|t| t == current) {
         texts.push(current.to_string());
     }
-    let against = objective == Objective::Balanced && bound.is_none();
+    let against = objective == Objective::Balanced && bound.is_none() && scale == Scale::Stream;
     let (reference, scores) =
         rayon::join(|| against.then(|| reference_ratio(dtype, samples)), || evaluate_all(&texts, dtype, samples));
     let now = scores.iter().find(|s| s.chain == current);
@@ -364,9 +371,14 @@ pub fn recheck(
             return Ok(None);
         }
     }
-    let Some(best) = choose_for(&scores, objective, reference) else { return Ok(None) };
-    let gain = match now.map(|s| objective_value(s, objective)) {
-        Some(v) if v > 0.0 => objective_value(&scores[best], objective) / v,
+    let best = match reference {
+        Some(r) => choose_balanced(&scores, r),
+        None => choose_at(scale, &scores, objective),
+    };
+    let Some(best) = best else { return Ok(None) };
+    let value = |s: &Score| objective_value_at(scale, s, objective);
+    let gain = match now.map(value) {
+        Some(v) if v > 0.0 => value(&scores[best]) / v,
         _ => f64::INFINITY,
     };
     let fixes = reference.is_some_and(|r| meets_reference(&scores[best], r));
@@ -376,6 +388,7 @@ pub fn recheck(
     Ok(Some(PlanRecord {
         version: PLAN_RECORD_VERSION,
         objective,
+        scale,
         chosen: scores[best].chain.clone(),
         sample_bytes: sample_bytes(samples),
         scores: scores.iter().map(ScoreRecord::from).collect(),
@@ -392,6 +405,7 @@ pub fn recheck(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyzer::{candidates_for, choose_for};
 
     fn smooth(n: usize, phase: f32) -> Sample {
         let bytes = (0..n * n)
@@ -522,8 +536,9 @@ mod tests {
     fn recheck_switches_only_on_a_clear_gain() {
         let samples: Vec<Sample> = (0..4).map(|k| smooth(64, k as f32)).collect();
         let p = plan(NumType::F32, &samples, &[], None, Objective::Balanced, None).unwrap();
-        assert_eq!(recheck(NumType::F32, &samples, &p.chosen, Objective::Balanced, None).unwrap(), None);
-        let switched = recheck(NumType::F32, &samples, "lz4", Objective::Balanced, None).unwrap().unwrap();
+        assert_eq!(recheck(NumType::F32, &samples, &p.chosen, Objective::Balanced, None, Scale::Stream).unwrap(), None);
+        let switched =
+            recheck(NumType::F32, &samples, "lz4", Objective::Balanced, None, Scale::Stream).unwrap().unwrap();
         assert_eq!(switched.previous.as_deref(), Some("lz4"));
         assert!(switched.gain.unwrap() >= DRIFT_THRESHOLD);
     }

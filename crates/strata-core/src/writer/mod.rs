@@ -27,7 +27,7 @@ use crate::segment::layout_key;
 use crate::spill::SPILL_AT_BYTES;
 use crate::store::{now_ms, Store};
 use std::collections::{BTreeSet, HashMap};
-use strata_codecs::analyzer::Objective;
+use strata_codecs::analyzer::{Objective, Scale};
 use strata_codecs::plan::CodecRequest;
 use strata_codecs::{registry, CodecChain, CodecSpec, ElementContext};
 
@@ -231,8 +231,9 @@ impl StoreWriter {
                 let head = v.plan.as_ref().and_then(|p| serde_json::from_str::<PlanHead>(p.text()).ok());
                 let objective =
                     objective_override.or(head.as_ref().and_then(|h| h.objective)).unwrap_or(Objective::Balanced);
+                let scale = head.as_ref().map_or(Scale::Stream, PlanHead::scale);
                 let error_bound = head.and_then(|h| h.error_bound);
-                Some(PendingPlan::Recheck { objective, error_bound, current })
+                Some(PendingPlan::Recheck { objective, error_bound, current, scale })
             })
             .collect();
         let chains = base.variables.iter().map(|v| build_chain(&base.layout, v)).collect::<Result<Vec<_>>>()?;

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::manifest::RawJson;
 use crate::sampling::{self, REFINE_SAMPLES};
 use serde::Deserialize;
-use strata_codecs::analyzer::{Objective, Sample};
+use strata_codecs::analyzer::{Objective, Sample, Scale};
 use strata_codecs::plan::{self as codec_plan, PLAN_MIN_BYTES};
 use strata_codecs::registry;
 
@@ -14,7 +14,7 @@ use strata_codecs::registry;
 #[derive(Debug, Clone)]
 pub(super) enum PendingPlan {
     Plan { objective: Objective, error_bound: Option<String> },
-    Recheck { objective: Objective, error_bound: Option<String>, current: String },
+    Recheck { objective: Objective, error_bound: Option<String>, current: String, scale: Scale },
 }
 
 /// The part of a stored plan record a later check needs (older records have more fields).
@@ -23,6 +23,17 @@ pub(super) struct PlanHead {
     pub(super) objective: Option<Objective>,
     #[serde(default)]
     pub(super) error_bound: Option<String>,
+    #[serde(default)]
+    scale: Option<Scale>,
+    #[serde(default)]
+    unit: Option<serde::de::IgnoredAny>,
+}
+
+impl PlanHead {
+    /// The scale the plan was made at; records before version 6 say it by their whole look.
+    pub(super) fn scale(&self) -> Scale {
+        self.scale.unwrap_or(if self.unit.is_some() { Scale::Small } else { Scale::Stream })
+    }
 }
 
 /// The smallest block that blocks of `a` and of `b` both tile (each axis their least common
@@ -113,8 +124,8 @@ impl StoreWriter {
                 };
                 codec_plan::plan(t, &sample, &refine, second, objective, error_bound.as_deref())?
             }
-            PendingPlan::Recheck { objective, error_bound, current } => {
-                match codec_plan::recheck(t, &sample, &current, objective, error_bound.as_deref())? {
+            PendingPlan::Recheck { objective, error_bound, current, scale } => {
+                match codec_plan::recheck(t, &sample, &current, objective, error_bound.as_deref(), scale)? {
                     Some(r) => r,
                     None => return Ok(()),
                 }
@@ -152,7 +163,20 @@ impl StoreWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::common_region;
+    use super::{common_region, PlanHead};
+    use strata_codecs::analyzer::Scale;
+
+    #[test]
+    fn a_plan_says_its_scale_or_its_whole_look_does() {
+        let head = |json: &str| serde_json::from_str::<PlanHead>(json).unwrap().scale();
+        assert_eq!(head(r#"{"version":6,"objective":"balanced","scale":"small","chosen":"lz4"}"#), Scale::Small);
+        assert_eq!(head(r#"{"version":6,"objective":"balanced","scale":"stream","chosen":"lz4"}"#), Scale::Stream);
+        // Version 5 and before: a plan with a whole look was made for a variable stored whole.
+        let whole = r#"{"version":5,"objective":"balanced","unit":{"whole":{},"blocks":{},"stored_whole":true}}"#;
+        assert_eq!(head(whole), Scale::Small);
+        assert_eq!(head(r#"{"version":5,"objective":"balanced","chosen":"lz4"}"#), Scale::Stream);
+        assert_eq!(head(r#"{"objective":"ratio"}"#), Scale::Stream);
+    }
 
     #[test]
     fn common_regions_are_tiled_by_both_shapes() {
