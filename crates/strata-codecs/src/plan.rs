@@ -249,8 +249,9 @@ fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
 /// - Else the ratio objective compares its best [`REFINE_TOP`] on `refine`, a larger sample.
 ///
 /// Balanced without an error bound measures the reference (zlib 4 + shuffle) on the same
-/// samples and chooses by [`choose_for`], trying the quickest chains first (see
-/// `evaluate_balanced`), but for a variable stored whole, which it plans as before.
+/// samples and chooses by [`choose_balanced`], trying the quickest chains first (see
+/// `evaluate_balanced`), but for a variable stored whole, planned for the smallest within
+/// the floors of [`Scale::Small`].
 pub fn plan(
     dtype: NumType,
     samples: &[Sample],
