@@ -230,10 +230,20 @@ impl Backend for PcoBackend {
             9..=10 => 60.0,
             _ => 45.0,
         };
-        // pcodec works per number: its bytes per second grow with the element size (the
-        // figures above are for 4-byte elements; int16 fields decode at about 700 MB/s).
-        let scale = self.dtype.size() as f64 / 4.0;
-        Speed::new(encode * scale, 1_300.0 * scale)
+        // The figures above are for 4-byte elements. pcodec decodes per number, its bytes
+        // per second growing with the element size (int16 fields decode at about 700 MB/s);
+        // it encodes at about the same bytes per second whatever the size: level 6 at 0.24
+        // of shuffle+zstd:3's speed on 8-byte floats and 0.20-0.25 on 2-byte integers,
+        // against 0.30-0.31 on 4-byte floats (bench/results/calibrate_speeds.md), where
+        // scaled by the size it was declared 2.6x too fast on 8-byte floats.
+        let es = self.dtype.size();
+        let per_number = es as f64 / 4.0;
+        let encode_by_size = match es {
+            2 => 0.8,
+            8 => 0.775,
+            _ => per_number,
+        };
+        Speed::new(encode * encode_by_size, 1_300.0 * per_number)
     }
 
     fn capabilities(&self) -> Capabilities {
