@@ -474,9 +474,14 @@ pub fn choose_balanced(scores: &[Score], reference: f64) -> Option<usize> {
 /// The choice for `objective`: [`choose_balanced`] when balanced has a reference (planning
 /// without an error bound, on blocks), else [`choose`].
 pub fn choose_for(scores: &[Score], objective: Objective, reference: Option<f64>) -> Option<usize> {
+    choose_for_at(Scale::Stream, scores, objective, reference)
+}
+
+/// [`choose_for`] for a plan at `scale` (a reference is only measured for streamed ones).
+pub fn choose_for_at(scale: Scale, scores: &[Score], objective: Objective, reference: Option<f64>) -> Option<usize> {
     match (objective, reference) {
         (Objective::Balanced, Some(r)) => choose_balanced(scores, r),
-        _ => choose(scores, objective),
+        _ => choose_at(scale, scores, objective),
     }
 }
 

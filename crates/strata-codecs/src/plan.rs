@@ -3,7 +3,7 @@
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
 use crate::analyzer::{
-    candidates_at, choose_at, choose_balanced, evaluate, evaluate_each, locked, meets_reference, objective_value_at,
+    candidates_at, choose_at, choose_for_at, evaluate, evaluate_each, locked, meets_reference, objective_value_at,
     Evaluation, Objective, Sample, Scale, Score, RATIO_TIE,
 };
 use crate::error::{CodecError, Result};
@@ -249,7 +249,7 @@ fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
 /// - Else the ratio objective compares its best [`REFINE_TOP`] on `refine`, a larger sample.
 ///
 /// Balanced without an error bound measures the reference (zlib 4 + shuffle) on the same
-/// samples and chooses by [`choose_balanced`], trying the quickest chains first (see
+/// samples and chooses by [`choose_for_at`], trying the quickest chains first (see
 /// `evaluate_balanced`), but for a variable stored whole, planned for the smallest within
 /// the floors of [`Scale::Small`].
 pub fn plan(
@@ -274,11 +274,8 @@ pub fn plan(
     } else {
         (evaluate_all(&texts, dtype, samples), None)
     };
-    let best = match reference {
-        Some(r) => choose_balanced(&scores, r),
-        None => choose_at(scale, &scores, objective),
-    }
-    .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
+    let best = choose_for_at(scale, &scores, objective, reference)
+        .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
     // A choice by speed is looked at again alone: the second look's other chains would be
     // the smallest, which the reference already showed are not needed.
     let by_speed = reference.is_some_and(|r| meets_reference(&scores[best], r));
@@ -372,11 +369,7 @@ pub fn recheck(
             return Ok(None);
         }
     }
-    let best = match reference {
-        Some(r) => choose_balanced(&scores, r),
-        None => choose_at(scale, &scores, objective),
-    };
-    let Some(best) = best else { return Ok(None) };
+    let Some(best) = choose_for_at(scale, &scores, objective, reference) else { return Ok(None) };
     let value = |s: &Score| objective_value_at(scale, s, objective);
     let gain = match now.map(value) {
         Some(v) if v > 0.0 => value(&scores[best]) / v,
