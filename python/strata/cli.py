@@ -757,7 +757,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="balanced",
         help="what --codec auto optimises: smallest size, fastest decoding, or (default) balanced: the "
         "quickest to write among chains that store 15%% less than netCDF4's zlib 4 + shuffle on the sample "
-        "(else the smallest), decoding at 1 GB/s and encoding at 150 MB/s per core or faster",
+        "(else the smallest), decoding at 1 GB/s and encoding at 150 MB/s per core or faster; a variable of "
+        "at most 1 MiB, stored whole, gets the smallest of chains encoding at 125 MB/s or faster",
     )
     s.add_argument(
         "--layout",
