@@ -5,7 +5,7 @@ use crate::to_py;
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
-use strata_codecs::analyzer::{candidates_for, choose_for, evaluate_each, measure, objective_value, Objective, Sample};
+use strata_codecs::analyzer::{evaluate_each, measure, Goal, Objective, Sample};
 use strata_codecs::reference::reference_ratio;
 use strata_codecs::NumType;
 use strata_core::Error;
@@ -99,7 +99,7 @@ pub(crate) fn analyze_samples(
     let against = scores.iter().all(|s| s.lossless).then_some(reference);
     let choice = Objective::ALL
         .iter()
-        .map(|&o| (o.to_string(), choose_for(&scores, o, against).map(|i| scores[i].chain.clone())))
+        .map(|&o| (o.to_string(), Goal::from(o).choose_with(&scores, against).map(|i| scores[i].chain.clone())))
         .collect();
     let scores = scores
         .iter()
@@ -111,7 +111,7 @@ pub(crate) fn analyze_samples(
             decode_mb_s: s.nominal.decode_mb_s,
             measured_encode_mb_s: s.measured.map(|m| m.encode_mb_s),
             measured_decode_mb_s: s.measured.map(|m| m.decode_mb_s),
-            value: Objective::ALL.iter().map(|&o| (o.to_string(), objective_value(s, o))).collect(),
+            value: Objective::ALL.iter().map(|&o| (o.to_string(), Goal::from(o).value(s))).collect(),
         })
         .collect();
     Ok(SampleAnalysis { scores, choice, reference })
@@ -125,5 +125,5 @@ pub(crate) fn candidates(dtype: &str, error_bound: Option<&str>) -> PyResult<Vec
     let t = num_type(dtype)?;
     let bound = error_bound.map(strata_codecs::plan::parse_error_bound).transpose().map_err(|e| to_py(e.into()))?;
     // The ratio objective admits every candidate: this is the analyzer's whole list.
-    candidates_for(Objective::Ratio, t, bound.as_deref()).map_err(|e| to_py(e.into()))
+    Goal::from(Objective::Ratio).candidates(t, bound.as_deref()).map_err(|e| to_py(e.into()))
 }

@@ -121,21 +121,105 @@ impl std::fmt::Display for Objective {
 
 impl Objective {
     pub const ALL: [Objective; 3] = [Objective::Ratio, Objective::Speed, Objective::Balanced];
+}
 
-    /// Whether a chain of this speed can be this objective's choice at all, for a variable
-    /// streamed in blocks.
-    pub fn admits(self, nominal: Speed, lossless: bool) -> bool {
-        self.admits_at(Scale::Stream, nominal, lossless)
+/// What a plan is made for: the user's objective, at the scale of the variable (which sets
+/// balanced's encoding floor). Candidates, values and the choice all read both from here,
+/// so a plan and the check on appended data cannot disagree on either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Goal {
+    pub objective: Objective,
+    pub scale: Scale,
+}
+
+/// An objective alone is a goal for a variable streamed in blocks.
+impl From<Objective> for Goal {
+    fn from(objective: Objective) -> Self {
+        Goal { objective, scale: Scale::Stream }
+    }
+}
+
+impl Goal {
+    pub fn new(objective: Objective, scale: Scale) -> Self {
+        Goal { objective, scale }
     }
 
-    /// [`admits`](Self::admits) for a plan at `scale`.
-    pub fn admits_at(self, scale: Scale, nominal: Speed, lossless: bool) -> bool {
-        match self {
+    /// Whether a chain of this speed can be this goal's choice at all.
+    pub fn admits(self, nominal: Speed, lossless: bool) -> bool {
+        match self.objective {
             Objective::Balanced => {
-                nominal.encode_mb_s >= scale.min_encode_mb_s()
+                nominal.encode_mb_s >= self.scale.min_encode_mb_s()
                     && (!lossless || nominal.decode_mb_s >= BALANCED_MIN_DECODE_MB_S)
             }
             Objective::Ratio | Objective::Speed => true,
+        }
+    }
+
+    /// The candidates this goal can choose among for `dtype` (lossy ones only with a
+    /// bound): chains its speed floors rule out are not even tried, which keeps planning
+    /// quick.
+    pub fn candidates(self, dtype: NumType, bound: Option<&str>) -> Result<Vec<String>> {
+        let mut all: Vec<String> = candidates(dtype).into_iter().map(String::from).collect();
+        if let Some(b) = bound {
+            all.extend(lossy_candidates(dtype, b));
+        }
+        let mut kept = Vec::new();
+        for text in all {
+            let c = chain(&parse_chain(&text)?, ElementContext::new(dtype))?;
+            if self.admits(c.speed(), c.capabilities().lossless) {
+                kept.push(text);
+            }
+        }
+        Ok(kept)
+    }
+
+    /// How good a score is; higher is better and values are comparable as ratios ("10%
+    /// better"): the compression ratio; the declared decode MB/s (chains that do not
+    /// compress count a millionth); for balanced, the ratio (a millionth of it for chains
+    /// below its speed floors).
+    pub fn value(self, s: &Score) -> f64 {
+        let penalised = |ok: bool, v: f64| if ok { v } else { v * 1e-6 };
+        match self.objective {
+            Objective::Ratio => s.ratio,
+            Objective::Speed => penalised(s.ratio >= 1.05, s.nominal.decode_mb_s),
+            Objective::Balanced => penalised(self.admits(s.nominal, s.lossless), s.ratio),
+        }
+    }
+
+    /// The index of the best score (None for an empty list). Near-ties (see [`RATIO_TIE`],
+    /// [`SPEED_TIE`]) go, for ratio and balanced, to the chain with the fewest stages, then
+    /// the faster declared decode (for balanced, then the faster declared encode); for
+    /// speed, to the better ratio.
+    pub fn choose(self, scores: &[Score]) -> Option<usize> {
+        let key = |i: usize| self.value(&scores[i]);
+        let best = (0..scores.len()).max_by(|&a, &b| key(a).total_cmp(&key(b)))?;
+        let speed = self.objective == Objective::Speed;
+        let floor = key(best) * (1.0 - if speed { SPEED_TIE } else { RATIO_TIE });
+        let tied = (0..scores.len()).filter(|&i| key(i) >= floor);
+        if speed {
+            return tied.max_by(|&a, &b| scores[a].ratio.total_cmp(&scores[b].ratio));
+        }
+        let stages = |i: usize| scores[i].chain.split('+').count();
+        // Balanced also weighs the writer's time: between pco:6 and pco:8 a tie goes to the
+        // one that encodes twice as fast (on a 1 MB variable, most of an import's time).
+        let balanced = self.objective == Objective::Balanced;
+        let encode = |i: usize| if balanced { scores[i].nominal.encode_mb_s } else { 0.0 };
+        tied.min_by(|&a, &b| {
+            stages(a)
+                .cmp(&stages(b))
+                .then(scores[b].nominal.decode_mb_s.total_cmp(&scores[a].nominal.decode_mb_s))
+                .then(encode(b).total_cmp(&encode(a)))
+                .then(key(b).total_cmp(&key(a)))
+        })
+    }
+
+    /// The choice given the reference ratio measured on the same sample, if any:
+    /// [`choose_balanced`] for balanced (a reference is only measured for streamed
+    /// variables), else [`choose`](Self::choose).
+    pub fn choose_with(self, scores: &[Score], reference: Option<f64>) -> Option<usize> {
+        match (self.objective, reference) {
+            (Objective::Balanced, Some(r)) => choose_balanced(scores, r),
+            _ => self.choose(scores),
         }
     }
 }
@@ -208,28 +292,6 @@ pub fn lossy_candidates(dtype: NumType, bound: &str) -> Vec<String> {
         return vec![];
     }
     ["sz", "zfp"].iter().map(|b| format!("{b}:{bound}")).collect()
-}
-
-/// The candidates `objective` can choose among for `dtype` (lossy ones only with a bound):
-/// chains its speed floors rule out are not even tried, which keeps planning quick.
-pub fn candidates_for(objective: Objective, dtype: NumType, bound: Option<&str>) -> Result<Vec<String>> {
-    candidates_at(Scale::Stream, objective, dtype, bound)
-}
-
-/// [`candidates_for`] a plan at `scale`.
-pub fn candidates_at(scale: Scale, objective: Objective, dtype: NumType, bound: Option<&str>) -> Result<Vec<String>> {
-    let mut all: Vec<String> = candidates(dtype).into_iter().map(String::from).collect();
-    if let Some(b) = bound {
-        all.extend(lossy_candidates(dtype, b));
-    }
-    let mut kept = Vec::new();
-    for text in all {
-        let c = chain(&parse_chain(&text)?, ElementContext::new(dtype))?;
-        if objective.admits_at(scale, c.speed(), c.capabilities().lossless) {
-            kept.push(text);
-        }
-    }
-    Ok(kept)
 }
 
 /// Compresses every sample with `text` once: the ratio, and the declared speed. A lossy
@@ -394,24 +456,6 @@ fn score(text: &str, dtype: NumType, samples: &[Sample], min_seconds: Option<f64
     })
 }
 
-/// How good a score is for an objective; higher is better and values are comparable as
-/// ratios ("10% better"): the compression ratio; the declared decode MB/s (chains that do
-/// not compress count a millionth); for balanced, the ratio (a millionth of it for chains
-/// below its speed floors).
-pub fn objective_value(s: &Score, objective: Objective) -> f64 {
-    objective_value_at(Scale::Stream, s, objective)
-}
-
-/// [`objective_value`] for a plan at `scale`.
-pub fn objective_value_at(scale: Scale, s: &Score, objective: Objective) -> f64 {
-    let penalised = |ok: bool, v: f64| if ok { v } else { v * 1e-6 };
-    match objective {
-        Objective::Ratio => s.ratio,
-        Objective::Speed => penalised(s.ratio >= 1.05, s.nominal.decode_mb_s),
-        Objective::Balanced => penalised(objective.admits_at(scale, s.nominal, s.lossless), s.ratio),
-    }
-}
-
 /// Ratios within this fraction of the best are a tie for [`Objective::Ratio`] and
 /// [`Objective::Balanced`]: a sample's ratio estimates the whole variable's to about this
 /// much, so a longer chain that wins by less is as likely to lose on the whole variable.
@@ -420,41 +464,10 @@ pub const RATIO_TIE: f64 = 0.005;
 /// [`Objective::Speed`]; the better ratio wins it.
 pub const SPEED_TIE: f64 = 0.10;
 
-/// The index of the best score for `objective` (None for an empty list). Near-ties (see
-/// [`RATIO_TIE`], [`SPEED_TIE`]) go, for ratio and balanced, to the chain with the fewest
-/// stages, then the faster declared decode (for balanced, then the faster declared encode);
-/// for speed, to the better ratio.
-pub fn choose(scores: &[Score], objective: Objective) -> Option<usize> {
-    choose_at(Scale::Stream, scores, objective)
-}
-
-/// [`choose`] for a plan at `scale`.
-pub fn choose_at(scale: Scale, scores: &[Score], objective: Objective) -> Option<usize> {
-    let key = |i: usize| objective_value_at(scale, &scores[i], objective);
-    let best = (0..scores.len()).max_by(|&a, &b| key(a).total_cmp(&key(b)))?;
-    let tie = if objective == Objective::Speed { SPEED_TIE } else { RATIO_TIE };
-    let floor = key(best) * (1.0 - tie);
-    let tied = (0..scores.len()).filter(|&i| key(i) >= floor);
-    if objective == Objective::Speed {
-        return tied.max_by(|&a, &b| scores[a].ratio.total_cmp(&scores[b].ratio));
-    }
-    let stages = |i: usize| scores[i].chain.split('+').count();
-    // Balanced also weighs the writer's time: between pco:6 and pco:8 a tie goes to the
-    // one that encodes twice as fast (on a 1 MB variable, most of an import's time).
-    let encode = |i: usize| if objective == Objective::Balanced { scores[i].nominal.encode_mb_s } else { 0.0 };
-    tied.min_by(|&a, &b| {
-        stages(a)
-            .cmp(&stages(b))
-            .then(scores[b].nominal.decode_mb_s.total_cmp(&scores[a].nominal.decode_mb_s))
-            .then(encode(b).total_cmp(&encode(a)))
-            .then(key(b).total_cmp(&key(a)))
-    })
-}
-
 /// [`Objective::Balanced`]'s choice given the reference ratio on the same sample: among
 /// chains within its speed floors that store less than the reference by [`BALANCED_MARGIN`],
 /// the fastest declared encoder (ties: the better ratio, then fewer stages); when none
-/// does, [`choose`]'s smallest. A person converting from netCDF-4 never sees the archive
+/// does, [`Goal::choose`]'s smallest. A person converting from netCDF-4 never sees the archive
 /// grow, and gets it written as quickly as that allows.
 pub fn choose_balanced(scores: &[Score], reference: f64) -> Option<usize> {
     let stages = |i: usize| scores[i].chain.split('+').count();
@@ -468,26 +481,14 @@ pub fn choose_balanced(scores: &[Score], reference: f64) -> Option<usize> {
                 .then(x.ratio.total_cmp(&y.ratio))
                 .then(stages(b).cmp(&stages(a)))
         })
-        .or_else(|| choose(scores, Objective::Balanced))
-}
-
-/// The choice for `objective`: [`choose_balanced`] when balanced has a reference (planning
-/// without an error bound, on blocks), else [`choose`].
-pub fn choose_for(scores: &[Score], objective: Objective, reference: Option<f64>) -> Option<usize> {
-    choose_for_at(Scale::Stream, scores, objective, reference)
-}
-
-/// [`choose_for`] for a plan at `scale` (a reference is only measured for streamed ones).
-pub fn choose_for_at(scale: Scale, scores: &[Score], objective: Objective, reference: Option<f64>) -> Option<usize> {
-    match (objective, reference) {
-        (Objective::Balanced, Some(r)) => choose_balanced(scores, r),
-        _ => choose_at(scale, scores, objective),
-    }
+        .or_else(|| Goal::from(Objective::Balanced).choose(scores))
 }
 
 /// Whether `score` is fast and small enough to be [`choose_balanced`]'s pick by speed.
 pub fn meets_reference(score: &Score, reference: f64) -> bool {
-    score.lossless && Objective::Balanced.admits(score.nominal, true) && score.ratio >= reference * BALANCED_MARGIN
+    score.lossless
+        && Goal::from(Objective::Balanced).admits(score.nominal, true)
+        && score.ratio >= reference * BALANCED_MARGIN
 }
 
 #[cfg(test)]
@@ -506,28 +507,28 @@ mod tests {
             s("big-fast", 1.5, 2500.0, 5000.0),
             s("raw", 1.0, 50000.0, 50000.0),
         ];
-        assert_eq!(choose(&scores, Objective::Ratio), Some(0));
-        assert_eq!(choose(&scores, Objective::Speed), Some(2), "raw does not compress: not a speed pick");
+        assert_eq!(Goal::from(Objective::Ratio).choose(&scores), Some(0));
+        assert_eq!(Goal::from(Objective::Speed).choose(&scores), Some(2), "raw does not compress: not a speed pick");
         // small-slow encodes below the floor: the best ratio among the rest.
-        assert_eq!(choose(&scores, Objective::Balanced), Some(1));
+        assert_eq!(Goal::from(Objective::Balanced).choose(&scores), Some(1));
         // A slow decoder is out of balanced too, unless it is lossy (a bound was asked for).
         let mut lossy = s("sz:abs=0.1", 8.0, 180.0, 260.0);
-        assert_eq!(choose(&[lossy.clone(), s("ok", 2.0, 700.0, 2000.0)], Objective::Balanced), Some(1));
+        assert_eq!(Goal::from(Objective::Balanced).choose(&[lossy.clone(), s("ok", 2.0, 700.0, 2000.0)]), Some(1));
         lossy.lossless = false;
-        assert_eq!(choose(&[lossy, s("ok", 2.0, 700.0, 2000.0)], Objective::Balanced), Some(0));
-        assert_eq!(choose(&[], Objective::Ratio), None);
+        assert_eq!(Goal::from(Objective::Balanced).choose(&[lossy, s("ok", 2.0, 700.0, 2000.0)]), Some(0));
+        assert_eq!(Goal::from(Objective::Ratio).choose(&[]), None);
         // A longer chain must win the ratio by more than the tie margin.
         let close = [s("delta:-1+pco:12", 2.005, 45.0, 1300.0), s("pco:12", 2.0, 45.0, 1300.0)];
-        assert_eq!(choose(&close, Objective::Ratio), Some(1));
+        assert_eq!(Goal::from(Objective::Ratio).choose(&close), Some(1));
         let clear = [s("delta:-1+pco:12", 2.2, 45.0, 1300.0), s("pco:12", 2.0, 45.0, 1300.0)];
-        assert_eq!(choose(&clear, Objective::Ratio), Some(0));
+        assert_eq!(Goal::from(Objective::Ratio).choose(&clear), Some(0));
         // Balanced: a tie goes to the faster encoder; ratio keeps the better ratio.
         let levels = [s("pco:8", 1.362, 230.0, 2600.0), s("pco:6", 1.360, 400.0, 2600.0)];
-        assert_eq!(choose(&levels, Objective::Balanced), Some(1));
-        assert_eq!(choose(&levels, Objective::Ratio), Some(0));
+        assert_eq!(Goal::from(Objective::Balanced).choose(&levels), Some(1));
+        assert_eq!(Goal::from(Objective::Ratio).choose(&levels), Some(0));
         // Near-equal decoders: the better ratio is the speed pick.
         let fast = [s("lz4", 1.2, 2500.0, 5000.0), s("shuffle+lz4", 1.6, 2000.0, 4600.0)];
-        assert_eq!(choose(&fast, Objective::Speed), Some(1));
+        assert_eq!(Goal::from(Objective::Speed).choose(&fast), Some(1));
     }
 
     #[test]
@@ -545,7 +546,7 @@ mod tests {
         assert_eq!(choose_balanced(&scores, 2.05), Some(1));
         assert_eq!(choose_balanced(&scores, 2.1), Some(2));
         // Nothing beats zlib by the margin: the smallest, as `choose` would.
-        assert_eq!(choose_balanced(&scores, 2.9), choose(&scores, Objective::Balanced));
+        assert_eq!(choose_balanced(&scores, 2.9), Goal::from(Objective::Balanced).choose(&scores));
         assert_eq!(choose_balanced(&scores, 2.9), Some(0));
         // Declared equally fast: the better ratio.
         let twins = [s("xor:0+shuffle+zstd:3", 2.4, 614.0, 1714.0), s("delta:0+shuffle+zstd:3", 2.6, 614.0, 1714.0)];
@@ -562,7 +563,7 @@ mod tests {
     #[test]
     fn balanced_candidates_meet_its_floors() {
         for t in [NumType::F32, NumType::F64, NumType::I16, NumType::U8] {
-            let kept = candidates_for(Objective::Balanced, t, None).unwrap();
+            let kept = Goal::from(Objective::Balanced).candidates(t, None).unwrap();
             assert!(!kept.iter().any(|c| c.contains("zstd:19")), "{kept:?}");
             for text in &kept {
                 let c = chain(&parse_chain(text).unwrap(), ElementContext::new(t)).unwrap();
@@ -572,12 +573,16 @@ mod tests {
         }
         // pcodec's pco:6 encodes fast enough for 4- and 8-byte floats, pco:8 for neither,
         // and neither level decodes 2-byte integers fast enough.
-        let f32s = candidates_for(Objective::Balanced, NumType::F32, None).unwrap();
+        let f32s = Goal::from(Objective::Balanced).candidates(NumType::F32, None).unwrap();
         assert!(f32s.contains(&"pco:6".to_string()) && !f32s.contains(&"pco:8".to_string()), "{f32s:?}");
-        let f64s = candidates_for(Objective::Balanced, NumType::F64, None).unwrap();
+        let f64s = Goal::from(Objective::Balanced).candidates(NumType::F64, None).unwrap();
         assert!(f64s.contains(&"delta:0+delta:-1+delta:-2+pco:6".to_string()) && !f64s.contains(&"pco:8".to_string()));
-        assert!(!candidates_for(Objective::Balanced, NumType::I16, None).unwrap().iter().any(|c| c.contains("pco")));
-        let lossy = candidates_for(Objective::Balanced, NumType::F32, Some("abs=0.01")).unwrap();
+        assert!(!Goal::from(Objective::Balanced)
+            .candidates(NumType::I16, None)
+            .unwrap()
+            .iter()
+            .any(|c| c.contains("pco")));
+        let lossy = Goal::from(Objective::Balanced).candidates(NumType::F32, Some("abs=0.01")).unwrap();
         assert!(lossy.contains(&"sz:abs=0.01".to_string()), "{lossy:?}");
     }
 
@@ -587,8 +592,8 @@ mod tests {
         // small enough to be stored whole tries it on top of the streamed candidates, and
         // may choose it.
         for t in [NumType::F32, NumType::F64, NumType::I16, NumType::U8] {
-            let stream = candidates_for(Objective::Balanced, t, None).unwrap();
-            let small = candidates_at(Scale::Small, Objective::Balanced, t, None).unwrap();
+            let stream = Goal::from(Objective::Balanced).candidates(t, None).unwrap();
+            let small = Goal::new(Objective::Balanced, Scale::Small).candidates(t, None).unwrap();
             assert!(!stream.iter().any(|c| c.contains("zstd:9")), "{stream:?}");
             let more: Vec<&String> = small.iter().filter(|c| !stream.contains(c)).collect();
             let expected: &[&str] = if t.size() > 1 { &["shuffle+zstd:9", "delta:0+shuffle+zstd:9"] } else { &[] };
@@ -598,11 +603,11 @@ mod tests {
         let level9 = s("shuffle+zstd:9", 3.0, 137.0, 1875.0);
         let level3 = s("shuffle+zstd:3", 2.9, 636.0, 1875.0);
         let scores = [level3, level9];
-        assert_eq!(choose(&scores, Objective::Balanced), Some(0), "streamed: under the floor");
-        assert_eq!(choose_at(Scale::Small, &scores, Objective::Balanced), Some(1), "small: the smallest");
+        assert_eq!(Goal::from(Objective::Balanced).choose(&scores), Some(0), "streamed: under the floor");
+        assert_eq!(Goal::new(Objective::Balanced, Scale::Small).choose(&scores), Some(1), "small: the smallest");
         // The other objectives have no floor to lower.
         for o in [Objective::Ratio, Objective::Speed] {
-            assert_eq!(choose_at(Scale::Small, &scores, o), choose(&scores, o));
+            assert_eq!(Goal::new(o, Scale::Small).choose(&scores), Goal::from(o).choose(&scores));
         }
     }
 

@@ -3,8 +3,7 @@
 //! importer, `write_arrays`, and writers to come get the same plan from the same data.
 
 use crate::analyzer::{
-    candidates_at, choose_at, choose_for_at, evaluate, evaluate_each, locked, meets_reference, objective_value_at,
-    Evaluation, Objective, Sample, Scale, Score, RATIO_TIE,
+    evaluate, evaluate_each, locked, meets_reference, Evaluation, Goal, Objective, Sample, Scale, Score, RATIO_TIE,
 };
 use crate::error::{CodecError, Result};
 use crate::reference::reference_ratio;
@@ -223,11 +222,10 @@ fn evaluate_balanced(texts: &[String], dtype: NumType, samples: &[Sample]) -> Re
     Ok((scores.into_iter().map(|(_, s)| s).collect(), reference))
 }
 
-/// The best `n` chains of `scores` for `objective` at `scale`.
-fn top_chains(scale: Scale, scores: &[Score], objective: Objective, n: usize) -> Vec<String> {
-    let value = |s: &Score| objective_value_at(scale, s, objective);
+/// The best `n` chains of `scores` for `goal`.
+fn top_chains(goal: Goal, scores: &[Score], n: usize) -> Vec<String> {
     let mut order: Vec<&Score> = scores.iter().collect();
-    order.sort_by(|a, b| value(b).total_cmp(&value(a)));
+    order.sort_by(|a, b| goal.value(b).total_cmp(&goal.value(a)));
     order.iter().take(n).map(|s| s.chain.clone()).collect()
 }
 
@@ -249,7 +247,7 @@ fn ratios(scores: &[Score]) -> BTreeMap<String, f64> {
 /// - Else the ratio objective compares its best [`REFINE_TOP`] on `refine`, a larger sample.
 ///
 /// Balanced without an error bound measures the reference (zlib 4 + shuffle) on the same
-/// samples and chooses by [`choose_for_at`], trying the quickest chains first (see
+/// samples and chooses by [`Goal::choose_with`], trying the quickest chains first (see
 /// `evaluate_balanced`), but for a variable stored whole, planned for the smallest within
 /// the floors of [`Scale::Small`].
 pub fn plan(
@@ -266,15 +264,16 @@ pub fn plan(
     // longer than a block, which the sample's reference cannot show (a 1-D cell area: zlib
     // 1.3 on two blocks, 6.0 on the whole, where lz4 reached 1.7 on the blocks).
     let whole = matches!(second, Some(SecondLook::Whole { .. }));
-    let scale = if whole { Scale::Small } else { Scale::Stream };
-    let texts = candidates_at(scale, objective, dtype, bound.as_deref())?;
+    let goal = Goal::new(objective, if whole { Scale::Small } else { Scale::Stream });
+    let texts = goal.candidates(dtype, bound.as_deref())?;
     let (scores, reference) = if objective == Objective::Balanced && bound.is_none() && !whole {
         let (scores, reference) = evaluate_balanced(&texts, dtype, samples)?;
         (scores, Some(reference))
     } else {
         (evaluate_all(&texts, dtype, samples), None)
     };
-    let best = choose_for_at(scale, &scores, objective, reference)
+    let best = goal
+        .choose_with(&scores, reference)
         .ok_or_else(|| CodecError::InvalidSpec(format!("no candidate chain works for {dtype:?} data")))?;
     // A choice by speed is looked at again alone: the second look's other chains would be
     // the smallest, which the reference already showed are not needed.
@@ -291,15 +290,14 @@ pub fn plan(
             SecondLook::Shape { ranked, other, .. } => (ranked, other, 1),
         };
         // All at once: each is a compression of a large part of the variable.
-        let others = if by_speed { vec![chosen.clone()] } else { top_chains(scale, &scores, objective, tries) };
+        let others = if by_speed { vec![chosen.clone()] } else { top_chains(goal, &scores, tries) };
         let jobs: Vec<(String, &[Sample])> =
             others.into_iter().map(|c| (c, other)).chain(std::iter::once((chosen.clone(), ranked))).collect();
         let mut measured: Vec<Option<Score>> = jobs.par_iter().map(|(c, cut)| evaluate(c, dtype, cut).ok()).collect();
         let here: Vec<Score> = measured.pop().flatten().into_iter().collect();
         let there: Vec<Score> = measured.into_iter().flatten().collect();
-        if let (Some(t), Some(h)) = (choose_at(scale, &there, objective), choose_at(scale, &here, objective)) {
-            let value = |s: &Score| objective_value_at(scale, s, objective);
-            let moves = value(&there[t]) > value(&here[h]) * (1.0 + RATIO_TIE);
+        if let (Some(t), Some(h)) = (goal.choose(&there), goal.choose(&here)) {
+            let moves = goal.value(&there[t]) > goal.value(&here[h]) * (1.0 + RATIO_TIE);
             chosen = if moves { there[t].chain.clone() } else { here[h].chain.clone() };
             match look {
                 SecondLook::Whole { .. } => {
@@ -317,9 +315,9 @@ pub fn plan(
         }
     }
     if objective == Objective::Ratio && unit.is_none() && shape.is_none() && !refine.is_empty() {
-        let top = top_chains(scale, &scores, objective, REFINE_TOP);
+        let top = top_chains(goal, &scores, REFINE_TOP);
         let second = evaluate_all(&top, dtype, refine);
-        if let Some(i) = choose_at(scale, &second, objective) {
+        if let Some(i) = goal.choose(&second) {
             chosen = second[i].chain.clone();
             refined = Some(Refinement { sample_bytes: sample_bytes(refine), ratio: ratios(&second) });
         }
@@ -327,7 +325,7 @@ pub fn plan(
     Ok(PlanRecord {
         version: PLAN_RECORD_VERSION,
         objective,
-        scale,
+        scale: goal.scale,
         chosen,
         sample_bytes: sample_bytes(samples),
         scores: scores.iter().map(ScoreRecord::from).collect(),
@@ -342,25 +340,24 @@ pub fn plan(
 }
 
 /// The check on later data: a new plan when another chain is at least [`DRIFT_THRESHOLD`]
-/// times better than `current` for `objective` on `samples`, else None. For balanced
-/// without a bound, a chain that still beats the reference stays; one that no longer does
-/// gives way to the balanced choice when that beats the reference or is
-/// [`DRIFT_THRESHOLD`] times smaller. `scale` is the one the plan was made at: a variable
-/// stored whole is checked as [`plan`] chose for it, for the smallest within its floors.
+/// times better than `current` for `goal` on `samples`, else None. For balanced without a
+/// bound, a chain that still beats the reference stays; one that no longer does gives way
+/// to the balanced choice when that beats the reference or is [`DRIFT_THRESHOLD`] times
+/// smaller. The goal's scale is the one the plan was made at: a variable stored whole is
+/// checked as [`plan`] chose for it, for the smallest within its floors.
 pub fn recheck(
     dtype: NumType,
     samples: &[Sample],
     current: &str,
-    objective: Objective,
+    goal: Goal,
     error_bound: Option<&str>,
-    scale: Scale,
 ) -> Result<Option<PlanRecord>> {
     let bound = error_bound.map(parse_error_bound).transpose()?;
-    let mut texts = candidates_at(scale, objective, dtype, bound.as_deref())?;
+    let mut texts = goal.candidates(dtype, bound.as_deref())?;
     if !texts.iter().any(|t| t == current) {
         texts.push(current.to_string());
     }
-    let against = objective == Objective::Balanced && bound.is_none() && scale == Scale::Stream;
+    let against = goal == Goal::from(Objective::Balanced) && bound.is_none();
     let (reference, scores) =
         rayon::join(|| against.then(|| reference_ratio(dtype, samples)), || evaluate_all(&texts, dtype, samples));
     let now = scores.iter().find(|s| s.chain == current);
@@ -369,10 +366,9 @@ pub fn recheck(
             return Ok(None);
         }
     }
-    let Some(best) = choose_for_at(scale, &scores, objective, reference) else { return Ok(None) };
-    let value = |s: &Score| objective_value_at(scale, s, objective);
-    let gain = match now.map(value) {
-        Some(v) if v > 0.0 => value(&scores[best]) / v,
+    let Some(best) = goal.choose_with(&scores, reference) else { return Ok(None) };
+    let gain = match now.map(|s| goal.value(s)) {
+        Some(v) if v > 0.0 => goal.value(&scores[best]) / v,
         _ => f64::INFINITY,
     };
     let fixes = reference.is_some_and(|r| meets_reference(&scores[best], r));
@@ -381,8 +377,8 @@ pub fn recheck(
     }
     Ok(Some(PlanRecord {
         version: PLAN_RECORD_VERSION,
-        objective,
-        scale,
+        objective: goal.objective,
+        scale: goal.scale,
         chosen: scores[best].chain.clone(),
         sample_bytes: sample_bytes(samples),
         scores: scores.iter().map(ScoreRecord::from).collect(),
@@ -399,7 +395,6 @@ pub fn recheck(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyzer::{candidates_for, choose_for};
 
     fn smooth(n: usize, phase: f32) -> Sample {
         let bytes = (0..n * n)
@@ -454,12 +449,12 @@ mod tests {
         ];
         let mut quick = 0;
         for (what, samples) in &cases {
-            let all = candidates_for(Objective::Balanced, NumType::F32, None).unwrap();
+            let all = Goal::from(Objective::Balanced).candidates(NumType::F32, None).unwrap();
             let p = plan(NumType::F32, samples, &[], None, Objective::Balanced, None).unwrap();
             let reference = reference_ratio(NumType::F32, samples);
             assert_eq!(p.reference, Some(recorded(reference)), "{what}");
             let every = evaluate_all(&all, NumType::F32, samples);
-            let expected = &every[choose_for(&every, Objective::Balanced, Some(reference)).unwrap()];
+            let expected = &every[Goal::from(Objective::Balanced).choose_with(&every, Some(reference)).unwrap()];
             assert_eq!(p.chosen, expected.chain, "{what}: {p:?}");
             // The same data, the same plan, whatever the threads.
             for threads in [1, 3, 8] {
@@ -530,9 +525,9 @@ mod tests {
     fn recheck_switches_only_on_a_clear_gain() {
         let samples: Vec<Sample> = (0..4).map(|k| smooth(64, k as f32)).collect();
         let p = plan(NumType::F32, &samples, &[], None, Objective::Balanced, None).unwrap();
-        assert_eq!(recheck(NumType::F32, &samples, &p.chosen, Objective::Balanced, None, Scale::Stream).unwrap(), None);
-        let switched =
-            recheck(NumType::F32, &samples, "lz4", Objective::Balanced, None, Scale::Stream).unwrap().unwrap();
+        let goal = Goal::from(Objective::Balanced);
+        assert_eq!(recheck(NumType::F32, &samples, &p.chosen, goal, None).unwrap(), None);
+        let switched = recheck(NumType::F32, &samples, "lz4", goal, None).unwrap().unwrap();
         assert_eq!(switched.previous.as_deref(), Some("lz4"));
         assert!(switched.gain.unwrap() >= DRIFT_THRESHOLD);
     }

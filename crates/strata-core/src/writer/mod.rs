@@ -27,7 +27,7 @@ use crate::segment::layout_key;
 use crate::spill::SPILL_AT_BYTES;
 use crate::store::{now_ms, Store};
 use std::collections::{BTreeSet, HashMap};
-use strata_codecs::analyzer::{Objective, Scale};
+use strata_codecs::analyzer::{Goal, Objective, Scale};
 use strata_codecs::plan::CodecRequest;
 use strata_codecs::{registry, CodecChain, CodecSpec, ElementContext};
 
@@ -233,7 +233,7 @@ impl StoreWriter {
                     objective_override.or(head.as_ref().and_then(|h| h.objective)).unwrap_or(Objective::Balanced);
                 let scale = head.as_ref().map_or(Scale::Stream, PlanHead::scale);
                 let error_bound = head.and_then(|h| h.error_bound);
-                Some(PendingPlan::Recheck { objective, error_bound, current, scale })
+                Some(PendingPlan::Recheck { goal: Goal::new(objective, scale), error_bound, current })
             })
             .collect();
         let chains = base.variables.iter().map(|v| build_chain(&base.layout, v)).collect::<Result<Vec<_>>>()?;

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::manifest::RawJson;
 use crate::sampling::{self, REFINE_SAMPLES};
 use serde::Deserialize;
-use strata_codecs::analyzer::{Objective, Sample, Scale};
+use strata_codecs::analyzer::{Goal, Objective, Sample, Scale};
 use strata_codecs::plan::{self as codec_plan, PLAN_MIN_BYTES};
 use strata_codecs::registry;
 
@@ -14,7 +14,7 @@ use strata_codecs::registry;
 #[derive(Debug, Clone)]
 pub(super) enum PendingPlan {
     Plan { objective: Objective, error_bound: Option<String> },
-    Recheck { objective: Objective, error_bound: Option<String>, current: String, scale: Scale },
+    Recheck { goal: Goal, error_bound: Option<String>, current: String },
 }
 
 /// The part of a stored plan record a later check needs (older records have more fields).
@@ -124,8 +124,8 @@ impl StoreWriter {
                 };
                 codec_plan::plan(t, &sample, &refine, second, objective, error_bound.as_deref())?
             }
-            PendingPlan::Recheck { objective, error_bound, current, scale } => {
-                match codec_plan::recheck(t, &sample, &current, objective, error_bound.as_deref(), scale)? {
+            PendingPlan::Recheck { goal, error_bound, current } => {
+                match codec_plan::recheck(t, &sample, &current, goal, error_bound.as_deref())? {
                     Some(r) => r,
                     None => return Ok(()),
                 }
