@@ -106,12 +106,23 @@ def check_length(path: str) -> str | None:
         header = f.read(8)
         if not is_classic(header):
             return None  # HDF5 (NetCDF-4) and others: no classic header to read
-        header += f.read((1 << 20) - len(header))
+        header += f.read(HEADER_READ - len(header))
+    return truncation(header, os.path.getsize(path))
+
+
+# How much of a classic file `check_length` reads to find the length its header describes.
+HEADER_READ = 1 << 20
+
+
+def truncation(head: bytes, size: int) -> str | None:
+    """Why a file of ``size`` bytes starting with ``head`` (its first ``HEADER_READ`` bytes,
+    or all of it) is a truncated classic file, or None (also for other formats)."""
+    if not is_classic(head[:8]):
+        return None
     try:
-        need = required_length(header)
+        need = required_length(head[:HEADER_READ])
     except (ValueError, IndexError, struct.error) as err:
         return f"its NetCDF classic header is damaged ({err})"
-    size = os.path.getsize(path)
     if need is not None and size < need:
         return f"it holds {size} bytes but its header describes {need}: the file is truncated"
     return None

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import strata
+import strata._sources
 from conftest import DATA, needs_data
 from strata._classic import required_length
 
@@ -23,8 +24,11 @@ def classic(path, fmt):
     return path
 
 
+@pytest.mark.parametrize("opened", ["mapped", "by path"])
 @pytest.mark.parametrize("fmt", ["NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA"])
-def test_truncated_classic_files_are_corrupt(tmp_path, fmt):
+def test_truncated_classic_files_are_corrupt(tmp_path, monkeypatch, fmt, opened):
+    if opened == "by path":
+        monkeypatch.setattr(strata._sources, "MAP_AT_MOST", 0)
     src = classic(tmp_path / "a.nc", fmt)
     whole = src.read_bytes()
     # The last record may end in padding, which the data does not need.
