@@ -13,7 +13,8 @@ from .errors import CompatibilityError, CorruptionError, NotFoundError
 # file is first read by netCDF-C through a new 4 MiB buffer to check its 8-byte magic
 # number (netcdf-c's NC_readfileF): up to 4 MiB read and that buffer's pages faulted in,
 # 0.5-5 ms of a 5-30 ms import of a small file. A map costs ~0.1 ms, and its pages are the
-# page cache's (1.06-1.29x as fast an import of CTH's 2 MB fields: bench/results/import_ab.md).
+# page cache's (bench/results/import_ab.md: a median 1.02x as fast over bench_import's 34
+# fields, 2 MB CTH fields 0.94-1.13x, CanESM5's sea ice 1.16x; inside the VM's noise).
 # Its pages count in the process's resident size as they are read, so a larger file is
 # opened by its path, and held a slab at a time. (A file truncated while it is mapped
 # would stop the process with SIGBUS, as with any mapped file: a source must not shrink
