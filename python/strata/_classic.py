@@ -98,19 +98,7 @@ def required_length(header: bytes) -> int | None:
     return need
 
 
-def check_length(path: str) -> str | None:
-    """Why the classic file at ``path`` is truncated, or None (also for other formats)."""
-    import os
-
-    with open(path, "rb") as f:
-        header = f.read(8)
-        if not is_classic(header):
-            return None  # HDF5 (NetCDF-4) and others: no classic header to read
-        header += f.read(HEADER_READ - len(header))
-    return truncation(header, os.path.getsize(path))
-
-
-# How much of a classic file `check_length` reads to find the length its header describes.
+# How much of a classic file is read to find the length its header describes.
 HEADER_READ = 1 << 20
 
 

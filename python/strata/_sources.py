@@ -28,12 +28,11 @@ def open_source(path: str):
 
     if not os.path.exists(path):
         raise NotFoundError(f"no such file: '{path}'")
-    image, why = None, None
+    image = None
     if os.path.isfile(path):
-        image = _map(path)
-        why = _truncation(path, image)
-    if why:
-        raise CorruptionError(f"'{path}': {why}")
+        image, why = _read_head(path)
+        if why:
+            raise CorruptionError(f"'{path}': {why}")
     try:
         # netCDF4 holds the map's buffer until the file is closed.
         nc = netCDF4.Dataset(path, "r") if image is None else netCDF4.Dataset(path, "r", memory=image)
@@ -46,41 +45,31 @@ def open_source(path: str):
     return FlatGroups(nc) if nc.groups else nc
 
 
-def _truncation(path: str, image) -> str | None:
-    """Why the file at ``path`` (mapped as ``image``, if it is) is a truncated NetCDF
-    classic or HDF5 file, or None: checked before netCDF4 reads it, which returns garbage
-    for a classic file's missing bytes and only "HDF error" for an HDF5 file's."""
-    from . import _superblock
-    from ._classic import check_length, truncation
-
-    if image is not None:
-        return truncation(image, len(image)) or _superblock.truncation(image[: _superblock.HEAD_BYTES], len(image))
-    with open(path, "rb") as f:
-        head = f.read(_superblock.HEAD_BYTES)
-        size = os.fstat(f.fileno()).st_size
-    return check_length(path) or _superblock.truncation(head, size)
-
-
-def _map(path: str):
-    """A read-only map of the file at ``path`` when it holds 1 to ``MAP_AT_MOST`` bytes,
-    starts as a NetCDF classic or HDF5 file does and can be mapped, else None."""
+def _read_head(path: str):
+    """The file at ``path``, opened once: a read-only map of it when it holds 1 to
+    ``MAP_AT_MOST`` bytes, starts as a file netCDF4 reads and can be mapped, else None (it
+    is opened by its path); and why it is a truncated NetCDF classic or HDF5 file, else
+    None. Checked before netCDF4 reads it, which returns garbage for a classic file's
+    missing bytes and says only "HDF error" of an HDF5 file's."""
     import mmap
 
+    from . import _superblock
+    from ._classic import HEADER_READ, is_classic, truncation
+
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
+        head = f.read(8)
+        classic = is_classic(head)
+        head += f.read((HEADER_READ if classic else _superblock.HEAD_BYTES) - len(head))
+        why = truncation(head, size) or _superblock.truncation(head, size)
         # Only a file that looks like one netCDF4 reads is mapped (see open_source).
-        if not 0 < size <= MAP_AT_MOST or not _looks_readable(f.read(8)):
-            return None
+        readable = classic or head[:8] == _superblock.SIGNATURE
+        if why or not readable or not 0 < size <= MAP_AT_MOST:
+            return None, why
         try:
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), None
         except (OSError, ValueError):
-            return None  # a file system that cannot map files: opened by its path
-
-
-def _looks_readable(magic: bytes) -> bool:
-    """Whether a file starting with ``magic`` is NetCDF classic (CDF1, 2 or 5) or HDF5 with
-    no user block (every NetCDF-4 file netCDF writes)."""
-    return magic == b"\x89HDF\r\n\x1a\n" or (magic[:3] == b"CDF" and magic[3:4] in (b"\x01", b"\x02", b"\x05"))
+            return None, None  # a file system that cannot map files: opened by its path
 
 
 def _path(group) -> str:
