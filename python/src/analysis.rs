@@ -95,11 +95,15 @@ pub(crate) fn analyze_samples(
         (scores, reference_ratio(t, &owned))
     });
     let scores = scores.map_err(|e| to_py(e.into()))?;
-    // As planning chooses: against the reference unless an error bound let lossy chains in.
-    let against = scores.iter().all(|s| s.lossless).then_some(reference);
+    // As planning chooses: lossy chains among the scores mean an error bound let them in.
+    let bounded = !scores.iter().all(|s| s.lossless);
     let choice = Objective::ALL
         .iter()
-        .map(|&o| (o.to_string(), Goal::from(o).choose_with(&scores, against).map(|i| scores[i].chain.clone())))
+        .map(|&o| {
+            let goal = Goal::from(o);
+            let against = goal.measures_reference(bounded).then_some(reference);
+            (o.to_string(), goal.choose_with(&scores, against).map(|i| scores[i].chain.clone()))
+        })
         .collect();
     let scores = scores
         .iter()

@@ -213,9 +213,17 @@ impl Goal {
         })
     }
 
-    /// The choice given the reference ratio measured on the same sample, if any:
-    /// [`choose_balanced`] for balanced (a reference is only measured for streamed
-    /// variables), else [`choose`](Self::choose).
+    /// Whether plans for this goal measure the reference (zlib 4 + shuffle) on their sample
+    /// and choose by it ([`choose_balanced`]): balanced, for a variable streamed in blocks,
+    /// with no error bound (a bounded plan may choose lossy chains, which the reference
+    /// does not compare with).
+    pub fn measures_reference(self, bounded: bool) -> bool {
+        self.objective == Objective::Balanced && self.scale == Scale::Stream && !bounded
+    }
+
+    /// The choice given the reference ratio measured on the same sample, if any
+    /// ([`measures_reference`](Self::measures_reference)): [`choose_balanced`] for
+    /// balanced, else [`choose`](Self::choose).
     pub fn choose_with(self, scores: &[Score], reference: Option<f64>) -> Option<usize> {
         match (self.objective, reference) {
             (Objective::Balanced, Some(r)) => choose_balanced(scores, r),

@@ -266,7 +266,7 @@ pub fn plan(
     let whole = matches!(second, Some(SecondLook::Whole { .. }));
     let goal = Goal::new(objective, if whole { Scale::Small } else { Scale::Stream });
     let texts = goal.candidates(dtype, bound.as_deref())?;
-    let (scores, reference) = if objective == Objective::Balanced && bound.is_none() && !whole {
+    let (scores, reference) = if goal.measures_reference(bound.is_some()) {
         let (scores, reference) = evaluate_balanced(&texts, dtype, samples)?;
         (scores, Some(reference))
     } else {
@@ -357,7 +357,7 @@ pub fn recheck(
     if !texts.iter().any(|t| t == current) {
         texts.push(current.to_string());
     }
-    let against = goal == Goal::from(Objective::Balanced) && bound.is_none();
+    let against = goal.measures_reference(bound.is_some());
     let (reference, scores) =
         rayon::join(|| against.then(|| reference_ratio(dtype, samples)), || evaluate_all(&texts, dtype, samples));
     let now = scores.iter().find(|s| s.chain == current);
