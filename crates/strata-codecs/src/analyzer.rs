@@ -187,9 +187,9 @@ impl Goal {
     }
 
     /// The index of the best score (None for an empty list). Near-ties (see [`RATIO_TIE`],
-    /// [`SPEED_TIE`]) go, for ratio and balanced, to the chain with the fewest stages, then
-    /// the faster declared decode (for balanced, then the faster declared encode); for
-    /// speed, to the better ratio.
+    /// [`SPEED_TIE`]) go, for balanced, to the faster declared encode, then as for ratio:
+    /// the chain with the fewest stages, then the faster declared decode; for speed, to
+    /// the better ratio.
     pub fn choose(self, scores: &[Score]) -> Option<usize> {
         let key = |i: usize| self.value(&scores[i]);
         let best = (0..scores.len()).max_by(|&a, &b| key(a).total_cmp(&key(b)))?;
@@ -200,15 +200,17 @@ impl Goal {
             return tied.max_by(|&a, &b| scores[a].ratio.total_cmp(&scores[b].ratio));
         }
         let stages = |i: usize| scores[i].chain.split('+').count();
-        // Balanced also weighs the writer's time: between pco:6 and pco:8 a tie goes to the
-        // one that encodes twice as fast (on a 1 MB variable, most of an import's time).
+        // Balanced settles a tie for the writer's time first: between pco:6 and pco:8 the
+        // one that encodes twice as fast, between pcodec alone and after a difference (its
+        // delta search off) the latter (on a 1 MB variable, encoding is most of an import's
+        // time); every chain it ranks already decodes above its floor.
         let balanced = self.objective == Objective::Balanced;
         let encode = |i: usize| if balanced { scores[i].nominal.encode_mb_s } else { 0.0 };
         tied.min_by(|&a, &b| {
-            stages(a)
-                .cmp(&stages(b))
+            encode(b)
+                .total_cmp(&encode(a))
+                .then(stages(a).cmp(&stages(b)))
                 .then(scores[b].nominal.decode_mb_s.total_cmp(&scores[a].nominal.decode_mb_s))
-                .then(encode(b).total_cmp(&encode(a)))
                 .then(key(b).total_cmp(&key(a)))
         })
     }
@@ -534,6 +536,17 @@ mod tests {
         let levels = [s("pco:8", 1.362, 230.0, 2600.0), s("pco:6", 1.360, 400.0, 2600.0)];
         assert_eq!(Goal::from(Objective::Balanced).choose(&levels), Some(1));
         assert_eq!(Goal::from(Objective::Ratio).choose(&levels), Some(0));
+        // Even against a shorter chain: PRECC's pcodec alone (its delta search on) and after
+        // a difference along the last axis (off), as declared; ratio keeps the shorter one.
+        let off = |text: &str| chain(&parse_chain(text).unwrap(), ElementContext::new(NumType::F32)).unwrap().speed();
+        let (alone, after) = (off("pco:6"), off("delta+pco:6"));
+        assert!(after.encode_mb_s > 1.2 * alone.encode_mb_s, "{alone:?} {after:?}");
+        let precc = [
+            s("pco:6", 1.379, alone.encode_mb_s, alone.decode_mb_s),
+            s("delta+pco:6", 1.378, after.encode_mb_s, after.decode_mb_s),
+        ];
+        assert_eq!(Goal::from(Objective::Balanced).choose(&precc), Some(1));
+        assert_eq!(Goal::from(Objective::Ratio).choose(&precc), Some(0));
         // Near-equal decoders: the better ratio is the speed pick.
         let fast = [s("lz4", 1.2, 2500.0, 5000.0), s("shuffle+lz4", 1.6, 2000.0, 4600.0)];
         assert_eq!(Goal::from(Objective::Speed).choose(&fast), Some(1));

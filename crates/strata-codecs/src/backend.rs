@@ -200,6 +200,10 @@ impl PcoBackend {
     pub const DEFAULT_LEVEL: usize = pco::DEFAULT_COMPRESSION_LEVEL;
 }
 
+/// How much faster pcodec encodes with its delta search off ([`PcoBackend::delta_search`]),
+/// as declared: the median measured on the variables of `bench/calibrate_speeds.py`.
+pub const PCO_NO_SEARCH_SPEEDUP: f64 = 1.28;
+
 macro_rules! pco_dispatch {
     ($dtype:expr, $mac:ident) => {
         match $dtype {
@@ -243,7 +247,12 @@ impl Backend for PcoBackend {
             8 => 0.775,
             _ => per_number,
         };
-        Speed::new(encode * encode_by_size, 1_300.0 * per_number)
+        // Its own delta search is about a fifth of its encoding: a chain that turns it off (a
+        // difference along the last axis first) measured a median 1.28x as fast as plain
+        // pcodec, 0.99-1.75x, and one with the difference along another axis (the search
+        // still on) 0.99x (bench/results/calibrate_speeds.md, "pco, delta search").
+        let search = if self.delta_search { 1.0 } else { PCO_NO_SEARCH_SPEEDUP };
+        Speed::new(encode * encode_by_size * search, 1_300.0 * per_number)
     }
 
     fn capabilities(&self) -> Capabilities {
