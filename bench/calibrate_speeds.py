@@ -20,6 +20,9 @@ import strata
 # Each family: its first chain (the base), then the levels compared with it.
 FAMILIES = {
     "pco": ["pco:6", "pco:4", "pco:8"],
+    # A chain that takes differences along the last axis first turns pcodec's own delta
+    # search off (`PcoBackend::delta_search`); along another axis it stays on.
+    "pco, delta search": ["pco:6", "delta+pco:6", "delta:-1+delta:-2+pco:6", "delta:0+pco:6"],
     "zstd": [
         "shuffle+zstd:3",
         "shuffle+zstd:1",
@@ -32,7 +35,7 @@ FAMILIES = {
     "delta, bytecols": ["delta:-1+delta:-2+bytecols:3", "delta:-1+delta:-2+bytecols:4"],
 }
 # pcodec works per number, byte codecs per byte: by element type, these against this one.
-ACROSS_TYPES = (["pco:6", "pco:8"], "shuffle+zstd:3")
+ACROSS_TYPES = (["pco:6", "delta+pco:6", "pco:8"], "shuffle+zstd:3")
 MIN_SECONDS = 0.05
 
 
