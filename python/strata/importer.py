@@ -155,7 +155,8 @@ def import_file(
     less than netCDF4's zlib 4 + shuffle on the same sample, else the smallest; a variable
     of at most 1 MiB, stored whole, gets the smallest among chains encoding at 125 MB/s or
     faster); the plan and its scores are recorded in the manifest. Smaller variables use
-    ``shuffle+zstd:3``. Any other value is a chain applied to every variable.
+    ``shuffle+zstd:3``, or ``raw`` where that would not make one without the record
+    dimension smaller (a scalar). Any other value is a chain applied to every variable.
 
     ``error_bound`` (``abs=E`` or ``rel=E``, relative to the value range) lets ``auto`` also
     pick the error-bounded lossy codecs ``sz`` and ``zfp`` for float variables.

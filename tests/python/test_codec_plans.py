@@ -136,6 +136,28 @@ def test_write_arrays_auto_gets_the_importers_plan(tmp_path):
     assert_bit_equal(written["sst"][...], imported["sst"][...])
 
 
+def test_a_variable_the_default_chain_would_grow_is_stored_raw(tmp_path):
+    """Too small to plan, a variable is stored with the default chain unless that makes it
+    larger: a scalar's 8 bytes took 17 in a zstd frame. A chain asked for is kept."""
+    arrays = {
+        "scalar": ((), np.array(2.5)),
+        "pair": (("two",), np.array([7, 9], dtype="i4")),
+        "coord": (("n",), np.linspace(-90, 90, 500)),
+        "noise": (("m",), np.random.default_rng(3).integers(0, 256, 64, dtype="u1")),
+    }
+    strata.write_arrays(tmp_path / "auto.strata", arrays, codec="auto")
+    strata.write_arrays(tmp_path / "asked.strata", arrays, codec="shuffle+zstd:3")
+    auto, asked = strata.open(tmp_path / "auto.strata"), strata.open(tmp_path / "asked.strata")
+    stats = auto.stats()
+    for name, (_, arr) in arrays.items():
+        assert_bit_equal(auto[name][...], arr, name)
+        assert stats[name]["stored_bytes"] <= arr.nbytes, name
+    assert [auto[n].chains[-1] for n in ("scalar", "pair", "noise")] == ["raw"] * 3
+    assert auto["coord"].chains[-1] == "shuffle+zstd:3"
+    assert all(asked[n].chains[-1] == "shuffle+zstd:3" for n in arrays)
+    assert asked.stats()["scalar"]["stored_bytes"] > 8
+
+
 @needs_data
 def test_default_plans_are_reproducible_and_not_larger_than_netcdf4_zlib(tmp_path):
     """The default (balanced) plan depends on the data only, and on ERSST stores no more

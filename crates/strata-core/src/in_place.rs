@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use strata_codecs::{registry, CodecSpec, ElementContext};
+use strata_codecs::{registry, Backend, CodecSpec, ElementContext, RawBackend};
 
 /// Pieces a contiguous variable is cut into target this many bytes: small enough that a
 /// value query skips most of a field, large enough that reading it whole is a few long
@@ -232,7 +232,7 @@ impl InPlaceIndexer {
                 let chain = if *big_endian && es > 1 {
                     vec![CodecSpec::new("hdf5").with("order", "big")]
                 } else {
-                    vec![CodecSpec::new("raw")]
+                    vec![RawBackend.spec()]
                 };
                 let places = (0..n)
                     .map(|c| {

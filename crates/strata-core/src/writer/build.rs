@@ -250,14 +250,15 @@ impl StoreWriter {
         };
         draft.validate()?;
         let chains = draft.variables.iter().map(|v| build_chain(&draft.layout, v)).collect::<Result<Vec<_>>>()?;
-        // Variables known to be small get the default chain unplanned (a record variable's
-        // size is known once its records are: see `resolve_plan`).
+        // Variables known to be small get the default chain unplanned, or raw where that is
+        // smaller (a record variable's size is known once its records are: see `resolve_plan`).
         let pending = draft
             .variables
             .iter()
             .map(|v| {
                 let known = draft.shape(v).iter().product::<u64>() * v.dtype.size() as u64;
-                planned.remove(&v.name).filter(|_| draft.is_record_var(v) || known >= PLAN_MIN_BYTES)
+                let plan = planned.remove(&v.name)?;
+                Some(if draft.is_record_var(v) || known >= PLAN_MIN_BYTES { plan } else { PendingPlan::Unplanned })
             })
             .collect();
         let has_static = draft.variables.iter().any(|v| v.chunking.is_some() && !draft.is_record_var(v));

@@ -9,12 +9,23 @@ use serde::Deserialize;
 use strata_codecs::analyzer::{Goal, Objective, Sample, Scale};
 use strata_codecs::plan::{self as codec_plan, PLAN_MIN_BYTES};
 use strata_codecs::registry;
+use strata_codecs::{Backend, ElementContext, RawBackend};
 
 /// A plan still to make, from the first data a variable receives in this writer.
 #[derive(Debug, Clone)]
 pub(super) enum PendingPlan {
-    Plan { objective: Objective, error_bound: Option<String> },
-    Recheck { goal: Goal, error_bound: Option<String>, current: String },
+    Plan {
+        objective: Objective,
+        error_bound: Option<String>,
+    },
+    /// `auto` for a variable without the record dimension too small to plan
+    /// ([`PLAN_MIN_BYTES`]): the default chain, or raw if that does not make it smaller.
+    Unplanned,
+    Recheck {
+        goal: Goal,
+        error_bound: Option<String>,
+        current: String,
+    },
 }
 
 /// The part of a stored plan record a later check needs (older records have more fields).
@@ -62,6 +73,9 @@ impl StoreWriter {
     /// Makes the plan `idx` is waiting for, from its first data (`extent`, C order).
     pub(super) fn resolve_plan(&mut self, idx: usize, extent: &[u64], data: &[u8]) -> Result<()> {
         let Some(pending) = self.pending[idx].take() else { return Ok(()) };
+        if matches!(pending, PendingPlan::Unplanned) {
+            return self.raw_unless_smaller(idx, extent, data);
+        }
         let var = &self.draft.variables[idx];
         let (Some(t), Some(chunking)) = (var.dtype.num_type(), &var.chunking) else { return Ok(()) };
         // The variable's whole size: a record variable's first slab times the slabs the
@@ -124,6 +138,7 @@ impl StoreWriter {
                 };
                 codec_plan::plan(t, &sample, &refine, second, objective, error_bound.as_deref())?
             }
+            PendingPlan::Unplanned => return Ok(()),
             PendingPlan::Recheck { goal, error_bound, current } => {
                 match codec_plan::recheck(t, &sample, &current, goal, error_bound.as_deref())? {
                     Some(r) => r,
@@ -156,6 +171,29 @@ impl StoreWriter {
             var.codecs = vec![specs];
         }
         var.plan = Some(RawJson::new(&plan));
+        self.chains[idx] = build_chain(&self.draft.layout, &self.draft.variables[idx])?;
+        Ok(())
+    }
+}
+
+impl StoreWriter {
+    /// Stores variable `idx`, all of which is `data`, raw when its chain does not store it in
+    /// fewer bytes: a scalar's 8 bytes took 17 in a zstd frame, where netCDF-4 stores them
+    /// as they are.
+    fn raw_unless_smaller(&mut self, idx: usize, extent: &[u64], data: &[u8]) -> Result<()> {
+        let var = &self.draft.variables[idx];
+        let (Some(t), Some(specs)) = (var.dtype.num_type(), var.codecs.last()) else { return Ok(()) };
+        // A block of it (put_static_block) does not tell.
+        if data.len() as u64 != self.draft.shape(var).iter().product::<u64>() * var.dtype.size() as u64 {
+            return Ok(());
+        }
+        let shape: Vec<usize> = extent.iter().map(|&e| e as usize).collect();
+        let chain = registry::chain(specs, ElementContext::new(t))?;
+        if chain.encode(data, &shape).is_ok_and(|e| e.len() < data.len()) {
+            return Ok(());
+        }
+        let var = &mut self.draft.variables[idx];
+        var.codecs = vec![vec![RawBackend.spec()]];
         self.chains[idx] = build_chain(&self.draft.layout, &self.draft.variables[idx])?;
         Ok(())
     }
