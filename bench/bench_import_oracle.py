@@ -113,7 +113,7 @@ def report(results) -> str:
     lines = [
         *report_header(
             "The import against python-blosc2 with the chain chosen in hindsight",
-            "`python bench/bench_import_oracle.py` (release build: `make build` first; about 5 minutes)",
+            "`python bench/bench_import_oracle.py` (release build: `make build` first; about a minute)",
             results,
         ),
         "Every numeric variable of at least 1 MB in `../shared/data`, alone in an uncompressed "
