@@ -138,7 +138,7 @@ impl StoreWriter {
                 };
                 codec_plan::plan(t, &sample, &refine, second, objective, error_bound.as_deref())?
             }
-            PendingPlan::Unplanned => return Ok(()),
+            PendingPlan::Unplanned => return Ok(()), // made above, before any sampling
             PendingPlan::Recheck { goal, error_bound, current } => {
                 match codec_plan::recheck(t, &sample, &current, goal, error_bound.as_deref())? {
                     Some(r) => r,
@@ -174,9 +174,7 @@ impl StoreWriter {
         self.chains[idx] = build_chain(&self.draft.layout, &self.draft.variables[idx])?;
         Ok(())
     }
-}
 
-impl StoreWriter {
     /// Stores variable `idx`, all of which is `data`, raw when its chain does not store it in
     /// fewer bytes: a scalar's 8 bytes took 17 in a zstd frame, where netCDF-4 stores them
     /// as they are.
