@@ -15,10 +15,9 @@ from __future__ import annotations
 import statistics
 
 from bench_import import blosc2_write, copies, strata_import, variables
-from common import report_header, write_results
+from common import paired_ratio, report_header, write_results
 
 import strata
-from strata.analyze import candidates_for
 
 TURNS = 5
 # The chains raced against blosc2 on every turn: the fastest few that meet the size bar in
@@ -31,18 +30,15 @@ MIN_DECODE_MB_S = 1000.0
 MIN_ENCODE_MB_S = 100.0
 
 
-def admissible(src: str, name: str, dtype: str) -> list[str]:
-    """The registry's chains for this type that are lossless and declared fast enough."""
-    (one,) = strata.analyze(src, [name], candidates=candidates_for(dtype), samples=1, min_seconds=None)
+def admissible(src: str, name: str) -> list[str]:
+    """The registry's chains for the variable's type that are lossless and declared fast
+    enough (the analyzer's own list, as `strata analyze` scores it)."""
+    (one,) = strata.analyze(src, [name], samples=1, min_seconds=None)
     return [
         s.chain
         for s in one.scores
         if s.lossless and s.decode_mb_s >= MIN_DECODE_MB_S and s.encode_mb_s >= MIN_ENCODE_MB_S
     ]
-
-
-def dtype_code(arr) -> str:
-    return f"{'f' if arr.dtype.kind == 'f' else arr.dtype.kind}{arr.dtype.itemsize * 8}"
 
 
 def race(src, name: str, arr, chains: list[str]) -> dict[str, list[float]]:
@@ -65,14 +61,14 @@ def race(src, name: str, arr, chains: list[str]) -> dict[str, list[float]]:
 
 def vs_blosc2(per_turn: dict[str, list[float]], k: str) -> float:
     """blosc2's time over run `k`'s, median of the turns' pairs."""
-    return statistics.median(b / t for b, t in zip(per_turn["blosc2"], per_turn[k], strict=True))
+    return paired_ratio(per_turn, "blosc2", k)
 
 
 def main() -> None:
     rows = []
     for file, name, arr, dims in variables():
         src, zbytes = copies(name, arr, dims)
-        chains = admissible(str(src), name, dtype_code(arr))
+        chains = admissible(str(src), name)
         # First pass: every chain once, for its whole-variable size and a rough time.
         first = {}
         for chain in chains:
