@@ -548,6 +548,11 @@ impl Manifest {
         self.files.iter().find(|f| f.external)
     }
 
+    /// The bytes of `var`'s values at its current shape.
+    pub fn bytes(&self, var: &Variable) -> u64 {
+        self.shape(var).iter().product::<u64>() * var.dtype.size() as u64
+    }
+
     pub fn is_record_var(&self, var: &Variable) -> bool {
         self.record_dim.as_ref().is_some_and(|r| var.dims.first() == Some(r))
     }

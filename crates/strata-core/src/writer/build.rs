@@ -256,9 +256,12 @@ impl StoreWriter {
             .variables
             .iter()
             .map(|v| {
-                let known = draft.shape(v).iter().product::<u64>() * v.dtype.size() as u64;
                 let plan = planned.remove(&v.name)?;
-                Some(if draft.is_record_var(v) || known >= PLAN_MIN_BYTES { plan } else { PendingPlan::Unplanned })
+                Some(if draft.is_record_var(v) || draft.bytes(v) >= PLAN_MIN_BYTES {
+                    plan
+                } else {
+                    PendingPlan::Unplanned
+                })
             })
             .collect();
         let has_static = draft.variables.iter().any(|v| v.chunking.is_some() && !draft.is_record_var(v));

@@ -182,7 +182,7 @@ impl StoreWriter {
         let var = &self.draft.variables[idx];
         let (Some(t), Some(specs)) = (var.dtype.num_type(), var.codecs.last()) else { return Ok(()) };
         // A block of it (put_static_block) does not tell.
-        if data.len() as u64 != self.draft.shape(var).iter().product::<u64>() * var.dtype.size() as u64 {
+        if data.len() as u64 != self.draft.bytes(var) {
             return Ok(());
         }
         let shape: Vec<usize> = extent.iter().map(|&e| e as usize).collect();
